@@ -1,0 +1,106 @@
+/**
+ * One typed configuration, parsed once from the environment at start-up.
+ * A bad value stops the process with a message naming the variable, instead of
+ * surfacing later as a confusing runtime error. Every key is documented in
+ * docs/configuration.md and .env.example.
+ */
+export type Role = 'api' | 'worker' | 'all';
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  basePath: string;
+  publicBaseUrl: string;
+  superAdminKey: string | undefined;
+  superAdminFeatures: string[];
+  authSecret: string | undefined;
+  logLevel: string;
+  role: Role;
+  bodyLimitBytes: number;
+  rateLimitMax: number;
+  rateLimitWindowMs: number;
+  authCacheTtlMs: number;
+  userTokenDefaultTtlSeconds: number;
+  userTokenMaxTtlSeconds: number;
+  shutdownTimeoutMs: number;
+  /** Module-specific settings are read through this so each module parses its own keys once. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function intFrom(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+export function boolFrom(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
+  if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function normaliseBasePath(raw: string | undefined): string {
+  if (!raw || raw === '/') return '';
+  if (!/^\/[A-Za-z0-9/_.-]*$/.test(raw))
+    throw new ConfigError(`BASE_PATH must start with "/" and hold only path characters, got "${raw}"`);
+  return raw.replace(/\/+$/, '');
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = intFrom(env, 'PORT', 3000, 0, 65535);
+  const host = env.HOST || '0.0.0.0';
+  const role = (env.ROLE || 'all') as Role;
+  if (!['api', 'worker', 'all'].includes(role))
+    throw new ConfigError(`ROLE must be api, worker or all, got "${env.ROLE}"`);
+  const basePath = normaliseBasePath(env.BASE_PATH);
+  const publicBaseUrl = (env.PUBLIC_BASE_URL || `http://localhost:${port}${basePath}`).replace(/\/+$/, '');
+  try {
+    const u = new URL(publicBaseUrl);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http');
+  } catch {
+    throw new ConfigError(`PUBLIC_BASE_URL must be an absolute http(s) address, got "${env.PUBLIC_BASE_URL}"`);
+  }
+  const superAdminKey = env.SUPER_ADMIN_KEY || undefined;
+  if (superAdminKey !== undefined && superAdminKey.length < 16) {
+    throw new ConfigError('SUPER_ADMIN_KEY must be at least 16 characters long');
+  }
+  const authSecret = env.AUTH_SECRET || undefined;
+  if (authSecret !== undefined && authSecret.length < 32)
+    throw new ConfigError('AUTH_SECRET must be at least 32 characters long');
+  return {
+    port,
+    host,
+    dataDir: env.DATA_DIR || './data',
+    databaseUrl: env.DATABASE_URL || undefined,
+    basePath,
+    publicBaseUrl,
+    superAdminKey,
+    superAdminFeatures: (env.SUPER_ADMIN_FEATURES ?? 'adminApps')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    authSecret,
+    logLevel: env.LOG_LEVEL || 'info',
+    role,
+    bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    rateLimitMax: intFrom(env, 'RATE_LIMIT_MAX', 6000, 1),
+    rateLimitWindowMs: intFrom(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
+    authCacheTtlMs: intFrom(env, 'AUTH_CACHE_TTL_MS', 5_000, 0),
+    userTokenDefaultTtlSeconds: intFrom(env, 'USER_TOKEN_DEFAULT_TTL_SECONDS', 3600, 60),
+    userTokenMaxTtlSeconds: intFrom(env, 'USER_TOKEN_MAX_TTL_SECONDS', 30 * 24 * 3600, 60),
+    shutdownTimeoutMs: intFrom(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    env,
+  };
+}

@@ -1,0 +1,3 @@
+export type { Db, Queryable, QueryResult, Tx } from './client.ts';
+export { openDatabase, openPglite, openPostgres } from './client.ts';
+export { migrate, migrationFiles, pendingMigrations } from './migrate.ts';

@@ -1,0 +1,176 @@
+/**
+ * Tenants and their credentials. Admin API keys are 256-bit random secrets shown once and
+ * stored only as a SHA-256 hash (a slow hash buys nothing for a key with that much
+ * entropy, and lookups stay one indexed read). User tokens are HS256 JWTs signed with a
+ * server secret that is generated and persisted on first start when AUTH_SECRET is unset.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { jwtVerify, SignJWT } from 'jose';
+import type { Config } from '../../config.ts';
+import type { Db } from '../../db/index.ts';
+import type { Principal } from '../../platform/auth.ts';
+import { conflict, notFound } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import * as repo from './collections.repository.ts';
+
+const KEY_PREFIX = 'ck_';
+const TOKEN_ISSUER = 'collection-platform';
+
+export interface Collection {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+const toCollection = (r: repo.CollectionRow): Collection => ({
+  id: r.id,
+  name: r.name,
+  createdAt: r.created_at.toISOString(),
+});
+const toApiKey = (r: repo.ApiKeyRow): ApiKey => ({
+  id: r.id,
+  name: r.name,
+  prefix: r.prefix,
+  createdAt: r.created_at.toISOString(),
+  revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
+});
+
+const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+function sameSecret(a: string, b: string): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+export class CollectionsService {
+  private tokenKey: Uint8Array | undefined;
+  /** Recently resolved admin keys; revocation in this process clears it at once. */
+  private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly config: Config,
+  ) {}
+
+  async createCollection(input: { id?: string; name: string }): Promise<Collection> {
+    const id = input.id ?? newId('col');
+    const row = await repo.insertCollection(this.db, id, input.name);
+    if (!row) throw conflict(`A collection with id "${id}" already exists`);
+    return toCollection(row);
+  }
+
+  async listCollections(limit: number, offset: number): Promise<Collection[]> {
+    return (await repo.listCollections(this.db, limit, offset)).map(toCollection);
+  }
+
+  collectionExists(collectionId: string): Promise<boolean> {
+    return repo.collectionExists(this.db, collectionId);
+  }
+
+  async createApiKey(collectionId: string, name: string): Promise<ApiKey & { key: string }> {
+    if (!(await repo.collectionExists(this.db, collectionId))) throw notFound('Collection');
+    const id = newId('key');
+    const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const row = await repo.insertApiKey(this.db, collectionId, {
+      id,
+      name,
+      prefix: key.slice(0, KEY_PREFIX.length + 8),
+      keyHash: hashKey(key),
+    });
+    return { ...toApiKey(row), key };
+  }
+
+  async listApiKeys(collectionId: string): Promise<ApiKey[]> {
+    return (await repo.listApiKeys(this.db, collectionId)).map(toApiKey);
+  }
+
+  async revokeApiKey(collectionId: string, id: string): Promise<ApiKey> {
+    const row = await repo.revokeApiKey(this.db, collectionId, id);
+    if (!row) throw notFound('API key');
+    this.keyCache.delete(row.key_hash);
+    return toApiKey(row);
+  }
+
+  async issueUserToken(
+    collectionId: string,
+    input: { userId: string; contactId?: string; ttlSeconds?: number },
+  ): Promise<{ token: string; expiresAt: string }> {
+    if (!(await repo.collectionExists(this.db, collectionId))) throw notFound('Collection');
+    const ttl = Math.min(
+      input.ttlSeconds ?? this.config.userTokenDefaultTtlSeconds,
+      this.config.userTokenMaxTtlSeconds,
+    );
+    const exp = Math.floor(Date.now() / 1000) + ttl;
+    const token = await new SignJWT({ cid: collectionId, contactId: input.contactId ?? input.userId })
+      .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+      .setSubject(input.userId)
+      .setIssuer(TOKEN_ISSUER)
+      .setIssuedAt()
+      .setExpirationTime(exp)
+      .sign(await this.signingKey());
+    return { token, expiresAt: new Date(exp * 1000).toISOString() };
+  }
+
+  /** The credential resolver handed to the auth plugin. */
+  resolveCredential = async (credential: string): Promise<Principal | null> => {
+    const superKey = this.config.superAdminKey;
+    if (superKey && sameSecret(credential, superKey)) {
+      return { kind: 'super', features: new Set(this.config.superAdminFeatures) };
+    }
+    if (credential.startsWith(KEY_PREFIX)) return this.resolveApiKey(credential);
+    if (credential.split('.').length === 3) return this.resolveUserToken(credential);
+    return null;
+  };
+
+  private async resolveApiKey(key: string): Promise<Principal | null> {
+    const hash = hashKey(key);
+    const now = Date.now();
+    const cached = this.keyCache.get(hash);
+    if (cached && cached.until > now) return cached.principal;
+    const row = await repo.findActiveKeyByHash(this.db, hash);
+    const principal: Principal | null = row ? { kind: 'admin', collectionId: row.collection_id, keyId: row.id } : null;
+    if (this.config.authCacheTtlMs > 0) {
+      if (this.keyCache.size > 10_000) this.keyCache.clear();
+      this.keyCache.set(hash, { principal, until: now + this.config.authCacheTtlMs });
+    }
+    return principal;
+  }
+
+  private async resolveUserToken(token: string): Promise<Principal | null> {
+    try {
+      const { payload } = await jwtVerify(token, await this.signingKey(), {
+        issuer: TOKEN_ISSUER,
+        algorithms: ['HS256'],
+      });
+      const { sub, cid, contactId } = payload;
+      if (typeof sub !== 'string' || typeof cid !== 'string') return null;
+      return {
+        kind: 'user',
+        collectionId: cid,
+        userId: sub,
+        contactId: typeof contactId === 'string' ? contactId : sub,
+      };
+    } catch {
+      return null;
+    }
+  }
+
+  private async signingKey(): Promise<Uint8Array> {
+    if (!this.tokenKey) {
+      const secret =
+        this.config.authSecret ??
+        (await repo.settingOrInsert(this.db, 'auth_secret', randomBytes(32).toString('base64url')));
+      this.tokenKey = new TextEncoder().encode(secret);
+    }
+    return this.tokenKey;
+  }
+}

@@ -1,0 +1,99 @@
+/** All SQL of the locations module. */
+import sql, { join, raw } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+import type { LocationPayload, LocationSearchQuery } from './locations.schema.ts';
+
+export interface LocationRow {
+  id: string;
+  collection_id: string | null;
+  name: string;
+  category: string | null;
+  description: string | null;
+  country_name: string | null;
+  country_code: string | null;
+  website_url: string | null;
+  logo_url: string | null;
+  phone: string | null;
+  email: string | null;
+  geofence: Record<string, unknown> | null;
+  metadata: Record<string, unknown> | null;
+  created_at: Date;
+  updated_at: Date;
+  total?: number;
+}
+
+const COLUMNS = raw(
+  'id, collection_id, name, category, description, country_name, country_code, website_url, logo_url, phone, email, geofence, metadata, created_at, updated_at',
+);
+
+const jsonOrNull = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+export async function insertLocation(
+  db: Queryable,
+  collectionId: string | null,
+  id: string,
+  p: LocationPayload,
+): Promise<LocationRow> {
+  const { rows } = await db.query<LocationRow>(sql`
+    INSERT INTO locations (id, collection_id, name, category, description, country_name, country_code,
+      website_url, logo_url, phone, email, geofence, metadata)
+    VALUES (${id}, ${collectionId}, ${p.name}, ${p.category ?? null}, ${p.description ?? null},
+      ${p.countryName ?? null}, ${p.countryCode?.toUpperCase() ?? null}, ${p.websiteUrl ?? null},
+      ${p.logoUrl ?? null}, ${p.phone ?? null}, ${p.email ?? null},
+      ${jsonOrNull(p.geofence)}::jsonb, ${jsonOrNull(p.metadata)}::jsonb)
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+export async function findGlobal(db: Queryable, id: string): Promise<LocationRow | undefined> {
+  const { rows } = await db.query<LocationRow>(
+    sql`SELECT ${COLUMNS} FROM locations WHERE id = ${id} AND collection_id IS NULL`,
+  );
+  return rows[0];
+}
+
+/** The collection's own location, else a global one. */
+export async function findForCollection(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+): Promise<LocationRow | undefined> {
+  const { rows } = await db.query<LocationRow>(
+    sql`SELECT ${COLUMNS} FROM locations WHERE id = ${id} AND (collection_id = ${collectionId} OR collection_id IS NULL)`,
+  );
+  return rows[0];
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+const ORDER = {
+  name: raw('name, id'),
+  countryCode: raw('country_code NULLS LAST, name, id'),
+  countryName: raw('country_name NULLS LAST, name, id'),
+} as const;
+
+export async function search(
+  db: Queryable,
+  collectionId: string,
+  q: LocationSearchQuery & { limit: number; offset: number },
+): Promise<{ rows: LocationRow[]; total: number }> {
+  const where = [sql`(collection_id = ${collectionId} OR collection_id IS NULL)`];
+  const term = q.q?.trim().toLowerCase();
+  if (term) {
+    // Substring match, or a close word match for small typos; both served by the trigram index.
+    where.push(sql`(search_text LIKE ${`%${escapeLike(term)}%`} OR search_text %> ${term})`);
+  }
+  if (q.category) where.push(sql`lower(category) = lower(${q.category})`);
+  if (q.countryCode) where.push(sql`country_code = upper(${q.countryCode})`);
+  if (q.countryName) where.push(sql`lower(country_name) = lower(${q.countryName})`);
+  const { rows } = await db.query<LocationRow>(sql`
+    SELECT ${COLUMNS}, count(*) OVER () AS total FROM locations
+    WHERE ${join(where, ' AND ')}
+    ORDER BY ${ORDER[q.sort ?? 'name']}
+    LIMIT ${q.limit} OFFSET ${q.offset}`);
+  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
+  const count = await db.query<{ total: number }>(
+    sql`SELECT count(*) AS total FROM locations WHERE ${join(where, ' AND ')}`,
+  );
+  return { rows, total: count.rows[0].total };
+}

@@ -1,0 +1,67 @@
+/**
+ * Runs the service: reads config, opens the database, applies migrations, builds the app
+ * and listens. On SIGTERM/SIGINT it stops accepting connections, lets in-flight requests
+ * finish (bounded by SHUTDOWN_TIMEOUT_MS), then closes the database cleanly.
+ *
+ * Roles: `all` (default) serves HTTP and runs background workers in one process; `api`
+ * serves HTTP only; `worker` runs background work only (still exposing /healthz).
+ */
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig, type Role } from './config.ts';
+import { migrate, openDatabase } from './db/index.ts';
+
+function parseRoleFlag(argv: string[]): Role | undefined {
+  const i = argv.indexOf('--role');
+  const value = i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith('--role='))?.slice('--role='.length);
+  return value as Role | undefined;
+}
+
+async function main(): Promise<void> {
+  const roleFlag = parseRoleFlag(process.argv.slice(2));
+  const config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
+  const db = await openDatabase(config);
+  await migrate(db);
+  const app = await buildApp({ config, db });
+  app.addHook('onClose', async () => {
+    await db.close();
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+
+  const storage = config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}`;
+  if (config.role === 'worker') {
+    await app.ready();
+    app.log.info({ role: config.role, storage }, 'worker started');
+    return;
+  }
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info({ role: config.role, storage, basePath: config.basePath || '/' }, 'service ready');
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`Configuration error: ${err.message}`);
+  } else {
+    console.error(err);
+  }
+  process.exit(1);
+});
