@@ -9,7 +9,20 @@ import { benchDatabase, load, printTable, type Row, row, SUPER_KEY, spawnTs, sta
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
 const LOCATIONS = Number(process.env.BENCH_LOCATIONS ?? 100_000);
-const WORDS = ['berlin', 'paris', 'london', 'madrid', 'vienna', 'prague', 'warsaw', 'lisbon', 'dublin', 'oslo', 'rome', 'athens'];
+const WORDS = [
+  'berlin',
+  'paris',
+  'london',
+  'madrid',
+  'vienna',
+  'prague',
+  'warsaw',
+  'lisbon',
+  'dublin',
+  'oslo',
+  'rome',
+  'athens',
+];
 const KINDS = ['store', 'office', 'depot', 'outlet', 'kiosk', 'warehouse', 'studio', 'lab'];
 
 const database = await benchDatabase(backend);

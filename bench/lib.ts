@@ -4,17 +4,15 @@
  * box mean little while ratios travel. The service runs as a real child process (`src/server.ts`)
  * so that the load generator (this process) and the server do not share an event loop.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
+import { spawnTs as spawnProcess } from '../test/helpers/process.ts';
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export { freePort, ROOT } from '../test/helpers/process.ts';
 export const SUPER_KEY = 'bench-super-admin-key-0123456789';
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -28,61 +26,13 @@ export interface Row {
   note?: string;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+import type { RunningProcess } from '../test/helpers/process.ts';
 
-async function waitForOk(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} before ${url} answered`);
-    try {
-      const res = await fetch(url);
-      if (res.ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
-}
-
-export interface RunningProcess {
-  url: string;
-  child: ChildProcess;
-  stop(): Promise<void>;
-}
+export type { RunningProcess };
 
 /** Spawns a TypeScript entry point with tsx and waits until `readyPath` answers 200. */
-export async function spawnTs(
-  entry: string,
-  env: Record<string, string>,
-  readyPath = '/healthz',
-  args: string[] = [],
-): Promise<RunningProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...args], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForOk(`${url}${readyPath}`, child);
-  return {
-    url,
-    child,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
-  };
+export function spawnTs(entry: string, env: Record<string, string>, readyPath = '/healthz', args: string[] = []) {
+  return spawnProcess(entry, { env, readyPath, args, stdio: 'inherit' });
 }
 
 /** The real service as a child process. */

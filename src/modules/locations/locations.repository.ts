@@ -88,7 +88,9 @@ async function searchWhere(
     ORDER BY ${ORDER[q.sort ?? 'name']}
     LIMIT ${q.limit} OFFSET ${q.offset}`);
   if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
-  const count = await db.query<{ total: number }>(sql`SELECT count(*) AS total FROM locations WHERE ${join(where, ' AND ')}`);
+  const count = await db.query<{ total: number }>(
+    sql`SELECT count(*) AS total FROM locations WHERE ${join(where, ' AND ')}`,
+  );
   return { rows, total: count.rows[0].total };
 }
 
