@@ -26,7 +26,9 @@ export async function createTestDb(options: { migrate?: boolean; poolSize?: numb
   const base = process.env.TEST_DATABASE_URL;
   let testDb: TestDb;
   if (base) {
-    const schema = `test_${randomBytes(6).toString('hex')}`;
+    // The creation time in the name lets global setup clear leftovers of interrupted runs
+    // without touching schemas of a run that is still going.
+    const schema = `test_${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Client({ connectionString: base });
     await admin.connect();
     await admin.query(`CREATE SCHEMA "${schema}"`);

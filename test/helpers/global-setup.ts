@@ -11,11 +11,16 @@ export async function setup(): Promise<void> {
   await client.connect();
   try {
     await client.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-    // Schemas left behind by an interrupted run.
+    // Schemas left behind by interrupted runs: only those created over an hour ago, so a run
+    // started meanwhile (another checkout on the same server) keeps its schemas.
     const { rows } = await client.query<{ nspname: string }>(
-      "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'test\\_%' ESCAPE '\\'",
+      "SELECT nspname FROM pg_namespace WHERE nspname ~ '^test_[0-9]+_'",
     );
-    for (const r of rows) await client.query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`);
+    const cutoff = Date.now() / 1000 - 3600;
+    for (const r of rows) {
+      const created = Number(r.nspname.split('_')[1]);
+      if (created < cutoff) await client.query(`DROP SCHEMA IF EXISTS "${r.nspname}" CASCADE`);
+    }
   } finally {
     await client.end();
   }
