@@ -167,19 +167,23 @@ export class JobEngine {
     if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
     const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
-    const row = await repo.enqueue(q, collectionId, {
-      task: def.name,
-      payload: options.payload ?? null,
-      runAt: options.runAt ?? null,
-      priority,
-      key: options.key ?? null,
-      queueName: options.queueName ?? null,
-      maxAttempts,
-      visible: def.visible,
-    });
+    const row = await repo.enqueue(
+      q,
+      collectionId,
+      {
+        task: def.name,
+        payload: options.payload ?? null,
+        runAt: options.runAt ?? null,
+        priority,
+        key: options.key ?? null,
+        queueName: options.queueName ?? null,
+        maxAttempts,
+        visible: def.visible,
+      },
+      JOBS_CHANNEL,
+    );
+    // The NOTIFY wakes every engine (this one included) once the row is committed.
     const due = row.run_at.getTime();
-    // Inside a transaction the notification is delivered at commit, never before.
-    await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, String(due)]);
     if (q === this.db) this.wake(due);
     return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
   }

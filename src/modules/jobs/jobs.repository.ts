@@ -59,14 +59,18 @@ export interface NewJob {
 
 /**
  * Inserts a job, or, when a pending (queued or errored) job of the collection has the same
- * key, replaces that job's definition and makes it fresh again (attempts reset).
+ * key, replaces that job's definition and makes it fresh again (attempts reset). Notifies
+ * `channel` with the job's due time (epoch ms) so idle workers claim it at once.
  */
 export async function enqueue(
   q: Queryable,
   collectionId: string,
   j: NewJob,
+  channel: string,
 ): Promise<{ id: number; task: string; run_at: Date; key: string | null }> {
+  // The NOTIFY rides in the same statement (one round trip); inside a transaction it is sent at commit.
   const { rows } = await q.query<{ id: number; task: string; run_at: Date; key: string | null }>(sql`
+    WITH job AS (
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
       ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
@@ -75,7 +79,10 @@ export async function enqueue(
       priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
       visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
       updated_at = now()
-    RETURNING id, task, run_at, key`);
+    RETURNING id, task, run_at, key)
+    SELECT id, task, run_at, key,
+      pg_notify(${channel}, (extract(epoch FROM run_at) * 1000)::bigint::text) AS notified
+    FROM job`);
   return rows[0];
 }
 
