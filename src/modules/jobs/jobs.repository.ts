@@ -67,9 +67,15 @@ export async function enqueue(
   collectionId: string,
   j: NewJob,
   channel: string,
-): Promise<{ id: number; task: string; run_at: Date; key: string | null }> {
+): Promise<{ id: number; task: string; run_at: Date; key: string | null; queue_name: string | null }> {
   // The NOTIFY rides in the same statement (one round trip); inside a transaction it is sent at commit.
-  const { rows } = await q.query<{ id: number; task: string; run_at: Date; key: string | null }>(sql`
+  const { rows } = await q.query<{
+    id: number;
+    task: string;
+    run_at: Date;
+    key: string | null;
+    queue_name: string | null;
+  }>(sql`
     WITH job AS (
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
@@ -79,9 +85,10 @@ export async function enqueue(
       priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
       visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
       updated_at = now()
-    RETURNING id, task, run_at, key)
-    SELECT id, task, run_at, key,
-      pg_notify(${channel}, (extract(epoch FROM run_at) * 1000)::bigint::text) AS notified
+    RETURNING id, task, run_at, key, queue_name)
+    SELECT id, task, run_at, key, queue_name,
+      pg_notify(${channel}, (extract(epoch FROM run_at) * 1000)::bigint::text
+        || CASE WHEN queue_name IS NULL THEN '' ELSE ':q' END) AS notified
     FROM job`);
   return rows[0];
 }
@@ -161,20 +168,23 @@ export async function setProgress(
     WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
 }
 
-/** Records success. False when the claim was lost (lock timed out and another worker took it). */
-export async function complete(
+/**
+ * Records successes, several in one statement. Returns the ids recorded; a missing one had
+ * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
+ */
+export async function completeMany(
   q: Queryable,
-  collectionId: string,
-  id: number,
   workerId: string,
-  result: string,
-  progress: JobProgress | null,
-): Promise<boolean> {
-  const { rowCount } = await q.query(sql`
-    UPDATE jobs SET status = 'completed', result = ${result}::jsonb, progress = coalesce(${json(progress)}::jsonb, progress),
+  done: { collectionId: string; id: number; result: unknown; progress: JobProgress | null }[],
+): Promise<Set<number>> {
+  const { rows } = await q.query<{ id: number }>(sql`
+    UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
       finished_at = now(), locked_at = NULL, locked_by = NULL, updated_at = now()
-    WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
-  return rowCount > 0;
+    FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
+      AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
+    WHERE j.collection_id = d."collectionId" AND j.id = d.id AND j.locked_by = ${workerId} AND j.status = 'running'
+    RETURNING j.id`);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Records a failed attempt: errored (retry after `delayMs`) or failed (attempts exhausted). */
