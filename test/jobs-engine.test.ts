@@ -125,15 +125,15 @@ describe('claiming', () => {
 
   it('a live worker keeps a job longer than the lock timeout (heartbeat): it runs once', async () => {
     let runs = 0;
-    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '300' });
-    const other = engineWith({ JOBS_LOCK_TIMEOUT_MS: '300' });
+    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
+    const other = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
     for (const engine of [e, other])
       engine.registerTask({
         name: 'slow.task',
         visible: true,
         async handler() {
           runs++;
-          await sleep(1200);
+          await sleep(2500);
           return runs;
         },
       });
@@ -144,6 +144,27 @@ describe('claiming', () => {
     const job = await waitForStatus(t, a, id, ['completed', 'errored', 'failed']);
     expect(job).toMatchObject({ status: 'completed', attempts: 1, result: 1 });
     expect(runs).toBe(1);
+  });
+
+  it('an attempt that throws leaves the job errored until its backoff has passed, then retried', async () => {
+    const e = engineWith({ JOBS_BACKOFF_BASE_MS: '1500' });
+    let calls = 0;
+    e.registerTask({
+      name: 'retry.once',
+      visible: true,
+      async handler() {
+        calls++;
+        if (calls === 1) throw new Error('first attempt fails');
+        return { calls };
+      },
+    });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'retry.once' });
+    const errored = await waitForStatus(t, a, id, ['errored', 'completed']);
+    expect(errored).toMatchObject({ status: 'errored', attempts: 1, lastError: 'first attempt fails', lockedAt: null });
+    expect(Date.parse(errored.runAt)).toBeGreaterThan(Date.parse(errored.createdAt));
+    const done = await waitForStatus(t, a, id, ['completed']);
+    expect(done).toMatchObject({ attempts: 2, result: { calls: 2 } });
   });
 
   it('a result that is not JSON fails the attempt; a task error keeps its message', async () => {

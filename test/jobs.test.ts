@@ -109,7 +109,7 @@ describe('lifecycle', () => {
     expect(attemptsSeen.get(id)).toBe(3);
   });
 
-  it('shows errored between attempts and fails after maxAttempts', async () => {
+  it('fails after maxAttempts, keeping the last error', async () => {
     const { id } = await enqueue(t, a, { task: 'test.flaky', payload: { failures: 99 }, maxAttempts: 3 });
     const job = await waitForStatus(t, a, id, ['failed']);
     expect(job).toMatchObject({ status: 'failed', attempts: 3, maxAttempts: 3, lastError: 'boom 3', result: null });

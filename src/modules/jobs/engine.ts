@@ -15,10 +15,14 @@
  *   whose `locked_at` is older than the lock timeout belonged to a dead worker: it is made
  *   claimable again (the lost attempt counts). Every finishing UPDATE checks `locked_by`, so
  *   a worker that lost its claim cannot overwrite the new owner's outcome.
- * - Wake-up: enqueue sends NOTIFY `jobs_new` (inside the caller's transaction, so it fires on
- *   commit) with the job's due time; every engine LISTENs and claims at once, or arms a
- *   timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS) is the safety net and
- *   also runs the lock-timeout sweep and retention.
+ * - Wake-up: once an enqueue has committed (right away on the db, after commit through
+ *   `tx.afterCommit` inside the caller's transaction) the engine sends NOTIFY `jobs_new` with
+ *   the due times, one NOTIFY per event-loop turn however many jobs; every engine LISTENs and
+ *   claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
+ *   is the safety net (a process that dies between commit and NOTIFY) and also runs the
+ *   lock-timeout sweep, retention and arms the timer for the next future job.
+ * - Liveness details: each claim carries its own expiry (`lock_expires_at` = claim or last
+ *   heartbeat + the claiming worker's lock timeout), so workers with different settings agree.
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
  *   their signal and releases their claims (queued again, attempt not counted).
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
@@ -26,7 +30,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Config, intFrom } from '../../config.ts';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Db, Queryable, Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
 import * as repo from './jobs.repository.ts';
 
@@ -124,6 +128,7 @@ export class JobEngine {
   /** Might a named-queue job be claimable? Saves a query per claim round when none are. */
   private queueHint = true;
   private pumpScheduled = false;
+  private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
   private completions: { row: repo.JobRow; result: unknown; progress: repo.JobProgress | null; done: () => void }[] =
     [];
 
@@ -172,27 +177,23 @@ export class JobEngine {
     if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
     const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
-    const row = await repo.enqueue(
-      q,
-      collectionId,
-      {
-        task: def.name,
-        payload: options.payload ?? null,
-        runAt: options.runAt ?? null,
-        priority,
-        key: options.key ?? null,
-        queueName: options.queueName ?? null,
-        maxAttempts,
-        visible: def.visible,
-      },
-      JOBS_CHANNEL,
-    );
-    // The NOTIFY wakes every engine (this one included) once the row is committed.
+    const row = await repo.enqueue(q, collectionId, {
+      task: def.name,
+      payload: options.payload ?? null,
+      runAt: options.runAt ?? null,
+      priority,
+      key: options.key ?? null,
+      queueName: options.queueName ?? null,
+      maxAttempts,
+      visible: def.visible,
+    });
     const due = row.run_at.getTime();
-    if (q === this.db) {
-      if (row.queue_name !== null) this.queueHint = true;
-      this.wake(due);
-    }
+    const inQueue = row.queue_name !== null;
+    const announce = () => this.announce(due, inQueue);
+    if (q === this.db) announce();
+    else if (typeof (q as Partial<Tx>).afterCommit === 'function') (q as Tx).afterCommit(announce);
+    // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
+    else await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${due}${inQueue ? ':q' : ''}`]);
     return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
   }
 
@@ -201,10 +202,11 @@ export class JobEngine {
     if (this.started) return;
     this.started = true;
     this.unlisten = await this.db.listen(JOBS_CHANNEL, (payload) => {
-      // "<due epoch ms>", with ":q" when the job is in a named queue.
+      // "<due epoch ms>[,<due>…]", with ":q" when a job is in a named queue.
       if (payload.endsWith(':q')) this.queueHint = true;
-      const due = Number.parseInt(payload, 10);
-      this.wake(Number.isFinite(due) ? due : Date.now());
+      const dues = payload.replace(/:q$/, '').split(',').map(Number).filter(Number.isFinite);
+      if (dues.length === 0) dues.push(Date.now());
+      for (const due of dues) this.wake(due);
     });
     this.pollTimer = setInterval(() => void this.tick(), this.settings.pollIntervalMs);
     this.pollTimer.unref();
@@ -276,6 +278,9 @@ export class JobEngine {
       const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
       if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
       if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
+      // Arm the timer for the next job in the future, so `runAt` is kept to the millisecond.
+      const next = await repo.nextDue(this.db);
+      if (next !== undefined) this.wake(next);
     } catch (err) {
       this.log.error({ err }, 'jobs: sweep failed');
     }
@@ -284,7 +289,9 @@ export class JobEngine {
 
   private async heartbeat(): Promise<void> {
     if (this.running.size === 0) return;
-    await repo.touchLocks(this.db, this.workerId).catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
+    await repo
+      .touchLocks(this.db, this.workerId, this.settings.lockTimeoutMs)
+      .catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
   }
 
   /** Claim now when `due` has come; otherwise arm one timer for the earliest future job. */
@@ -306,6 +313,33 @@ export class JobEngine {
       Math.min(delay, MAX_TIMER_MS),
     );
     this.wakeTimer.unref();
+  }
+
+  /**
+   * Tells every engine that jobs were committed: this one directly, the others through one
+   * NOTIFY per turn of the event loop however many jobs were enqueued in it. (A NOTIFY inside
+   * each enqueuing transaction would serialise their commits on PostgreSQL's notify lock.)
+   */
+  private announce(due: number, inQueue: boolean): void {
+    if (inQueue) this.queueHint = true;
+    this.wake(due);
+    const pending = this.pendingNotify;
+    if (pending) {
+      pending.dues.add(due);
+      pending.queued ||= inQueue;
+      return;
+    }
+    this.pendingNotify = { dues: new Set([due]), queued: inQueue };
+    setImmediate(() => {
+      const p = this.pendingNotify as { dues: Set<number>; queued: boolean };
+      this.pendingNotify = undefined;
+      const now = Date.now();
+      const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
+      // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
+      const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
+      const payload = `${dues.join(',')}${p.queued ? ':q' : ''}`;
+      this.db.notify(JOBS_CHANNEL, payload).catch((err) => this.log.warn({ err }, 'jobs: NOTIFY failed'));
+    });
   }
 
   /** Coalesces a burst of wake-ups (notifications, finished jobs) into one claim round. */
@@ -354,7 +388,7 @@ export class JobEngine {
 
   private async claim(limit: number): Promise<repo.JobRow[]> {
     const tasks = [...this.tasks.keys()];
-    const rows = await repo.claimFree(this.db, this.workerId, tasks, limit);
+    const rows = await repo.claimFree(this.db, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
     // Named-queue jobs are looked at once free ones run out (the pump loops until a round is
     // empty), and only when one may be due: hinted by a notification, a finished queue job or the poll.
     if (rows.length > 0 || !this.queueHint) return rows;
@@ -362,7 +396,7 @@ export class JobEngine {
     if (!(await repo.hasQueuedInQueues(this.db))) return rows;
     const queued = await this.db.transaction(async (tx) => {
       await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, this.workerId, tasks, limit);
+      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
     });
     if (queued.length > 0) this.queueHint = true;
     return queued;
