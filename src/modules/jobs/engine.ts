@@ -223,6 +223,8 @@ export class JobEngine {
     clearInterval(this.pollTimer);
     clearTimeout(this.wakeTimer);
     await this.unlisten?.().catch(() => {});
+    // A claim round in flight hands back what it claimed once it sees `stopping`.
+    while (this.pumping) await new Promise((resolve) => setTimeout(resolve, 5));
     const finished = this.whenIdle();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
@@ -282,7 +284,7 @@ export class JobEngine {
       const next = await repo.nextDue(this.db);
       if (next !== undefined) this.wake(next);
     } catch (err) {
-      this.log.error({ err }, 'jobs: sweep failed');
+      if (!this.stopping) this.log.error({ err }, 'jobs: sweep failed');
     }
     await this.pump();
   }
@@ -380,7 +382,8 @@ export class JobEngine {
         }
       } while (this.pumpAgain && !this.stopping);
     } catch (err) {
-      this.log.error({ err }, 'jobs: claim failed');
+      // While stopping, the database may already be closing: nothing to report.
+      if (!this.stopping) this.log.error({ err }, 'jobs: claim failed');
     } finally {
       this.pumping = false;
     }
