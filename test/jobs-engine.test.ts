@@ -55,6 +55,24 @@ describe('enqueue', () => {
     expect(rows.rows).toEqual([]);
   });
 
+  it('tx.afterCommit callbacks (the wake-up signal) run after a commit, never after a rollback', async () => {
+    const calls: string[] = [];
+    const db = t.testDb.db;
+    await db.transaction(async (tx) => {
+      tx.afterCommit(() => calls.push('committed'));
+      await tx.query('SELECT 1');
+      expect(calls).toEqual([]);
+    });
+    expect(calls).toEqual(['committed']);
+    await db
+      .transaction(async (tx) => {
+        tx.afterCommit(() => calls.push('rolled back'));
+        throw new Error('rollback');
+      })
+      .catch(() => {});
+    expect(calls).toEqual(['committed']);
+  });
+
   it('refuses an unknown task naming the known ones; refuses bad task names and duplicates', async () => {
     const e = engineWith();
     e.registerTask({ name: 'known.task', visible: false, handler: async () => null });
