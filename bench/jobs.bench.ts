@@ -125,20 +125,24 @@ async function pickup(e: Engine): Promise<Row> {
   const [w] = [e.spawn()];
   await w.waitFor((ev) => ev.event === 'ready', 60_000);
   await sleep(500);
-  const latencies: number[] = [];
+  const pickups: number[] = [];
+  const endToEnd: number[] = [];
   for (let i = 0; i < PICKUPS; i++) {
     const t0 = Date.now();
     const res = (await e.enqueuePickup(i)) as { id?: number } | string;
+    const committed = Date.now();
     const id = typeof res === 'object' && res !== null ? res.id : i;
     const started = await w.waitFor((ev) => ev.event === 'start' && ev.id === id, 10_000);
-    latencies.push((started.at as number) - t0);
+    pickups.push((started.at as number) - committed);
+    endToEnd.push((started.at as number) - t0);
+    await sleep(5);
   }
   await stopAll([w]);
   return {
     scenario: `${e.name}: pickup latency, ${PICKUPS} single jobs`,
-    p50: pct(latencies, 50),
-    p99: pct(latencies, 99),
-    note: 'ms from enqueue to handler start',
+    p50: pct(pickups, 50),
+    p99: pct(pickups, 99),
+    note: `ms from enqueue committed to handler start; including the enqueue call p50 ${pct(endToEnd, 50)}, p99 ${pct(endToEnd, 99)}`,
   };
 }
 
