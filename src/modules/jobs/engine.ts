@@ -241,7 +241,7 @@ export class JobEngine {
         this.log.error({ err }, 'jobs: could not release claims on shutdown');
         return 0;
       });
-      if (released > 0) await this.db.notify(JOBS_CHANNEL, String(Date.now())).catch(() => {});
+      if (released > 0) await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`).catch(() => {});
       this.log.warn({ released, ids }, 'jobs: shutdown timeout; released unfinished jobs');
     }
     clearInterval(this.heartbeatTimer);
