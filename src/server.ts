@@ -37,6 +37,7 @@ async function main(): Promise<void> {
     );
   }
   app.addHook('onClose', async () => {
+    await app.drain(config.shutdownTimeoutMs);
     await db.close();
   });
 
