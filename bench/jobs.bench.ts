@@ -5,7 +5,8 @@
  * - pickup latency of a single job on idle workers (enqueue committed → handler started),
  *   p50/p99 over sequential jobs. Ours is woken by LISTEN/NOTIFY; pg-boss polls.
  * Workers are real child processes (test/helpers/worker-process.ts runs our JobEngine).
- * Env: BENCH_JOBS (default 5000), BENCH_PICKUPS (default 200).
+ * Each pair is measured in interleaved rounds (BENCH_ROUNDS, default 3), median reported.
+ * Env: BENCH_JOBS (default 3000), BENCH_PICKUPS (default 100), BENCH_PEER_PICKUPS (default 30).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
@@ -14,10 +15,12 @@ import { loadConfig } from '../src/config.ts';
 import { type Db, migrate, openPostgres } from '../src/db/index.ts';
 import { type EngineLogger, JobEngine } from '../src/modules/jobs/index.ts';
 import { startWorker, type WorkerProcess } from '../test/helpers/processes.ts';
-import { benchDatabase, PG_URL, printTable, type Row } from './lib.ts';
+import { benchDatabase, interleaved, type LoadResult, PG_URL, printTable, type Row } from './lib.ts';
 
-const JOBS = Number(process.env.BENCH_JOBS ?? 5000);
-const PICKUPS = Number(process.env.BENCH_PICKUPS ?? 200);
+const JOBS = Number(process.env.BENCH_JOBS ?? 3000);
+const PICKUPS = Number(process.env.BENCH_PICKUPS ?? 100);
+/** pg-boss picks up on its 0.5 s poll: fewer samples keep the run short. */
+const PEER_PICKUPS = Number(process.env.BENCH_PEER_PICKUPS ?? 30);
 const CONCURRENCY = 8;
 const ENQUEUERS = 16;
 const quiet = { debug() {}, info() {}, warn() {}, error() {} } as unknown as EngineLogger;
@@ -103,31 +106,27 @@ async function pgBoss(schema: string): Promise<Engine & { close(): Promise<void>
   };
 }
 
-async function throughput(e: Engine, processes: number): Promise<Row> {
+async function throughput(e: Engine, processes: number): Promise<LoadResult> {
   await e.reset();
   const workers = Array.from({ length: processes }, () => e.spawn());
   await Promise.all(workers.map((w) => w.waitFor((ev) => ev.event === 'ready', 60_000)));
   const t0 = performance.now();
   await inParallel(JOBS, ENQUEUERS, (i) => e.enqueueNoop(i));
-  const enqueued = performance.now();
   await waitUntil(async () => (await e.completedNoops()) >= JOBS);
   const seconds = (performance.now() - t0) / 1000;
   await stopAll(workers);
-  return {
-    scenario: `${e.name}: ${JOBS} no-op jobs, ${processes} worker process${processes > 1 ? 'es' : ''}`,
-    rps: JOBS / seconds,
-    note: `jobs/s end to end; enqueue alone took ${((enqueued - t0) / 1000).toFixed(1)} s`,
-  };
+  return { rps: JOBS / seconds, p50: 0, p99: 0, unexpected: 0 };
 }
 
-async function pickup(e: Engine): Promise<Row> {
+/** p50/p99 from enqueue committed to handler start; `rps` carries the p50 including the enqueue call. */
+async function pickup(e: Engine, count: number): Promise<LoadResult> {
   await e.reset();
-  const [w] = [e.spawn()];
+  const w = e.spawn();
   await w.waitFor((ev) => ev.event === 'ready', 60_000);
   await sleep(500);
   const pickups: number[] = [];
   const endToEnd: number[] = [];
-  for (let i = 0; i < PICKUPS; i++) {
+  for (let i = 0; i < count; i++) {
     const t0 = Date.now();
     const res = (await e.enqueuePickup(i)) as { id?: number } | string;
     const committed = Date.now();
@@ -138,12 +137,7 @@ async function pickup(e: Engine): Promise<Row> {
     await sleep(5);
   }
   await stopAll([w]);
-  return {
-    scenario: `${e.name}: pickup latency, ${PICKUPS} single jobs`,
-    p50: pct(pickups, 50),
-    p99: pct(pickups, 99),
-    note: `ms from enqueue committed to handler start; including the enqueue call p50 ${pct(endToEnd, 50)}, p99 ${pct(endToEnd, 99)}`,
-  };
+  return { rps: pct(endToEnd, 50), p50: pct(pickups, 50), p99: pct(pickups, 99), unexpected: 0 };
 }
 
 const bench = await benchDatabase('postgres');
@@ -159,19 +153,40 @@ try {
   } catch (err) {
     console.error(`pg-boss baseline unavailable: ${String(err)}`);
   }
+  const [mine, peer] = engines;
   const rows: Row[] = [];
+  // Interleaved rounds (ours, pg-boss, ours, …), median of each: background load hits both.
   for (const processes of [1, 4]) {
-    const base = engines[1] ? await throughput(engines[1], processes) : undefined;
-    const r = await throughput(engines[0], processes);
-    if (base) {
-      r.baseline = 'pg-boss';
-      r.ratio = (r.rps as number) / (base.rps as number);
-      rows.push(base);
-    }
-    rows.push(r);
+    const label = `${JOBS} no-op jobs, ${processes} worker process${processes > 1 ? 'es' : ''}`;
+    const r = await interleaved<string>({
+      ours: () => throughput(mine, processes),
+      ...(peer ? { peer: () => throughput(peer, processes) } : {}),
+    });
+    if (r.peer) rows.push({ scenario: `${peer.name}: ${label}`, rps: r.peer.rps, note: 'jobs/s end to end' });
+    rows.push({
+      scenario: `${mine.name}: ${label}`,
+      rps: r.ours.rps,
+      ...(r.peer ? { baseline: 'pg-boss', ratio: r.ours.rps / r.peer.rps } : {}),
+      note: 'jobs/s end to end',
+    });
   }
-  for (const e of engines) rows.push(await pickup(e));
-  printTable('Jobs (PostgreSQL)', rows);
+  const lat = await interleaved<string>({
+    ours: () => pickup(mine, PICKUPS),
+    ...(peer ? { peer: () => pickup(peer, PEER_PICKUPS) } : {}),
+  });
+  for (const [key, e, n] of [
+    ['ours', mine, PICKUPS],
+    ['peer', peer, PEER_PICKUPS],
+  ] as const) {
+    if (!lat[key] || !e) continue;
+    rows.push({
+      scenario: `${e.name}: pickup latency, ${n} single jobs`,
+      p50: lat[key].p50,
+      p99: lat[key].p99,
+      note: `ms from enqueue committed to handler start; p50 including the enqueue call ${lat[key].rps}`,
+    });
+  }
+  printTable(`Jobs (PostgreSQL; median of ${process.env.BENCH_ROUNDS ?? 3} interleaved rounds)`, rows);
   await boss?.close();
 } finally {
   await db.close();
