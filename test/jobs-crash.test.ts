@@ -98,6 +98,32 @@ describe.skipIf(!onPostgres)('worker processes on PostgreSQL (skipped unless TES
     expect(await b.exited).toBe(0);
   });
 
+  it('a named queue runs one job at a time, in order, across worker processes', async () => {
+    const db = testDb.db;
+    const env = { DATABASE_URL: testDb.url as string, JOBS_LOCK_TIMEOUT_MS: '60000' };
+    const workers = [spawnWorker(env), spawnWorker(env)];
+    await Promise.all(workers.map((w) => w.waitFor((e) => e.event === 'ready')));
+    const engine = enqueuer(db);
+    const ids: number[] = [];
+    for (let i = 0; i < 8; i++)
+      ids.push(
+        (await engine.enqueue(db, 'crash', { task: 'test.sleep', queueName: 'serial', payload: { ms: 30 } })).id,
+      );
+    const events = async () => {
+      for (const id of ids) await Promise.race(workers.map((w) => w.waitFor((e) => e.event === 'end' && e.id === id)));
+      return workers.flatMap((w) => w.events.filter((e) => ids.includes(e.id as number)));
+    };
+    const all = await events();
+    const starts = all.filter((e) => e.event === 'start').sort((x, y) => (x.at as number) - (y.at as number));
+    expect(starts.map((e) => e.id)).toEqual(ids);
+    for (let i = 1; i < starts.length; i++) {
+      const previousEnd = all.find((e) => e.event === 'end' && e.id === starts[i - 1].id);
+      expect(previousEnd?.at as number).toBeLessThanOrEqual(starts[i].at as number);
+    }
+    for (const w of workers) w.child.kill('SIGTERM');
+    for (const w of workers) expect(await w.exited).toBe(0);
+  });
+
   it('two worker processes drain 10,000 jobs: each runs, none twice', async () => {
     const db = testDb.db;
     await db.query('CREATE TABLE test_job_runs (job_id bigint NOT NULL, worker text NOT NULL)');
