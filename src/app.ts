@@ -10,6 +10,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
@@ -27,6 +28,8 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  /** The job engine: modules register their tasks on it in buildApp. */
+  jobs: JobEngine;
 }
 
 declare module 'fastify' {
@@ -56,8 +59,15 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
+  // could not finish) before any onClose hook closes the database.
+  if (config.role !== 'api') {
+    app.addHook('onReady', () => services.jobs.start());
+    app.addHook('preClose', () => services.jobs.stop());
+  }
 
   registerErrorHandling(app);
   // Handlers still running for a client that hung up keep no socket open, so the server's own
@@ -113,6 +123,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },
   );
