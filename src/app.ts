@@ -10,6 +10,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
+import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
@@ -27,6 +29,8 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  interactions: InteractionsService;
+  journeys: JourneysService;
 }
 
 declare module 'fastify' {
@@ -54,6 +58,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    interactions: new InteractionsService(db),
+    journeys: new JourneysService(db),
   };
   app.decorate('services', services);
 
@@ -98,6 +104,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(interactionsRoutes, { service: services.interactions, db });
+      await scoped.register(journeysRoutes, { service: services.journeys });
     },
     { prefix: config.basePath },
   );
