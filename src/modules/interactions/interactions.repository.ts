@@ -214,7 +214,7 @@ export async function queryEvents(
   return rows;
 }
 
-/** Events readable by their own user: only of types that allow own reads. */
+/** Events readable by their own user: only of enabled types that allow own reads. */
 export async function queryOwnEvents(
   db: Queryable,
   collectionId: string,
@@ -229,6 +229,7 @@ export async function queryOwnEvents(
     JOIN interaction_types t ON t.collection_id = e.collection_id AND t.id = e.interaction_id
     WHERE ${eventWhere(collectionId, { ...f, userId }, 'e')}
       AND coalesce((t.permissions->>'allowOwnRead')::boolean, false)
+      AND coalesce((t.permissions->>'enabled')::boolean, true)
     ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${f.limit}`);
   return rows;
 }
