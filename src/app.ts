@@ -10,7 +10,8 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
-import { InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
+import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
+import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
@@ -31,6 +32,8 @@ export interface Services {
   locations: LocationsService;
   interactions: InteractionsService;
   journeys: JourneysService;
+  /** The job engine: modules register their tasks on it in buildApp. */
+  jobs: JobEngine;
 }
 
 declare module 'fastify' {
@@ -60,8 +63,16 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     locations: new LocationsService(db),
     interactions: new InteractionsService(db),
     journeys: new JourneysService(db),
+    jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  services.jobs.registerTask(exportTaskDefinition());
+  // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
+  // could not finish) before any onClose hook closes the database.
+  if (config.role !== 'api') {
+    app.addHook('onReady', () => services.jobs.start());
+    app.addHook('preClose', () => services.jobs.stop());
+  }
 
   registerErrorHandling(app);
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
@@ -106,6 +117,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       await scoped.register(locationsRoutes, { service: services.locations });
       await scoped.register(interactionsRoutes, { service: services.interactions, db });
       await scoped.register(journeysRoutes, { service: services.journeys });
+      await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },
   );

@@ -22,7 +22,12 @@ beforeAll(async () => {
   u1 = await t.userToken(a.id, 'u1', 'c1');
   u2 = await t.userToken(a.id, 'u2', 'c2');
   const types = [
-    { id: 'quiz', appId: 'learn', permissions: { allowOwnRead: true, allowPublicSummary: true }, data: { display: { title: 'Quiz' } } },
+    {
+      id: 'quiz',
+      appId: 'learn',
+      permissions: { allowOwnRead: true, allowPublicSummary: true },
+      data: { display: { title: 'Quiz' } },
+    },
     { id: 'poll', appId: 'learn', permissions: { allowAuthenticatedSummary: true } },
     { id: 'secret', appId: 'learn', permissions: {} },
     { id: 'off', appId: 'learn', permissions: { enabled: false, allowPublicSummary: true, allowOwnRead: true } },
@@ -32,11 +37,41 @@ beforeAll(async () => {
     expect(res.statusCode).toBe(200);
   }
   const events = [
-    { interactionId: 'quiz', userId: 'u1', contactId: 'c1', outcome: 'fail', timestamp: T1, metadata: { score: 2 }, scope: 's1' },
-    { interactionId: 'quiz', userId: 'u1', contactId: 'c1', outcome: 'success', timestamp: T3, metadata: { score: 8 }, broadcastId: 'bc1' },
+    {
+      interactionId: 'quiz',
+      userId: 'u1',
+      contactId: 'c1',
+      outcome: 'fail',
+      timestamp: T1,
+      metadata: { score: 2 },
+      scope: 's1',
+    },
+    {
+      interactionId: 'quiz',
+      userId: 'u1',
+      contactId: 'c1',
+      outcome: 'success',
+      timestamp: T3,
+      metadata: { score: 8 },
+      broadcastId: 'bc1',
+    },
     { interactionId: 'quiz', userId: 'u2', contactId: 'c2', outcome: 'success', timestamp: T2, metadata: { score: 6 } },
-    { interactionId: 'quiz', userId: 'u2', contactId: 'c2', outcome: 'fail', timestamp: T4, metadata: { score: 'n/a' } },
-    { interactionId: 'quiz', userId: 'u3', contactId: 'c3', outcome: 'success', timestamp: T2, metadata: { score: 10 } },
+    {
+      interactionId: 'quiz',
+      userId: 'u2',
+      contactId: 'c2',
+      outcome: 'fail',
+      timestamp: T4,
+      metadata: { score: 'n/a' },
+    },
+    {
+      interactionId: 'quiz',
+      userId: 'u3',
+      contactId: 'c3',
+      outcome: 'success',
+      timestamp: T2,
+      metadata: { score: 10 },
+    },
     { interactionId: 'quiz', contactId: 'c4', outcome: 'fail', timestamp: T1, metadata: { score: 1 } },
     { interactionId: 'poll', userId: 'u1', outcome: 'yes', timestamp: T2 },
     { interactionId: 'poll', userId: 'u2', outcome: 'no', timestamp: T2 },
@@ -48,8 +83,18 @@ beforeAll(async () => {
     expect(res.statusCode, res.body).toBe(200);
   }
   // Noise in another collection with the same ids must never show up.
-  await t.inject({ method: 'POST', url: admin(b), headers: b.auth, payload: { id: 'quiz', appId: 'learn', permissions: { allowPublicSummary: true } } });
-  await t.inject({ method: 'POST', url: `${admin(b)}/append`, headers: b.auth, payload: { interactionId: 'quiz', userId: 'u1', outcome: 'success' } });
+  await t.inject({
+    method: 'POST',
+    url: admin(b),
+    headers: b.auth,
+    payload: { id: 'quiz', appId: 'learn', permissions: { allowPublicSummary: true } },
+  });
+  await t.inject({
+    method: 'POST',
+    url: `${admin(b)}/append`,
+    headers: b.auth,
+    payload: { interactionId: 'quiz', userId: 'u1', outcome: 'success' },
+  });
 });
 afterAll(() => t.close());
 
@@ -61,7 +106,7 @@ describe('admin query', () => {
     const q = async (body: Record<string, unknown>) => {
       const res = await post(`${admin(a)}/query`, body);
       expect(res.statusCode, res.body).toBe(200);
-      return (res.json() as { timestamp: string; userId: string; outcome: string; interactionId: string }[]);
+      return res.json() as { timestamp: string; userId: string; outcome: string; interactionId: string }[];
     };
     expect((await q({ userId: 'u1', interactionId: 'quiz' })).map((e) => e.timestamp)).toEqual([T3, T1]);
     expect((await q({ userId: 'u1', interactionId: 'quiz', order: 'ASC' })).map((e) => e.timestamp)).toEqual([T1, T3]);
@@ -84,7 +129,15 @@ describe('admin query', () => {
   });
 
   it('refuses bad input (400) and callers who are not admins of the collection (401)', async () => {
-    for (const body of [{ limit: 0 }, { limit: 10_001 }, { order: 'down' }, { include: ['user'] }, { from: 'yesterday' }, { nope: 1 }, { interactionIds: 'quiz' }]) {
+    for (const body of [
+      { limit: 0 },
+      { limit: 10_001 },
+      { order: 'down' },
+      { include: ['user'] },
+      { from: 'yesterday' },
+      { nope: 1 },
+      { interactionIds: 'quiz' },
+    ]) {
       expect((await post(`${admin(a)}/query`, body)).statusCode, JSON.stringify(body)).toBe(400);
     }
     for (const headers of [{}, b.auth, bearer(u1)]) {
@@ -121,7 +174,9 @@ describe('counts by outcome', () => {
       { outcome: 'success', count: 2 },
     ]);
     // In a window ending before u2's failure, u2's latest is its success.
-    expect(await counts({ interactionId: 'quiz', dedupeLatest: true, to: T4 })).toEqual([{ outcome: 'success', count: 3 }]);
+    expect(await counts({ interactionId: 'quiz', dedupeLatest: true, to: T4 })).toEqual([
+      { outcome: 'success', count: 3 },
+    ]);
   });
 
   it('refuses bad input and foreign callers', async () => {
@@ -170,9 +225,22 @@ describe('aggregate', () => {
       { groupValue: 'success', eventCount: 2, sum: 18 },
       { groupValue: 'fail', eventCount: 1, sum: null },
     ]);
-    const byDay = await post(`${admin(a)}/aggregate`, { groupBy: 'day', aggregate: {}, field: '*', ops: ['count'], interactionId: 'poll' });
+    const byDay = await post(`${admin(a)}/aggregate`, {
+      groupBy: 'day',
+      aggregate: {},
+      field: '*',
+      ops: ['count'],
+      interactionId: 'poll',
+    });
     expect(byDay.json().rows).toEqual([{ groupValue: '2026-05-02', eventCount: 2, count: 0 }]);
-    const byMeta = await post(`${admin(a)}/aggregate`, { groupBy: 'metadata.score', aggregate: {}, field: '*', ops: ['count'], interactionId: 'quiz', limit: 1 });
+    const byMeta = await post(`${admin(a)}/aggregate`, {
+      groupBy: 'metadata.score',
+      aggregate: {},
+      field: '*',
+      ops: ['count'],
+      interactionId: 'quiz',
+      limit: 1,
+    });
     expect(byMeta.json().rows).toHaveLength(1);
   });
 
@@ -245,11 +313,18 @@ describe('public counts by outcome', () => {
     const secret = await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'secret' }, bearer(u1));
     expect(secret.statusCode).toBe(401);
     expect(secret.json()).toMatchObject({ errorCode: 'FORBIDDEN', details: { reason: 'summary_not_allowed' } });
-    expect((await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'off' }, {})).statusCode).toBe(404);
-    expect((await post(`${pub(a)}/counts-by-outcome`, { appId: 'wrong', interactionId: 'quiz' }, {})).statusCode).toBe(404);
+    expect((await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'off' }, {})).statusCode).toBe(
+      404,
+    );
+    expect((await post(`${pub(a)}/counts-by-outcome`, { appId: 'wrong', interactionId: 'quiz' }, {})).statusCode).toBe(
+      404,
+    );
     expect((await post(`${pub(a)}/counts-by-outcome`, { interactionId: 'quiz' }, {})).statusCode).toBe(400);
     const foreign = await t.userToken(b.id, 'u1');
-    expect((await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, bearer(foreign))).statusCode).toBe(401);
+    expect(
+      (await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, bearer(foreign)))
+        .statusCode,
+    ).toBe(401);
     // The other collection's quiz counts only its own event.
     const bCounts = await post(`${pub(b)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, {});
     expect(bCounts.json()).toEqual([{ outcome: 'success', count: 1 }]);

@@ -20,7 +20,12 @@ const hour = 3600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
 async function createType(id: string, permissions: Record<string, unknown>, c = a) {
-  const res = await t.inject({ method: 'POST', url: admin(c), headers: c.auth, payload: { id, appId: 'app', permissions } });
+  const res = await t.inject({
+    method: 'POST',
+    url: admin(c),
+    headers: c.auth,
+    payload: { id, appId: 'app', permissions },
+  });
   expect(res.statusCode, res.body).toBe(200);
 }
 
@@ -141,15 +146,30 @@ describe('event update', () => {
       payload: { outcome: 'shipped', metadata: { carrier: 'dhl' } },
     });
     expect(upd.statusCode, upd.body).toBe(200);
-    expect(upd.json()).toMatchObject({ eventId: 'order-42', outcome: 'shipped', metadata: { carrier: 'dhl' }, deleted: false });
+    expect(upd.json()).toMatchObject({
+      eventId: 'order-42',
+      outcome: 'shipped',
+      metadata: { carrier: 'dhl' },
+      deleted: false,
+    });
     const asc = await events({ interactionId: 'versions', order: 'ASC' });
     expect(asc.map((e) => e.outcome)).toEqual(['draft', 'shipped']);
 
-    const del = await t.inject({ method: 'PATCH', url: `${admin(a)}/events/order-42`, headers: a.auth, payload: { deleted: true } });
+    const del = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { deleted: true },
+    });
     expect(del.json().deleted).toBe(true);
     expect(await events({ interactionId: 'versions' })).toEqual([]);
     expect((await events({ interactionId: 'versions', includeDeleted: true })).every((e) => e.deleted)).toBe(true);
-    const restore = await t.inject({ method: 'PATCH', url: `${admin(a)}/events/order-42`, headers: a.auth, payload: { deleted: false } });
+    const restore = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { deleted: false },
+    });
     expect(restore.json().deleted).toBe(false);
     expect((await events({ interactionId: 'versions' })).length).toBe(2);
   });
@@ -157,13 +177,39 @@ describe('event update', () => {
   it('answers 404 for an unknown or foreign event, 400 for bad input, 401 without admin', async () => {
     await createType('upd2', {});
     const { eventId } = (
-      await t.inject({ method: 'POST', url: `${admin(a)}/append`, headers: a.auth, payload: { interactionId: 'upd2', userId: 'u' } })
+      await t.inject({
+        method: 'POST',
+        url: `${admin(a)}/append`,
+        headers: a.auth,
+        payload: { interactionId: 'upd2', userId: 'u' },
+      })
     ).json();
     const url = `${admin(a)}/events/${eventId}`;
-    expect((await t.inject({ method: 'PATCH', url: `${admin(a)}/events/missing`, headers: a.auth, payload: { outcome: 'x' } })).statusCode).toBe(404);
-    expect((await t.inject({ method: 'PATCH', url: `${admin(b)}/events/${eventId}`, headers: b.auth, payload: { outcome: 'x' } })).statusCode).toBe(404);
+    expect(
+      (
+        await t.inject({
+          method: 'PATCH',
+          url: `${admin(a)}/events/missing`,
+          headers: a.auth,
+          payload: { outcome: 'x' },
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await t.inject({
+          method: 'PATCH',
+          url: `${admin(b)}/events/${eventId}`,
+          headers: b.auth,
+          payload: { outcome: 'x' },
+        })
+      ).statusCode,
+    ).toBe(404);
     for (const payload of [{}, { outcome: 5 }, { deleted: 'yes' }, { userId: 'other' }]) {
-      expect((await t.inject({ method: 'PATCH', url, headers: a.auth, payload })).statusCode, JSON.stringify(payload)).toBe(400);
+      expect(
+        (await t.inject({ method: 'PATCH', url, headers: a.auth, payload })).statusCode,
+        JSON.stringify(payload),
+      ).toBe(400);
     }
     for (const headers of [{}, b.auth, bearer(tokenA)]) {
       expect((await t.inject({ method: 'PATCH', url, headers, payload: { outcome: 'x' } })).statusCode).toBe(401);
@@ -180,20 +226,106 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json()).toEqual({ success: true, eventId: expect.stringMatching(/^evt_/) });
     const [row] = await events({ interactionId: 'open' });
-    expect(row).toMatchObject({ userId: 'alice', contactId: 'contact-alice', source: 'public', outcome: 'success', appId: 'app' });
+    expect(row).toMatchObject({
+      userId: 'alice',
+      contactId: 'contact-alice',
+      source: 'public',
+      outcome: 'success',
+      appId: 'app',
+    });
   });
 
-  const cases: [string, Record<string, unknown>, Record<string, unknown>, () => Record<string, string>, number, string, string][] = [
-    ['disabled', { enabled: false, allowPublicSubmit: true }, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'interaction_disabled'],
+  const cases: [
+    string,
+    Record<string, unknown>,
+    Record<string, unknown>,
+    () => Record<string, string>,
+    number,
+    string,
+    string,
+  ][] = [
+    [
+      'disabled',
+      { enabled: false, allowPublicSubmit: true },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'interaction_disabled',
+    ],
     ['no public submit', {}, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'public_submit_not_allowed'],
-    ['requireAuth, anonymous', { allowPublicSubmit: true, allowAnonymousSubmit: true, requireAuth: true }, {}, () => ({}), 401, 'UNAUTHORIZED', 'auth_required'],
-    ['anonymous not allowed', { allowPublicSubmit: true }, {}, () => ({}), 401, 'UNAUTHORIZED', 'anonymous_submit_not_allowed'],
-    ['origin not allowed', { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] }, {}, () => ({ ...bearer(tokenA), origin: 'https://evil.example.net' }), 401, 'FORBIDDEN', 'origin_not_allowed'],
-    ['no origin', { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] }, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'origin_not_allowed'],
-    ['not started', { allowPublicSubmit: true, startAt: iso(Date.now() + hour) }, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'not_started'],
-    ['ended', { allowPublicSubmit: true, endAt: iso(Date.now() - hour) }, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'ended'],
-    ['identity mismatch', { allowPublicSubmit: true }, { userId: 'mallory' }, () => bearer(tokenA), 401, 'FORBIDDEN', 'identity_mismatch'],
-    ['anonymous naming a user', { allowPublicSubmit: true, allowAnonymousSubmit: true }, { userId: 'alice' }, () => ({}), 401, 'FORBIDDEN', 'identity_mismatch'],
+    [
+      'requireAuth, anonymous',
+      { allowPublicSubmit: true, allowAnonymousSubmit: true, requireAuth: true },
+      {},
+      () => ({}),
+      401,
+      'UNAUTHORIZED',
+      'auth_required',
+    ],
+    [
+      'anonymous not allowed',
+      { allowPublicSubmit: true },
+      {},
+      () => ({}),
+      401,
+      'UNAUTHORIZED',
+      'anonymous_submit_not_allowed',
+    ],
+    [
+      'origin not allowed',
+      { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] },
+      {},
+      () => ({ ...bearer(tokenA), origin: 'https://evil.example.net' }),
+      401,
+      'FORBIDDEN',
+      'origin_not_allowed',
+    ],
+    [
+      'no origin',
+      { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'origin_not_allowed',
+    ],
+    [
+      'not started',
+      { allowPublicSubmit: true, startAt: iso(Date.now() + hour) },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'not_started',
+    ],
+    [
+      'ended',
+      { allowPublicSubmit: true, endAt: iso(Date.now() - hour) },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'ended',
+    ],
+    [
+      'identity mismatch',
+      { allowPublicSubmit: true },
+      { userId: 'mallory' },
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'identity_mismatch',
+    ],
+    [
+      'anonymous naming a user',
+      { allowPublicSubmit: true, allowAnonymousSubmit: true },
+      { userId: 'alice' },
+      () => ({}),
+      401,
+      'FORBIDDEN',
+      'identity_mismatch',
+    ],
   ];
   for (const [name, permissions, extra, headers, status, errorCode, reason] of cases) {
     it(`refuses: ${name} → ${status} ${reason}`, async () => {
@@ -217,7 +349,10 @@ describe('public submit: permissions, each refusal with its reason', () => {
       const res = await submit({ interactionId: 'origins' }, { ...bearer(tokenA), origin });
       expect(res.statusCode, origin).toBe(200);
     }
-    const res = await submit({ interactionId: 'origins' }, { ...bearer(tokenA), origin: 'https://brand.test.evil.com' });
+    const res = await submit(
+      { interactionId: 'origins' },
+      { ...bearer(tokenA), origin: 'https://brand.test.evil.com' },
+    );
     expect(res.json().details.reason).toBe('origin_not_allowed');
   });
 
@@ -231,7 +366,13 @@ describe('public submit: permissions, each refusal with its reason', () => {
 
   it('refuses bad input (400) and an undefined interaction (400); another collection’s token is 401', async () => {
     await createType('input', { allowPublicSubmit: true, allowAnonymousSubmit: true });
-    for (const payload of [{}, { interactionId: 'nope' }, { interactionId: 'input', extra: 1 }, { interactionId: 'input', outcome: 7 }, { interactionId: 'input', timestamp: '2026-01-01T00:00:00Z' }]) {
+    for (const payload of [
+      {},
+      { interactionId: 'nope' },
+      { interactionId: 'input', extra: 1 },
+      { interactionId: 'input', outcome: 7 },
+      { interactionId: 'input', timestamp: '2026-01-01T00:00:00Z' },
+    ]) {
       const res = await submit(payload);
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
@@ -276,7 +417,12 @@ describe('public submit: permissions, each refusal with its reason', () => {
   });
 
   it('uniquePerAnonId (with window) and anonId required', async () => {
-    await createType('anon-once', { allowPublicSubmit: true, allowAnonymousSubmit: true, uniquePerAnonId: true, uniquePerAnonIdWindowSeconds: 600 });
+    await createType('anon-once', {
+      allowPublicSubmit: true,
+      allowAnonymousSubmit: true,
+      uniquePerAnonId: true,
+      uniquePerAnonIdWindowSeconds: 600,
+    });
     const missing = await submit({ interactionId: 'anon-once' });
     expect(missing.statusCode).toBe(400);
     expect((await submit({ interactionId: 'anon-once', anonId: 'dev-1' })).statusCode).toBe(200);
@@ -289,7 +435,9 @@ describe('public submit: permissions, each refusal with its reason', () => {
   it('uniqueness holds under concurrency: 20 simultaneous submits by one user store exactly one event', async () => {
     await createType('race', { allowPublicSubmit: true, uniquePerUser: true });
     const token = await t.userToken(a.id, 'racer');
-    const results = await Promise.all(Array.from({ length: 20 }, () => submit({ interactionId: 'race' }, bearer(token))));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => submit({ interactionId: 'race' }, bearer(token))),
+    );
     const codes = results.map((r) => r.statusCode).sort();
     expect(codes.filter((c) => c === 200).length).toBe(1);
     expect(codes.filter((c) => c === 409).length).toBe(19);

@@ -63,7 +63,12 @@ describe('admin type CRUD', () => {
 
   it('refuses a duplicate id with 409 and bad input with 400, changing nothing', async () => {
     await createType(a, { id: 'dup', appId: 'x' });
-    const again = await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload: { id: 'dup', appId: 'y' } });
+    const again = await t.inject({
+      method: 'POST',
+      url: admin(a),
+      headers: a.auth,
+      payload: { id: 'dup', appId: 'y' },
+    });
     expect(again.statusCode).toBe(409);
     for (const payload of [
       { appId: 'x' },
@@ -108,7 +113,12 @@ describe('admin type CRUD', () => {
     expect(res.json().permissions.uniquePerUser).toBeUndefined();
     const bad = await t.inject({ method: 'PATCH', url: `${admin(a)}/upd`, headers: a.auth, payload: { id: 'z' } });
     expect(bad.statusCode).toBe(400);
-    const missing = await t.inject({ method: 'PATCH', url: `${admin(a)}/nope`, headers: a.auth, payload: { appId: 'q' } });
+    const missing = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/nope`,
+      headers: a.auth,
+      payload: { appId: 'q' },
+    });
     expect(missing.statusCode).toBe(404);
     const del = await t.inject({ method: 'DELETE', url: `${admin(a)}/upd`, headers: a.auth });
     expect(del.statusCode).toBe(200);

@@ -9,6 +9,7 @@ import { Readable } from 'node:stream';
 import { Compile } from 'typebox/compile';
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
+import type { TaskContext, TaskDefinition } from '../jobs/index.ts';
 import * as repo from './interactions.repository.ts';
 import { ExportPayload } from './interactions.schema.ts';
 import { toEventRow } from './interactions.service.ts';
@@ -17,13 +18,10 @@ export const EXPORT_TASK = 'interactions.export';
 const PAGE = 5000;
 const CHUNK_BYTES = 1024 * 1024;
 
-/** The part of the job engine's TaskContext this task uses (src/modules/jobs). */
-export interface ExportTaskContext {
-  job: { id: number; collectionId: string; payload: unknown };
-  db: Db;
-  signal: AbortSignal;
-  progress(p: { done: number; total?: number; message?: string }): Promise<void>;
-}
+/** The part of the job engine's TaskContext this task uses. */
+export type ExportTaskContext = Pick<TaskContext, 'db' | 'signal' | 'progress'> & {
+  job: Pick<TaskContext['job'], 'id' | 'collectionId' | 'payload'>;
+};
 
 const payloadCheck = Compile(ExportPayload);
 
@@ -126,7 +124,7 @@ export async function runExport(ctx: ExportTaskContext): Promise<{ format: strin
 }
 
 /** The task as the job engine registers it (`visible`: admins enqueue it through the API). */
-export function exportTaskDefinition() {
+export function exportTaskDefinition(): TaskDefinition {
   return {
     name: EXPORT_TASK,
     visible: true,
@@ -146,9 +144,10 @@ export interface ExportDownload {
 /** A finished export of this collection, streamed chunk by chunk. */
 export async function openExport(db: Db, collectionId: string, jobId: number): Promise<ExportDownload> {
   const x = await repo.findExport(db, collectionId, jobId);
-  if (!x || !x.complete) throw notFound('Finished export');
+  if (!x?.complete) throw notFound('Finished export');
+  const count = x.chunks;
   async function* chunks() {
-    for (let seq = 0; seq < x!.chunks; seq++) {
+    for (let seq = 0; seq < count; seq++) {
       const data = await repo.readExportChunk(db, collectionId, jobId, seq);
       if (data) yield data;
     }

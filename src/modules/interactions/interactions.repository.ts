@@ -147,7 +147,13 @@ export async function lockUniqueness(tx: Queryable, collectionId: string, key: s
 export async function existsForIdentity(
   db: Queryable,
   collectionId: string,
-  q: { interactionId: string; column: 'user_id' | 'anon_id'; value: string; since: Date | null; outcome: string | null },
+  q: {
+    interactionId: string;
+    column: 'user_id' | 'anon_id';
+    value: string;
+    since: Date | null;
+    outcome: string | null;
+  },
 ): Promise<boolean> {
   const col = raw(q.column === 'user_id' ? 'user_id' : 'anon_id');
   const { rows } = await db.query(sql`
@@ -179,7 +185,8 @@ export function eventWhere(collectionId: string, f: EventFilter, alias = ''): Sq
   const c = (name: string) => raw(alias ? `${alias}.${name}` : name);
   const where = [sql`${c('collection_id')} = ${collectionId}`];
   if (f.interactionId !== undefined) where.push(sql`${c('interaction_id')} = ${f.interactionId}`);
-  if (f.interactionIds && f.interactionIds.length > 0) where.push(sql`${c('interaction_id')} = ANY(${f.interactionIds}::text[])`);
+  if (f.interactionIds && f.interactionIds.length > 0)
+    where.push(sql`${c('interaction_id')} = ANY(${f.interactionIds}::text[])`);
   if (f.userId !== undefined) where.push(sql`${c('user_id')} = ${f.userId}`);
   if (f.contactId !== undefined) where.push(sql`${c('contact_id')} = ${f.contactId}`);
   if (f.appId !== undefined) where.push(sql`${c('app_id')} = ${f.appId}`);
@@ -334,7 +341,9 @@ export async function updateEventVersion(
   if (p.journeyId !== undefined) sets.push(sql`journey_id = ${p.journeyId}`);
   if (p.metadata !== undefined)
     sets.push(sql`metadata = ${p.metadata === null ? null : JSON.stringify(p.metadata)}::jsonb`);
-  await db.query(sql`UPDATE interaction_events SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${rowId}`);
+  await db.query(
+    sql`UPDATE interaction_events SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${rowId}`,
+  );
 }
 
 export async function setEventDeleted(db: Queryable, collectionId: string, eventId: string, deleted: boolean) {

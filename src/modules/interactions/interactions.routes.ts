@@ -106,8 +106,7 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         response: typeReply,
       },
     },
-    async (req) =>
-      service.updateType(req.params.collectionId, req.params.id, req.body as S.UpdateInteractionTypeBody),
+    async (req) => service.updateType(req.params.collectionId, req.params.id, req.body as S.UpdateInteractionTypeBody),
   );
 
   app.delete(
@@ -155,8 +154,7 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         response: { 200: Type.Ref('InteractionEventRow'), ...errorResponses },
       },
     },
-    async (req) =>
-      service.updateEvent(req.params.collectionId, req.params.eventId, req.body as S.UpdateEventBody),
+    async (req) => service.updateEvent(req.params.collectionId, req.params.eventId, req.body as S.UpdateEventBody),
   );
 
   app.post(

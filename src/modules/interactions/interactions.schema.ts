@@ -13,12 +13,19 @@ export type IdField = Type.Static<typeof IdField>;
 
 export const InteractionPermissions = Closed(
   {
-    enabled: Type.Optional(Type.Boolean({ description: 'Default true; a disabled type accepts no submits and is hidden from public reads' })),
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Default true; a disabled type accepts no submits and is hidden from public reads' }),
+    ),
     requireAuth: Type.Optional(Type.Boolean({ description: 'Public submits need a user token' })),
-    allowPublicSubmit: Type.Optional(Type.Boolean({ description: 'Public submits are accepted at all (default false)' })),
+    allowPublicSubmit: Type.Optional(
+      Type.Boolean({ description: 'Public submits are accepted at all (default false)' }),
+    ),
     allowAnonymousSubmit: Type.Optional(Type.Boolean({ description: 'Public submits without a user token' })),
     allowedOrigins: Type.Optional(
-      Type.Array(Text(300), { maxItems: 100, description: 'Origins allowed to submit; `*.example.com` matches subdomains' }),
+      Type.Array(Text(300), {
+        maxItems: 100,
+        description: 'Origins allowed to submit; `*.example.com` matches subdomains',
+      }),
     ),
     startAt: Type.Optional(Instant('Submits before this instant are refused')),
     endAt: Type.Optional(Instant('Submits at or after this instant are refused')),
@@ -31,7 +38,7 @@ export const InteractionPermissions = Closed(
     uniquePerAnonId: Type.Optional(Type.Boolean({ description: 'One event per anonymous id (optionally per window)' })),
     uniquePerAnonIdWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
   },
-  { description: 'The original\'s permission keys; absent keys take the documented defaults' },
+  { description: "The original's permission keys; absent keys take the documented defaults" },
 );
 export type InteractionPermissions = Type.Static<typeof InteractionPermissions>;
 
@@ -60,7 +67,10 @@ export const InteractionTypeList = Closed(
 
 export const CreateInteractionTypeBody = Closed(
   {
-    id: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$', description: 'Chosen by the client, unique in the collection' }),
+    id: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$',
+      description: 'Chosen by the client, unique in the collection',
+    }),
     appId: Type.String({ minLength: 1, maxLength: 100 }),
     permissions: Type.Optional(InteractionPermissions),
     data: Type.Optional(OpenObject()),
@@ -197,8 +207,12 @@ export type AdminInteractionsQueryRequest = Type.Static<typeof AdminInteractions
 export const AdminInteractionsCountsByOutcomeRequest = Closed(
   {
     ...windowFields,
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Most outcomes returned' })),
-    dedupeLatest: Type.Optional(Type.Boolean({ description: 'Count only each identity’s latest event per interaction' })),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Most outcomes returned' }),
+    ),
+    dedupeLatest: Type.Optional(
+      Type.Boolean({ description: 'Count only each identity’s latest event per interaction' }),
+    ),
     idField: Type.Optional(IdField),
   },
   { $id: 'AdminInteractionsCountsByOutcomeRequest' },
@@ -221,7 +235,17 @@ const AggregateOp = Type.Union([
 export type AggregateOp = Type.Static<typeof AggregateOp>;
 
 /** A column or a `metadata.<key>` path (letters, digits, _ and -). */
-export const GROUPABLE = ['outcome', 'interactionId', 'appId', 'scope', 'userId', 'contactId', 'broadcastId', 'journeyId', 'day'] as const;
+export const GROUPABLE = [
+  'outcome',
+  'interactionId',
+  'appId',
+  'scope',
+  'userId',
+  'contactId',
+  'broadcastId',
+  'journeyId',
+  'day',
+] as const;
 const FieldPath = Type.String({ pattern: '^metadata\\.[A-Za-z0-9_-]{1,100}$' });
 
 export const AdminInteractionsAggregateRequest = Closed(
@@ -229,14 +253,18 @@ export const AdminInteractionsAggregateRequest = Closed(
     ...windowFields,
     interactionIds: Type.Optional(Type.Array(Id(), { maxItems: 100 })),
     outcome: Type.Optional(Text(200)),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Most groups returned' })),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Most groups returned' }),
+    ),
     dedupeLatest: Type.Optional(Type.Boolean()),
     idField: Type.Optional(IdField),
     groupBy: Type.Union([...GROUPABLE.map((g) => Type.Literal(g)), FieldPath], {
       description: `One of ${GROUPABLE.join(', ')} or metadata.<key>`,
     }),
     aggregate: OpenObject({ description: 'Free-form label echoed back' }),
-    field: Type.Union([FieldPath, Type.Literal('*')], { description: 'metadata.<key> holding a number, or * (count only)' }),
+    field: Type.Union([FieldPath, Type.Literal('*')], {
+      description: 'metadata.<key> holding a number, or * (count only)',
+    }),
     ops: Type.Array(AggregateOp, { minItems: 1, maxItems: 5, uniqueItems: true }),
   },
   { $id: 'AdminInteractionsAggregateRequest' },
@@ -288,7 +316,10 @@ export const PublicInteractionsCountsByOutcomeRequest = Closed(
 export type PublicInteractionsCountsByOutcomeRequest = Type.Static<typeof PublicInteractionsCountsByOutcomeRequest>;
 
 export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const TypeParams = Type.Object({ collectionId: CollectionIdParam, id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const TypeParams = Type.Object({
+  collectionId: CollectionIdParam,
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+});
 export const EventParams = Type.Object({
   collectionId: CollectionIdParam,
   eventId: Type.String({ minLength: 1, maxLength: 200 }),

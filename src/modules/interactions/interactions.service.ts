@@ -106,7 +106,12 @@ export function originAllowed(allowed: string[], origin: string | undefined): bo
   return allowed.some((a) => {
     const pattern = a.toLowerCase().replace(/\/+$/, '');
     if (!pattern.includes('*')) return pattern === o;
-    const re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]+')}$`);
+    const re = new RegExp(
+      `^${pattern
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]+')}$`,
+    );
     return re.test(o);
   });
 }
@@ -131,7 +136,12 @@ export class InteractionsService {
   async listTypes(collectionId: string, q: ListTypesQuery, publicOnly: boolean) {
     const limit = q.limit ?? 100;
     const offset = q.offset ?? 0;
-    const rows = await repo.listTypes(this.db, collectionId, { appId: q.appId, limit, offset, enabledOnly: publicOnly });
+    const rows = await repo.listTypes(this.db, collectionId, {
+      appId: q.appId,
+      limit,
+      offset,
+      enabledOnly: publicOnly,
+    });
     return { items: rows.map(toTypeRecord), limit, offset };
   }
 
@@ -387,7 +397,8 @@ export class InteractionsService {
     const type = await repo.findType(this.db, collectionId, q.interactionId);
     if (!type || !enabled(type.permissions) || type.app_id !== q.appId) throw notFound('Interaction type');
     const p = type.permissions;
-    const allowed = p.allowPublicSummary === true || (p.allowAuthenticatedSummary === true && caller.role !== 'anonymous');
+    const allowed =
+      p.allowPublicSummary === true || (p.allowAuthenticatedSummary === true && caller.role !== 'anonymous');
     if (!allowed) {
       if (p.allowAuthenticatedSummary === true) {
         throw refusal('auth_required', 'A user token is required to read this summary');

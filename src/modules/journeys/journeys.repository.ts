@@ -20,7 +20,14 @@ const COLUMNS = raw('collection_id, id, app_id, name, active, journey_type, data
 export async function insertJourney(
   db: Queryable,
   collectionId: string,
-  j: { id: string; appId: string | null; name: string; active: boolean; journeyType: string; data: Record<string, unknown> },
+  j: {
+    id: string;
+    appId: string | null;
+    name: string;
+    active: boolean;
+    journeyType: string;
+    data: Record<string, unknown>;
+  },
 ): Promise<JourneyRow> {
   const { rows } = await db.query<JourneyRow>(sql`
     INSERT INTO journeys (collection_id, id, app_id, name, active, journey_type, data)
@@ -118,7 +125,10 @@ function funnelCtes(collectionId: string, f: FunnelInput): Sql {
       GROUP BY ${rid})`,
   ];
   f.steps.forEach((step, k) => {
-    const prev = k === 0 ? sql`SELECT rid, t AS entered FROM entry` : sql`SELECT rid, completed AS entered FROM ${raw(`s${k - 1}`)} WHERE completed IS NOT NULL`;
+    const prev =
+      k === 0
+        ? sql`SELECT rid, t AS entered FROM entry`
+        : sql`SELECT rid, completed AS entered FROM ${raw(`s${k - 1}`)} WHERE completed IS NOT NULL`;
     ctes.push(sql`${raw(`s${k}`)} AS (
       SELECT p.rid, p.entered, min(x.occurred_at) AS completed
       FROM (${prev}) p
@@ -146,7 +156,9 @@ export async function funnelCounts(
     (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
       avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
   );
-  parts.unshift(sql`SELECT -1 AS idx, count(*)::int AS entered, 0 AS completed, NULL::float8 AS avg_seconds FROM entry`);
+  parts.unshift(
+    sql`SELECT -1 AS idx, count(*)::int AS entered, 0 AS completed, NULL::float8 AS avg_seconds FROM entry`,
+  );
   const { rows } = await db.query<StepCounts>(
     sql`${funnelCtes(collectionId, f)} ${join(parts, ' UNION ALL ')} ORDER BY idx`,
   );
@@ -163,7 +175,11 @@ export async function stepRecipients(
 ): Promise<string[]> {
   const last = raw(`s${f.steps.length - 1}`);
   const cond =
-    status === 'completed' ? sql`WHERE completed IS NOT NULL` : status === 'pending' ? sql`WHERE completed IS NULL` : sql``;
+    status === 'completed'
+      ? sql`WHERE completed IS NOT NULL`
+      : status === 'pending'
+        ? sql`WHERE completed IS NULL`
+        : sql``;
   const { rows } = await db.query<{ rid: string }>(
     sql`${funnelCtes(collectionId, f)} SELECT rid FROM ${last} ${cond} ORDER BY rid LIMIT ${limit}`,
   );

@@ -125,7 +125,9 @@ export const JourneyStatsRequest = Closed(
     from: Type.Optional(Instant('Inclusive start of the window')),
     to: Type.Optional(Instant('Exclusive end of the window')),
     finalStepId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Outcome of mappings that name none (default success)' })),
+    outcome: Type.Optional(
+      Type.String({ maxLength: 200, description: 'Outcome of mappings that name none (default success)' }),
+    ),
     stepMappings: Type.Optional(StepMappings),
   },
   { $id: 'JourneyStatsRequest' },
@@ -150,10 +152,14 @@ export type JourneyStatsResponse = Type.Static<typeof JourneyStatsResponse>;
 export const JourneyStepRecipientsRequest = Closed(
   {
     status: Type.Optional(
-      Type.Union([Type.Literal('entered'), Type.Literal('completed'), Type.Literal('pending')], { default: 'completed' }),
+      Type.Union([Type.Literal('entered'), Type.Literal('completed'), Type.Literal('pending')], {
+        default: 'completed',
+      }),
     ),
     idField: Type.Optional(IdField),
-    interactionId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' })),
+    interactionId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' }),
+    ),
     outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Overrides the step’s mapped outcome' })),
     from: Type.Optional(Instant('Inclusive start of the window')),
     to: Type.Optional(Instant('Exclusive end of the window')),
@@ -169,7 +175,10 @@ export const JourneyStepRecipientsResponse = Type.Array(Type.String(), {
 });
 
 export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const JourneyParams = Type.Object({ collectionId: CollectionIdParam, id: Type.String({ minLength: 1, maxLength: 200 }) });
+export const JourneyParams = Type.Object({
+  collectionId: CollectionIdParam,
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+});
 export const AnalyticsParams = Type.Object({
   collectionId: CollectionIdParam,
   journeyId: Type.String({ minLength: 1, maxLength: 200 }),

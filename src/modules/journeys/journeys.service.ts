@@ -104,7 +104,9 @@ export function resolveSteps(
     const m = given.get(s.stepId);
     const interactionId = m?.interactionId ?? s.interactionId;
     if (!interactionId) {
-      throw badRequest(`Step "${s.stepId}" has no interaction mapping (data.steps[].config.interactionId or stepMappings)`);
+      throw badRequest(
+        `Step "${s.stepId}" has no interaction mapping (data.steps[].config.interactionId or stepMappings)`,
+      );
     }
     return { stepId: s.stepId, interactionId, outcome: m?.outcome ?? (m ? undefined : s.outcome) ?? defaultOutcome };
   });
