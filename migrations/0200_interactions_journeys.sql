@@ -38,9 +38,10 @@ CREATE TABLE interaction_events (
   PRIMARY KEY (collection_id, id)
 );
 -- Counts and queries by interaction over a time window (the main analytics path). INCLUDE
--- lets counts-by-outcome run as an index-only scan.
+-- carries every column counts-by-outcome (with or without dedupeLatest) and the funnel's
+-- completion lookups read, so they run as index-only scans once the visibility map is set.
 CREATE INDEX interaction_events_by_interaction
-  ON interaction_events (collection_id, interaction_id, occurred_at) INCLUDE (outcome, user_id, deleted_at);
+  ON interaction_events (collection_id, interaction_id, occurred_at) INCLUDE (outcome, user_id, contact_id, deleted_at, id);
 -- Everything in a time window (query without interaction, exports).
 CREATE INDEX interaction_events_by_time ON interaction_events (collection_id, occurred_at);
 -- One user's events (by-user, uniquePerUser checks, funnel completion lookups by userId).

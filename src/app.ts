@@ -61,8 +61,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
-    interactions: new InteractionsService(db),
-    journeys: new JourneysService(db),
+    interactions: new InteractionsService(db, config),
+    journeys: new JourneysService(db, config),
     jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);

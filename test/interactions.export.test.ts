@@ -57,7 +57,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const download = (c: TestCollection, jobId: number, headers = c.auth) =>
+const download = (c: TestCollection, jobId: number, headers: Record<string, string> = c.auth) =>
   t.inject({ method: 'GET', url: `${admin(c)}/exports/${jobId}/download`, headers });
 
 describe('interactions.export task', () => {

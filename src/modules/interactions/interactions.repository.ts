@@ -87,6 +87,15 @@ export async function deleteType(db: Queryable, collectionId: string, id: string
 // ---------------------------------------------------------------------------------------------
 // Events
 
+/**
+ * Analytics queries (dedupe, aggregates, funnels) sort and hash tens of thousands of rows;
+ * PostgreSQL's default 4 MB work_mem sends those to disk. Raised for the one transaction only.
+ */
+export async function setLocalWorkMem(tx: Queryable, megabytes: number): Promise<void> {
+  if (!Number.isInteger(megabytes) || megabytes < 1) throw new Error('work_mem must be a positive integer');
+  await tx.query(`SET LOCAL work_mem = '${megabytes}MB'`);
+}
+
 export interface EventRow {
   collection_id: string;
   id: number;

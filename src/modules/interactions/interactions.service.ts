@@ -4,10 +4,12 @@
  * summaries only where the type allows it. A refusal always names its reason in
  * `details.reason` (see docs/interactions.md for the list).
  */
-import type { Db } from '../../db/index.ts';
+import type { Config } from '../../config.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 import type { CollectionCaller } from '../../platform/auth.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { type InteractionsConfig, interactionsConfig } from './interactions.config.ts';
 import * as repo from './interactions.repository.ts';
 import type {
   AdminInteractionsAggregateRequest,
@@ -117,7 +119,22 @@ export function originAllowed(allowed: string[], origin: string | undefined): bo
 }
 
 export class InteractionsService {
-  constructor(private readonly db: Db) {}
+  private readonly settings: InteractionsConfig;
+
+  constructor(
+    private readonly db: Db,
+    config: Pick<Config, 'env'>,
+  ) {
+    this.settings = interactionsConfig(config.env);
+  }
+
+  /** Runs an analytics query in its own transaction with a larger work_mem. */
+  private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      await repo.setLocalWorkMem(tx, this.settings.analyticsWorkMemMb);
+      return fn(tx);
+    });
+  }
 
   // ------------------------------------------------------------------------------ types
   async createType(collectionId: string, body: CreateInteractionTypeBody): Promise<InteractionTypeRecord> {
@@ -333,12 +350,14 @@ export class InteractionsService {
   }
 
   async countsByOutcome(collectionId: string, q: AdminInteractionsCountsByOutcomeRequest): Promise<OutcomeCount[]> {
-    return repo.countsByOutcome(this.db, collectionId, {
+    const filter = {
       ...q,
       limit: q.limit ?? 100,
       dedupeLatest: q.dedupeLatest ?? false,
       idField: q.idField ?? 'userId',
-    });
+    };
+    if (!filter.dedupeLatest) return repo.countsByOutcome(this.db, collectionId, filter);
+    return this.analytics((tx) => repo.countsByOutcome(tx, collectionId, filter));
   }
 
   async aggregate(
@@ -346,12 +365,9 @@ export class InteractionsService {
     q: AdminInteractionsAggregateRequest,
   ): Promise<AdminInteractionsAggregateResponse> {
     const dedupeLatest = q.dedupeLatest ?? false;
-    const rows = await repo.aggregate(this.db, collectionId, {
-      ...q,
-      limit: q.limit ?? 100,
-      dedupeLatest,
-      idField: q.idField ?? 'userId',
-    });
+    const rows = await this.analytics((tx) =>
+      repo.aggregate(tx, collectionId, { ...q, limit: q.limit ?? 100, dedupeLatest, idField: q.idField ?? 'userId' }),
+    );
     const wanted = new Set(q.ops);
     return {
       groupBy: q.groupBy,

@@ -4,9 +4,12 @@
  * the step, or a request's `stepMappings`). The funnel semantics are CONTRACT section 6,
  * written out with a worked example in docs/journeys.md.
  */
-import type { Db } from '../../db/index.ts';
+import type { Config } from '../../config.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { type InteractionsConfig, interactionsConfig } from '../interactions/interactions.config.ts';
+import { setLocalWorkMem } from '../interactions/interactions.repository.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   CreateJourneyBody,
@@ -117,7 +120,22 @@ function checkWindow(start?: string, end?: string) {
 }
 
 export class JourneysService {
-  constructor(private readonly db: Db) {}
+  private readonly settings: InteractionsConfig;
+
+  constructor(
+    private readonly db: Db,
+    config: Pick<Config, 'env'>,
+  ) {
+    this.settings = interactionsConfig(config.env);
+  }
+
+  /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
+  private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      await setLocalWorkMem(tx, this.settings.analyticsWorkMemMb);
+      return fn(tx);
+    });
+  }
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
     const row = await repo.insertJourney(this.db, collectionId, {
@@ -168,13 +186,15 @@ export class JourneysService {
     const journey = await this.row(collectionId, journeyId);
     const steps = resolveSteps(journey.data, q.stepMappings);
     const idField = q.idField ?? 'userId';
-    const counts = await repo.funnelCounts(this.db, collectionId, {
-      journeyId,
-      steps,
-      idField,
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    const counts = await this.analytics((tx) =>
+      repo.funnelCounts(tx, collectionId, {
+        journeyId,
+        steps,
+        idField,
+        start: q.periodStart,
+        end: q.periodEnd,
+      }),
+    );
     return {
       journeyId,
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
@@ -201,13 +221,15 @@ export class JourneysService {
     if (q.finalStepId !== undefined && finalIndex < 0) {
       throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
     }
-    const counts = await repo.funnelCounts(this.db, collectionId, {
-      journeyId,
-      steps,
-      idField: q.idField ?? 'userId',
-      start: q.from,
-      end: q.to,
-    });
+    const counts = await this.analytics((tx) =>
+      repo.funnelCounts(tx, collectionId, {
+        journeyId,
+        steps,
+        idField: q.idField ?? 'userId',
+        start: q.from,
+        end: q.to,
+      }),
+    );
     const res: JourneyStatsResponse = {
       journeyId,
       totalEntered: counts.totalEntered,
@@ -245,12 +267,9 @@ export class JourneysService {
       mappings.push({ stepId, interactionId, outcome: q.outcome ?? defined[index].outcome });
     }
     const steps = resolveSteps(journey.data, mappings, DEFAULT_OUTCOME, stepId);
-    return repo.stepRecipients(
-      this.db,
-      collectionId,
-      { journeyId, steps, idField: q.idField ?? 'userId', start: q.from, end: q.to },
-      q.status ?? 'completed',
-      q.limit ?? 1000,
+    const input = { journeyId, steps, idField: q.idField ?? 'userId', start: q.from, end: q.to } as const;
+    return this.analytics((tx) =>
+      repo.stepRecipients(tx, collectionId, input, q.status ?? 'completed', q.limit ?? 1000),
     );
   }
 }
