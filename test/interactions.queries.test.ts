@@ -163,6 +163,74 @@ describe('counts by outcome', () => {
     expect(await counts({ interactionId: 'quiz', limit: 1 })).toHaveLength(1);
   });
 
+  it('stays exact on windows that cut hours, and through updates and deletes (hourly rollup)', async () => {
+    const c = await t.createCollection();
+    await post(admin(c), { id: 'roll', appId: 'r' }, c.auth);
+    const base = Date.parse('2026-09-01T00:00:00.000Z');
+    const at = (minutes: number) => new Date(base + minutes * 60_000).toISOString();
+    // 40 events over ~10 hours, every 15 minutes, outcomes cycling a/b/c/none.
+    for (let i = 0; i < 40; i++) {
+      const outcome = ['a', 'b', 'c', undefined][i % 4];
+      const res = await post(
+        `${admin(c)}/append`,
+        {
+          interactionId: 'roll',
+          userId: `u${i % 7}`,
+          eventId: `e${i}`,
+          timestamp: at(i * 15),
+          ...(outcome ? { outcome } : {}),
+        },
+        c.auth,
+      );
+      expect(res.statusCode).toBe(200);
+    }
+    await t.inject({ method: 'PATCH', url: `${admin(c)}/events/e5`, headers: c.auth, payload: { outcome: 'z' } });
+    await t.inject({ method: 'PATCH', url: `${admin(c)}/events/e6`, headers: c.auth, payload: { deleted: true } });
+    await t.inject({ method: 'PATCH', url: `${admin(c)}/events/e7`, headers: c.auth, payload: { deleted: true } });
+    await t.inject({
+      method: 'PATCH',
+      url: `${admin(c)}/events/e7`,
+      headers: c.auth,
+      payload: { deleted: false, outcome: 'y' },
+    });
+    const windows: [number | undefined, number | undefined][] = [
+      [undefined, undefined],
+      [0, 600],
+      [7, 333],
+      [60, 120],
+      [61, 119],
+      [59, 61],
+      [undefined, 95],
+      [200, undefined],
+      [601, 700],
+    ];
+    for (const [from, to] of windows) {
+      const filter = {
+        interactionId: 'roll',
+        ...(from !== undefined ? { from: at(from) } : {}),
+        ...(to !== undefined ? { to: at(to) } : {}),
+      };
+      const events = (await post(`${admin(c)}/query`, { ...filter, limit: 1000 }, c.auth)).json() as {
+        outcome: string | null;
+      }[];
+      const expected = new Map<string | null, number>();
+      for (const e of events) expected.set(e.outcome, (expected.get(e.outcome) ?? 0) + 1);
+      const counts = (await post(`${admin(c)}/counts-by-outcome`, filter, c.auth)).json() as {
+        outcome: string | null;
+        count: number;
+      }[];
+      expect(new Map(counts.map((r) => [r.outcome, r.count])), JSON.stringify(filter)).toEqual(expected);
+      // A scope filter is answered from the events (no event here has a scope).
+      expect((await post(`${admin(c)}/counts-by-outcome`, { ...filter, scope: 'none' }, c.auth)).json()).toEqual([]);
+    }
+    // The rollup itself holds the 39 live events (40 appended, one deleted).
+    const { rows } = await t.testDb.db.query<{ n: number }>(
+      'SELECT sum(n)::int AS n FROM interaction_counts_hourly WHERE collection_id = $1',
+      [c.id],
+    );
+    expect(rows[0].n).toBe(39);
+  });
+
   it('dedupeLatest counts each user’s latest outcome once (idField userId or contactId)', async () => {
     // u1: fail then success → success; u2: success then fail → fail; u3: success; c4 has no userId.
     expect(await counts({ interactionId: 'quiz', dedupeLatest: true })).toEqual([

@@ -252,6 +252,14 @@ export async function queryOwnEvents(
 
 const ID_COLUMN: Record<IdField, Sql> = { userId: raw('user_id'), contactId: raw('contact_id') };
 
+const HOUR_MS = 3600_000;
+
+/**
+ * Counts by outcome. Plain counts filtered only by interaction, app and window are read from
+ * the hourly rollup (interaction_counts_hourly, kept exact by triggers): whole hours from the
+ * rollup, the partial hours at the window's edges from the events. Everything else (scope,
+ * dedupeLatest) counts events.
+ */
 export async function countsByOutcome(
   db: Queryable,
   collectionId: string,
@@ -259,19 +267,63 @@ export async function countsByOutcome(
 ): Promise<{ outcome: string | null; count: number }[]> {
   const where = eventWhere(collectionId, f);
   const id = ID_COLUMN[f.idField];
-  const text = f.dedupeLatest
-    ? sql`
-      SELECT outcome, count(*)::int AS count FROM (
+  let source: Sql | null = null;
+  if (f.dedupeLatest) {
+    source = sql`
+      SELECT outcome, count(*) AS n FROM (
         SELECT DISTINCT ON (interaction_id, ${id}) outcome FROM interaction_events
         WHERE ${where} AND ${id} IS NOT NULL
         ORDER BY interaction_id, ${id}, occurred_at DESC, id DESC
-      ) latest
-      GROUP BY outcome ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`
-    : sql`
-      SELECT outcome, count(*)::int AS count FROM interaction_events WHERE ${where}
-      GROUP BY outcome ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`;
-  const { rows } = await db.query<{ outcome: string | null; count: number }>(text);
+      ) latest GROUP BY outcome`;
+  } else if (rollupAnswers(f)) {
+    source = rollupSource(collectionId, f);
+  }
+  source ??= sql`SELECT outcome, count(*) AS n FROM interaction_events WHERE ${where} GROUP BY outcome`;
+  const { rows } = await db.query<{ outcome: string | null; count: number }>(sql`
+    SELECT outcome, sum(n)::bigint AS count FROM (${source}) x
+    GROUP BY outcome HAVING sum(n) > 0
+    ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`);
   return rows;
+}
+
+/** The rollup knows interaction, app, hour and outcome: any other filter needs the events. */
+function rollupAnswers(f: EventFilter): boolean {
+  return (
+    f.userId === undefined &&
+    f.contactId === undefined &&
+    f.scope === undefined &&
+    f.broadcastId === undefined &&
+    f.journeyId === undefined &&
+    f.outcome === undefined &&
+    !f.includeDeleted &&
+    !f.interactionIds?.length
+  );
+}
+
+/** Rollup hours inside the window plus raw events of its partial edge hours; null when the window is inside one hour. */
+function rollupSource(collectionId: string, f: EventFilter): Sql | null {
+  const from = f.from === undefined ? undefined : Date.parse(f.from);
+  const to = f.to === undefined ? undefined : Date.parse(f.to);
+  const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
+  const endHour = to === undefined ? undefined : Math.floor(to / HOUR_MS) * HOUR_MS;
+  if (firstHour !== undefined && endHour !== undefined && firstHour >= endHour) return null;
+  const where = [sql`collection_id = ${collectionId}`];
+  if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
+  if (f.appId !== undefined) where.push(sql`app_id = ${f.appId}`);
+  if (firstHour !== undefined) where.push(sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`);
+  if (endHour !== undefined) where.push(sql`hour < ${new Date(endHour).toISOString()}::timestamptz`);
+  const parts = [
+    sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_counts_hourly WHERE ${join(where, ' AND ')}`,
+  ];
+  const edge = (edgeFrom: string | undefined, edgeTo: string | undefined) =>
+    sql`SELECT outcome, count(*) AS n FROM interaction_events
+        WHERE ${eventWhere(collectionId, { ...f, from: edgeFrom, to: edgeTo })} GROUP BY outcome`;
+  if (from !== undefined && firstHour !== undefined && from < firstHour) {
+    parts.push(edge(f.from, new Date(firstHour).toISOString()));
+  }
+  if (to !== undefined && endHour !== undefined && endHour < to)
+    parts.push(edge(new Date(endHour).toISOString(), f.to));
+  return join(parts, ' UNION ALL ');
 }
 
 const GROUP_EXPR: Record<string, Sql> = {

@@ -99,7 +99,7 @@ export type ListTypesQuery = Type.Static<typeof ListTypesQuery>;
 const eventFields = {
   interactionId: Id('The interaction type'),
   appId: Type.Optional(Text(100, 'Defaults to the type’s appId; must equal it when given')),
-  outcome: Type.Optional(Text(200)),
+  outcome: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   scope: Type.Optional(Text(200)),
   broadcastId: Type.Optional(Text(200)),
   journeyId: Type.Optional(Text(200, 'The journey this event belongs to (journey entry)')),
@@ -142,7 +142,7 @@ export const SubmitInteractionResponse = Closed(
 
 export const UpdateEventBody = Closed(
   {
-    outcome: Type.Optional(Nullable(Text(200))),
+    outcome: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
     scope: Type.Optional(Nullable(Text(200))),
     broadcastId: Type.Optional(Nullable(Text(200))),
     journeyId: Type.Optional(Nullable(Text(200))),
