@@ -51,9 +51,10 @@ CREATE INDEX interaction_events_by_contact
   ON interaction_events (collection_id, contact_id, interaction_id, occurred_at) WHERE contact_id IS NOT NULL;
 CREATE INDEX interaction_events_by_anon
   ON interaction_events (collection_id, anon_id, interaction_id, occurred_at) WHERE anon_id IS NOT NULL;
--- Journey entry (first event carrying journey_id).
+-- Journey entry (first event carrying journey_id), index-only.
 CREATE INDEX interaction_events_by_journey
-  ON interaction_events (collection_id, journey_id, occurred_at) WHERE journey_id IS NOT NULL;
+  ON interaction_events (collection_id, journey_id, occurred_at) INCLUDE (user_id, contact_id, deleted_at)
+  WHERE journey_id IS NOT NULL;
 -- Versions of one logical event (latestPerEventId, event update).
 CREATE INDEX interaction_events_by_event_id ON interaction_events (collection_id, event_id, occurred_at);
 
