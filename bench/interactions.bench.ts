@@ -2,8 +2,9 @@
  * Interactions and journey analytics over a collection of BENCH_EVENTS (default 1,000,000)
  * events on PostgreSQL (BENCH_BACKEND=pglite for the embedded database).
  * - append throughput, as a ratio to raw inserts measured in the same run from this process on
- *   the same schema: a multi-row INSERT (500 rows per statement, the bulk-load ceiling) and
- *   single-row INSERTs on 20 connections (the per-event ceiling without HTTP, auth, validation);
+ *   the same schema, in interleaved rounds (BENCH_ROUNDS): a multi-row INSERT (500 rows per
+ *   statement, the bulk-load ceiling) and single-row INSERTs on 20 connections (the per-event
+ *   ceiling without HTTP, auth, validation);
  * - counts-by-outcome: one interaction (~80,000 events) plain and with dedupeLatest, and the
  *   whole collection (every event) — target p99 under 200 ms;
  * - funnel report of a 3-step journey with 100,000 entered users — target p99 under 1 s.
@@ -11,7 +12,17 @@
  */
 import pg from 'pg';
 import { migrate, openDatabase } from '../src/db/index.ts';
-import { benchDatabase, load, printTable, type Row, row, SUPER_KEY, startService } from './lib.ts';
+import {
+  benchDatabase,
+  interleaved,
+  type LoadResult,
+  load,
+  printTable,
+  type Row,
+  row,
+  SUPER_KEY,
+  startService,
+} from './lib.ts';
 import { JOURNEY_ID, seedEvents } from './seed-events.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
@@ -39,54 +50,6 @@ try {
     note: `${(seeded.ms / 1000).toFixed(1)} s, events/s`,
   });
   await db.close();
-
-  // Baselines: raw inserts into the same table, without the service (PostgreSQL only).
-  let multiRow: { name: string; result: { rps: number; p50: number; p99: number; unexpected: number } } | undefined;
-  let singleRow: typeof multiRow;
-  if (database.url) {
-    const pool = new pg.Pool({ connectionString: database.url, max: 20 });
-    const columns = '(collection_id, event_id, interaction_id, app_id, user_id, contact_id, outcome, metadata, source)';
-    const rowValues = (n: number, base: number) => {
-      const params: unknown[] = [];
-      const tuples: string[] = [];
-      for (let i = 0; i < n; i++) {
-        const k = base + i;
-        const p = params.length;
-        tuples.push(
-          `('bench', $${p + 1}, 'bench-1', 'bench', $${p + 2}, $${p + 2}, 'success', $${p + 3}::jsonb, 'admin')`,
-        );
-        params.push(`raw-${k}`, `user-${k % 100_000}`, JSON.stringify({ score: k % 97 }));
-      }
-      return { text: `INSERT INTO interaction_events ${columns} VALUES ${tuples.join(', ')}`, params };
-    };
-    const timed = async (workers: number, perStatement: number) => {
-      const deadline = Date.now() + SECONDS * 1000;
-      let inserted = 0;
-      let next = perStatement === 1 ? 10_000_000 : 0;
-      await Promise.all(
-        Array.from({ length: workers }, async () => {
-          while (Date.now() < deadline) {
-            const base = next;
-            next += perStatement;
-            const { text, params } = rowValues(perStatement, base);
-            await pool.query(text, params);
-            inserted += perStatement;
-          }
-        }),
-      );
-      return inserted / SECONDS;
-    };
-    const multi = await timed(2, 500);
-    multiRow = { name: 'raw multi-row INSERT', result: { rps: multi, p50: 0, p99: 0, unexpected: 0 } };
-    rows.push({ scenario: 'baseline: raw multi-row INSERT (500 rows/statement, 2 conn)', rps: multi, note: 'rows/s' });
-    const single = await timed(20, 1);
-    singleRow = { name: 'raw single-row INSERT', result: { rps: single, p50: 0, p99: 0, unexpected: 0 } };
-    rows.push({ scenario: 'baseline: raw single-row INSERT (20 conn)', rps: single, note: 'rows/s' });
-    // Take the baselines' rows out again so the reads below see exactly the seeded set.
-    await pool.query("DELETE FROM interaction_events WHERE event_id LIKE 'raw-%'");
-    await pool.query('VACUUM ANALYZE interaction_events');
-    await pool.end();
-  }
 
   const service = await startService(database.env);
   try {
@@ -154,28 +117,79 @@ try {
       ),
     );
 
-    let n = 0;
-    const append = await load({
-      url: `${service.url}/admin/collection/bench/interactions/append`,
-      method: 'POST',
-      headers,
-      connections: 20,
-      durationSeconds: SECONDS,
-      expectStatus: 200,
-      setupRequest: (req) => ({
-        ...req,
-        body: JSON.stringify({
-          interactionId: `bench-${n % 10}`,
-          userId: `user-${n++ % 100_000}`,
-          outcome: 'success',
-          metadata: { score: n % 97 },
+    // Writes, after the reads: the API's append against raw inserts into the same table from
+    // this process (no HTTP, auth, validation or type check), in interleaved rounds.
+    const pool = database.url ? new pg.Pool({ connectionString: database.url, max: 20 }) : undefined;
+    let next = 0;
+    const rawInsert = async (workers: number, perStatement: number): Promise<LoadResult> => {
+      const deadline = Date.now() + SECONDS * 1000;
+      let inserted = 0;
+      await Promise.all(
+        Array.from({ length: workers }, async () => {
+          while (Date.now() < deadline) {
+            const params: unknown[] = [];
+            const tuples: string[] = [];
+            for (let i = 0; i < perStatement; i++) {
+              const k = next++;
+              const p = params.length;
+              tuples.push(
+                `('bench', $${p + 1}, $${p + 2}, 'bench', $${p + 3}, $${p + 3}, 'success', $${p + 4}::jsonb, 'admin')`,
+              );
+              params.push(`raw-${k}`, `bench-${k % 10}`, `user-${k % 100_000}`, JSON.stringify({ score: k % 97 }));
+            }
+            await pool!.query(
+              `INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, user_id, contact_id, outcome, metadata, source)
+               VALUES ${tuples.join(', ')}`,
+              params,
+            );
+            inserted += perStatement;
+          }
         }),
-      }),
-      body: '{}',
-    });
-    const appendRow = row('append (admin, 1 event/request), 20 conn', append, multiRow);
-    if (singleRow) appendRow.note = `${(append.rps / singleRow.result.rps).toFixed(2)}× raw single-row INSERT`;
-    rows.push(appendRow);
+      );
+      return { rps: inserted / SECONDS, p50: 0, p99: 0, unexpected: 0 };
+    };
+    let n = 0;
+    const append = () =>
+      load({
+        url: `${service.url}/admin/collection/bench/interactions/append`,
+        method: 'POST',
+        headers,
+        connections: 20,
+        durationSeconds: SECONDS,
+        expectStatus: 200,
+        setupRequest: (req) => ({
+          ...req,
+          body: JSON.stringify({
+            interactionId: `bench-${n % 10}`,
+            userId: `user-${n++ % 100_000}`,
+            outcome: 'success',
+            metadata: { score: n % 97 },
+          }),
+        }),
+        body: '{}',
+      });
+    if (pool) {
+      const w = await interleaved({
+        multi: () => rawInsert(2, 500),
+        single: () => rawInsert(20, 1),
+        append,
+      });
+      rows.push({
+        scenario: 'baseline: raw multi-row INSERT (500 rows/statement, 2 conn)',
+        rps: w.multi.rps,
+        note: 'rows/s',
+      });
+      rows.push({ scenario: 'baseline: raw single-row INSERT (20 conn)', rps: w.single.rps, note: 'rows/s' });
+      const appendRow = row('append (admin, 1 event/request), 20 conn', w.append, {
+        name: 'raw multi-row INSERT',
+        result: w.multi,
+      });
+      appendRow.note = `${(w.append.rps / w.single.rps).toFixed(2)}× raw single-row INSERT`;
+      rows.push(appendRow);
+      await pool.end();
+    } else {
+      rows.push(row('append (admin, 1 event/request), 20 conn', await append()));
+    }
   } finally {
     await service.stop();
   }
