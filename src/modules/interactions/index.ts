@@ -9,6 +9,8 @@
  * - dedupeLatest: count only each identity's latest event per interaction.
  * - export: the `interactions.export` job task, its file streamed by the download route.
  */
+
+export { type InteractionsConfig, interactionsConfig } from './interactions.config.ts';
 export { EXPORT_TASK, exportTaskDefinition, openExport, parseExportPayload, runExport } from './interactions.export.ts';
 export { interactionsRoutes } from './interactions.routes.ts';
 export { InteractionsService, originAllowed, toEventRow } from './interactions.service.ts';

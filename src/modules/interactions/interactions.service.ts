@@ -94,7 +94,7 @@ export function toEventRow(e: repo.EventRow): InteractionEventRow {
 const enabled = (p: InteractionPermissions) => p.enabled !== false;
 
 function checkWindow(p: InteractionPermissions) {
-  if ((p.startAt && p.endAt && Date.parse(p.startAt) >= Date.parse(p.endAt)) || false) {
+  if (p.startAt && p.endAt && Date.parse(p.startAt) >= Date.parse(p.endAt)) {
     throw badRequest('permissions.startAt must be before permissions.endAt');
   }
 }
