@@ -10,7 +10,9 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
 import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
+import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
@@ -28,6 +30,8 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  interactions: InteractionsService;
+  journeys: JourneysService;
   /** The job engine: modules register their tasks on it in buildApp. */
   jobs: JobEngine;
 }
@@ -59,9 +63,12 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    interactions: new InteractionsService(db, config),
+    journeys: new JourneysService(db, config),
     jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  services.jobs.registerTask(exportTaskDefinition());
   // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
   // could not finish) before any onClose hook closes the database.
   if (config.role !== 'api') {
@@ -123,6 +130,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(interactionsRoutes, { service: services.interactions, db });
+      await scoped.register(journeysRoutes, { service: services.journeys });
       await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },

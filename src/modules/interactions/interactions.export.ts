@@ -1,0 +1,161 @@
+/**
+ * The `interactions.export` task: a collection's events in a time window written to NDJSON or
+ * CSV. The file is stored in the database as ~1 MiB chunks (table interaction_export_chunks),
+ * so the API process that serves the download need not be the worker that wrote it, and the
+ * file goes wherever the database goes (backups, replicas). Pages are read by keyset on
+ * (occurred_at, id), so an export of millions of events never holds more than one page.
+ */
+import { Readable } from 'node:stream';
+import { Compile } from 'typebox/compile';
+import type { Db, Queryable } from '../../db/index.ts';
+import { badRequest, notFound } from '../../platform/errors.ts';
+import type { TaskContext, TaskDefinition } from '../jobs/index.ts';
+import * as repo from './interactions.repository.ts';
+import { ExportPayload } from './interactions.schema.ts';
+import { toEventRow } from './interactions.service.ts';
+
+export const EXPORT_TASK = 'interactions.export';
+const PAGE = 5000;
+const CHUNK_BYTES = 1024 * 1024;
+
+/** The part of the job engine's TaskContext this task uses. */
+export type ExportTaskContext = Pick<TaskContext, 'db' | 'signal' | 'progress'> & {
+  job: Pick<TaskContext['job'], 'id' | 'collectionId' | 'payload'>;
+};
+
+const payloadCheck = Compile(ExportPayload);
+
+export function parseExportPayload(payload: unknown): ExportPayload {
+  const p = payload ?? {};
+  if (!payloadCheck.Check(p)) {
+    const errors = [...payloadCheck.Errors(p)].map((e) => `${e.instancePath || 'payload'} ${e.message}`);
+    throw badRequest(`Invalid payload for ${EXPORT_TASK}: ${errors.join('; ')}`, { errors });
+  }
+  const parsed = p as ExportPayload;
+  if (parsed.from && parsed.to && Date.parse(parsed.from) >= Date.parse(parsed.to)) {
+    throw badRequest('payload.from must be before payload.to');
+  }
+  return { format: parsed.format ?? 'ndjson', ...parsed };
+}
+
+const CSV_COLUMNS = [
+  'eventId',
+  'timestamp',
+  'interactionId',
+  'appId',
+  'outcome',
+  'userId',
+  'contactId',
+  'anonId',
+  'scope',
+  'broadcastId',
+  'journeyId',
+  'source',
+  'deleted',
+  'metadata',
+] as const;
+
+function csvCell(v: unknown): string {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  // Cells that a spreadsheet would run as a formula are prefixed with a quote (CSV injection).
+  const safe = /^[=+\-@\t\r]/.test(s) ? `'${s}` : s;
+  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+function line(format: 'ndjson' | 'csv', e: repo.EventRow): string {
+  const row = toEventRow(e);
+  if (format === 'ndjson') return `${JSON.stringify(row)}\n`;
+  return `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`;
+}
+
+export async function runExport(ctx: ExportTaskContext): Promise<{ format: string; rows: number; bytes: number }> {
+  const { job, db } = ctx;
+  const p = parseExportPayload(job.payload);
+  const format = p.format ?? 'ndjson';
+  const filter: repo.EventFilter = {
+    from: p.from,
+    to: p.to,
+    interactionId: p.interactionId,
+    includeDeleted: p.includeDeleted,
+  };
+  const total = await repo.countForExport(db, job.collectionId, filter);
+  await repo.startExport(db, job.collectionId, job.id, format);
+  let seq = 0;
+  let rows = 0;
+  let bytes = 0;
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  let pendingRows = 0;
+  const flush = async (q: Queryable) => {
+    if (pendingRows === 0 && seq > 0) return;
+    const data = Buffer.from(pending.join(''), 'utf8');
+    await repo.appendExportChunk(q, job.collectionId, job.id, seq++, data, pendingRows);
+    bytes += data.length;
+    pending = [];
+    pendingBytes = 0;
+    pendingRows = 0;
+  };
+  if (format === 'csv') {
+    pending.push(`${CSV_COLUMNS.join(',')}\n`);
+    pendingBytes = pending[0].length;
+  }
+  let after: { at: Date; id: number } | null = null;
+  for (;;) {
+    if (ctx.signal.aborted) throw new Error('Export interrupted by shutdown; it will be retried');
+    const page = await repo.exportPage(db, job.collectionId, filter, after, PAGE);
+    for (const e of page) {
+      const l = line(format, e);
+      pending.push(l);
+      pendingBytes += l.length;
+      pendingRows++;
+      rows++;
+      if (pendingBytes >= CHUNK_BYTES) await flush(db);
+    }
+    if (page.length < PAGE) break;
+    const last = page[page.length - 1];
+    after = { at: last.occurred_at, id: last.id };
+    await ctx.progress({ done: rows, total, message: `${rows} of ${total} events written` });
+  }
+  await flush(db);
+  await repo.finishExport(db, job.collectionId, job.id);
+  await ctx.progress({ done: rows, total: rows, message: `${rows} events written` });
+  return { format, rows, bytes };
+}
+
+/** The task as the job engine registers it (`visible`: admins enqueue it through the API). */
+export function exportTaskDefinition(): TaskDefinition {
+  return {
+    name: EXPORT_TASK,
+    visible: true,
+    maxAttempts: 3,
+    parsePayload: parseExportPayload,
+    handler: (ctx: ExportTaskContext) => runExport(ctx),
+  };
+}
+
+export interface ExportDownload {
+  contentType: string;
+  fileName: string;
+  byteCount: number;
+  stream: Readable;
+}
+
+/** A finished export of this collection, streamed chunk by chunk. */
+export async function openExport(db: Db, collectionId: string, jobId: number): Promise<ExportDownload> {
+  const x = await repo.findExport(db, collectionId, jobId);
+  if (!x?.complete) throw notFound('Finished export');
+  const count = x.chunks;
+  async function* chunks() {
+    for (let seq = 0; seq < count; seq++) {
+      const data = await repo.readExportChunk(db, collectionId, jobId, seq);
+      if (data) yield data;
+    }
+  }
+  return {
+    contentType: x.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
+    fileName: `interactions-${collectionId}-${jobId}.${x.format === 'csv' ? 'csv' : 'ndjson'}`,
+    byteCount: x.byte_count,
+    stream: Readable.from(chunks()),
+  };
+}

@@ -1,0 +1,497 @@
+/** All SQL of the interactions module: types, events, counts, aggregates, exports. */
+import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+import type { AggregateOp, IdField, InteractionPermissions } from './interactions.schema.ts';
+
+export interface TypeRow {
+  collection_id: string;
+  id: string;
+  app_id: string;
+  permissions: InteractionPermissions;
+  data: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const TYPE_COLUMNS = raw('collection_id, id, app_id, permissions, data, created_at, updated_at');
+
+export async function insertType(
+  db: Queryable,
+  collectionId: string,
+  t: { id: string; appId: string; permissions: InteractionPermissions; data: Record<string, unknown> },
+): Promise<TypeRow | undefined> {
+  const { rows } = await db.query<TypeRow>(sql`
+    INSERT INTO interaction_types (collection_id, id, app_id, permissions, data)
+    VALUES (${collectionId}, ${t.id}, ${t.appId}, ${JSON.stringify(t.permissions)}::jsonb, ${JSON.stringify(t.data)}::jsonb)
+    ON CONFLICT DO NOTHING
+    RETURNING ${TYPE_COLUMNS}`);
+  return rows[0];
+}
+
+export async function findType(db: Queryable, collectionId: string, id: string): Promise<TypeRow | undefined> {
+  const { rows } = await db.query<TypeRow>(
+    sql`SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE collection_id = ${collectionId} AND id = ${id}`,
+  );
+  return rows[0];
+}
+
+export async function findTypes(db: Queryable, collectionId: string, ids: string[]): Promise<TypeRow[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<TypeRow>(
+    sql`SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE collection_id = ${collectionId} AND id = ANY(${ids}::text[])`,
+  );
+  return rows;
+}
+
+/** "Enabled" means permissions.enabled is not false. */
+const ENABLED = raw(`coalesce((permissions->>'enabled')::boolean, true)`);
+
+export async function listTypes(
+  db: Queryable,
+  collectionId: string,
+  q: { appId?: string; limit: number; offset: number; enabledOnly: boolean },
+): Promise<TypeRow[]> {
+  const where = [sql`collection_id = ${collectionId}`];
+  if (q.appId) where.push(sql`app_id = ${q.appId}`);
+  if (q.enabledOnly) where.push(sql`${ENABLED}`);
+  const { rows } = await db.query<TypeRow>(sql`
+    SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE ${join(where, ' AND ')}
+    ORDER BY created_at, id LIMIT ${q.limit} OFFSET ${q.offset}`);
+  return rows;
+}
+
+export async function updateType(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  p: { appId?: string; permissions?: InteractionPermissions; data?: Record<string, unknown> },
+): Promise<TypeRow | undefined> {
+  const sets = [sql`updated_at = now()`];
+  if (p.appId !== undefined) sets.push(sql`app_id = ${p.appId}`);
+  if (p.permissions !== undefined) sets.push(sql`permissions = ${JSON.stringify(p.permissions)}::jsonb`);
+  if (p.data !== undefined) sets.push(sql`data = ${JSON.stringify(p.data)}::jsonb`);
+  const { rows } = await db.query<TypeRow>(sql`
+    UPDATE interaction_types SET ${join(sets, ', ')}
+    WHERE collection_id = ${collectionId} AND id = ${id}
+    RETURNING ${TYPE_COLUMNS}`);
+  return rows[0];
+}
+
+export async function deleteType(db: Queryable, collectionId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    sql`DELETE FROM interaction_types WHERE collection_id = ${collectionId} AND id = ${id}`,
+  );
+  return rowCount > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/**
+ * Analytics queries (dedupe, aggregates, funnels) sort and hash tens of thousands of rows;
+ * PostgreSQL's default 4 MB work_mem sends those to disk. Raised for the one transaction only.
+ */
+export async function setLocalWorkMem(tx: Queryable, megabytes: number): Promise<void> {
+  if (!Number.isInteger(megabytes) || megabytes < 1) throw new Error('work_mem must be a positive integer');
+  await tx.query(`SET LOCAL work_mem = '${megabytes}MB'`);
+}
+
+export interface EventRow {
+  collection_id: string;
+  id: number;
+  event_id: string;
+  interaction_id: string;
+  app_id: string | null;
+  occurred_at: Date;
+  user_id: string | null;
+  contact_id: string | null;
+  anon_id: string | null;
+  outcome: string | null;
+  scope: string | null;
+  broadcast_id: string | null;
+  journey_id: string | null;
+  metadata: Record<string, unknown> | null;
+  source: string;
+  deleted_at: Date | null;
+}
+
+export const EVENT_COLUMNS = raw(
+  'collection_id, id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id, anon_id, outcome, scope, broadcast_id, journey_id, metadata, source, deleted_at',
+);
+
+export interface NewEvent {
+  eventId: string;
+  interactionId: string;
+  appId: string | null;
+  occurredAt: Date | null;
+  userId: string | null;
+  contactId: string | null;
+  anonId: string | null;
+  outcome: string | null;
+  scope: string | null;
+  broadcastId: string | null;
+  journeyId: string | null;
+  metadata: Record<string, unknown> | null;
+  source: 'admin' | 'public';
+}
+
+export async function insertEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<void> {
+  await db.query(sql`
+    INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
+      anon_id, outcome, scope, broadcast_id, journey_id, metadata, source)
+    VALUES (${collectionId}, ${e.eventId}, ${e.interactionId}, ${e.appId}, coalesce(${e.occurredAt}::timestamptz, now()),
+      ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
+      ${e.metadata === null ? null : JSON.stringify(e.metadata)}::jsonb, ${e.source})`);
+}
+
+/**
+ * Serialises submits that compete for one uniqueness slot (type + user, or type + anon id)
+ * until the transaction ends: the check that follows and the insert are then atomic, on any
+ * number of connections. Unrelated keys that hash alike merely wait for each other.
+ */
+export async function lockUniqueness(tx: Queryable, collectionId: string, key: string): Promise<void> {
+  await tx.query(sql`SELECT pg_advisory_xact_lock(hashtextextended(${`ie:${collectionId}:${key}`}, 0))`);
+}
+
+export async function existsForIdentity(
+  db: Queryable,
+  collectionId: string,
+  q: {
+    interactionId: string;
+    column: 'user_id' | 'anon_id';
+    value: string;
+    since: Date | null;
+    outcome: string | null;
+  },
+): Promise<boolean> {
+  const col = raw(q.column === 'user_id' ? 'user_id' : 'anon_id');
+  const { rows } = await db.query(sql`
+    SELECT 1 FROM interaction_events
+    WHERE collection_id = ${collectionId} AND ${col} = ${q.value} AND interaction_id = ${q.interactionId}
+      AND deleted_at IS NULL
+      ${q.since ? sql`AND occurred_at >= ${q.since}` : empty}
+      ${q.outcome !== null ? sql`AND outcome = ${q.outcome}` : empty}
+    LIMIT 1`);
+  return rows.length > 0;
+}
+
+export interface EventFilter {
+  userId?: string;
+  contactId?: string;
+  appId?: string;
+  interactionId?: string;
+  interactionIds?: string[];
+  scope?: string;
+  broadcastId?: string;
+  journeyId?: string;
+  outcome?: string;
+  from?: string;
+  to?: string;
+  includeDeleted?: boolean;
+}
+
+export function eventWhere(collectionId: string, f: EventFilter, alias = ''): Sql {
+  const c = (name: string) => raw(alias ? `${alias}.${name}` : name);
+  const where = [sql`${c('collection_id')} = ${collectionId}`];
+  if (f.interactionId !== undefined) where.push(sql`${c('interaction_id')} = ${f.interactionId}`);
+  if (f.interactionIds && f.interactionIds.length > 0)
+    where.push(sql`${c('interaction_id')} = ANY(${f.interactionIds}::text[])`);
+  if (f.userId !== undefined) where.push(sql`${c('user_id')} = ${f.userId}`);
+  if (f.contactId !== undefined) where.push(sql`${c('contact_id')} = ${f.contactId}`);
+  if (f.appId !== undefined) where.push(sql`${c('app_id')} = ${f.appId}`);
+  if (f.scope !== undefined) where.push(sql`${c('scope')} = ${f.scope}`);
+  if (f.broadcastId !== undefined) where.push(sql`${c('broadcast_id')} = ${f.broadcastId}`);
+  if (f.journeyId !== undefined) where.push(sql`${c('journey_id')} = ${f.journeyId}`);
+  if (f.outcome !== undefined) where.push(sql`${c('outcome')} = ${f.outcome}`);
+  if (f.from !== undefined) where.push(sql`${c('occurred_at')} >= ${f.from}::timestamptz`);
+  if (f.to !== undefined) where.push(sql`${c('occurred_at')} < ${f.to}::timestamptz`);
+  if (!f.includeDeleted) where.push(sql`${c('deleted_at')} IS NULL`);
+  return join(where, ' AND ');
+}
+
+export async function queryEvents(
+  db: Queryable,
+  collectionId: string,
+  f: EventFilter & { limit: number; order: 'ASC' | 'DESC'; latestPerEventId: boolean },
+): Promise<EventRow[]> {
+  const dir = raw(f.order === 'ASC' ? 'ASC' : 'DESC');
+  const where = eventWhere(collectionId, f);
+  const text = f.latestPerEventId
+    ? sql`
+      SELECT ${EVENT_COLUMNS} FROM (
+        SELECT DISTINCT ON (event_id) ${EVENT_COLUMNS} FROM interaction_events WHERE ${where}
+        ORDER BY event_id, occurred_at DESC, id DESC
+      ) latest
+      ORDER BY occurred_at ${dir}, id ${dir} LIMIT ${f.limit}`
+    : sql`
+      SELECT ${EVENT_COLUMNS} FROM interaction_events WHERE ${where}
+      ORDER BY occurred_at ${dir}, id ${dir} LIMIT ${f.limit}`;
+  const { rows } = await db.query<EventRow>(text);
+  return rows;
+}
+
+/** Events readable by their own user: only of enabled types that allow own reads. */
+export async function queryOwnEvents(
+  db: Queryable,
+  collectionId: string,
+  userId: string,
+  f: EventFilter & { limit: number },
+): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(sql`
+    SELECT ${raw(
+      'e.collection_id, e.id, e.event_id, e.interaction_id, e.app_id, e.occurred_at, e.user_id, e.contact_id, e.anon_id, e.outcome, e.scope, e.broadcast_id, e.journey_id, e.metadata, e.source, e.deleted_at',
+    )}
+    FROM interaction_events e
+    JOIN interaction_types t ON t.collection_id = e.collection_id AND t.id = e.interaction_id
+    WHERE ${eventWhere(collectionId, { ...f, userId }, 'e')}
+      AND coalesce((t.permissions->>'allowOwnRead')::boolean, false)
+      AND coalesce((t.permissions->>'enabled')::boolean, true)
+    ORDER BY e.occurred_at DESC, e.id DESC LIMIT ${f.limit}`);
+  return rows;
+}
+
+const ID_COLUMN: Record<IdField, Sql> = { userId: raw('user_id'), contactId: raw('contact_id') };
+
+const HOUR_MS = 3600_000;
+
+/**
+ * Counts by outcome. Plain counts filtered only by interaction, app and window are read from
+ * the hourly rollup (interaction_counts_hourly, kept exact by triggers): whole hours from the
+ * rollup, the partial hours at the window's edges from the events. Everything else (scope,
+ * dedupeLatest) counts events.
+ */
+export async function countsByOutcome(
+  db: Queryable,
+  collectionId: string,
+  f: EventFilter & { limit: number; dedupeLatest: boolean; idField: IdField },
+): Promise<{ outcome: string | null; count: number }[]> {
+  const where = eventWhere(collectionId, f);
+  const id = ID_COLUMN[f.idField];
+  let source: Sql | null = null;
+  if (f.dedupeLatest) {
+    source = sql`
+      SELECT outcome, count(*) AS n FROM (
+        SELECT DISTINCT ON (interaction_id, ${id}) outcome FROM interaction_events
+        WHERE ${where} AND ${id} IS NOT NULL
+        ORDER BY interaction_id, ${id}, occurred_at DESC, id DESC
+      ) latest GROUP BY outcome`;
+  } else if (rollupAnswers(f)) {
+    source = rollupSource(collectionId, f);
+  }
+  source ??= sql`SELECT outcome, count(*) AS n FROM interaction_events WHERE ${where} GROUP BY outcome`;
+  const { rows } = await db.query<{ outcome: string | null; count: number }>(sql`
+    SELECT outcome, sum(n)::bigint AS count FROM (${source}) x
+    GROUP BY outcome HAVING sum(n) > 0
+    ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`);
+  return rows;
+}
+
+/** The rollup knows interaction, app, hour and outcome: any other filter needs the events. */
+function rollupAnswers(f: EventFilter): boolean {
+  return (
+    f.userId === undefined &&
+    f.contactId === undefined &&
+    f.scope === undefined &&
+    f.broadcastId === undefined &&
+    f.journeyId === undefined &&
+    f.outcome === undefined &&
+    !f.includeDeleted &&
+    !f.interactionIds?.length
+  );
+}
+
+/** Rollup hours inside the window plus raw events of its partial edge hours; null when the window is inside one hour. */
+function rollupSource(collectionId: string, f: EventFilter): Sql | null {
+  const from = f.from === undefined ? undefined : Date.parse(f.from);
+  const to = f.to === undefined ? undefined : Date.parse(f.to);
+  const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
+  const endHour = to === undefined ? undefined : Math.floor(to / HOUR_MS) * HOUR_MS;
+  if (firstHour !== undefined && endHour !== undefined && firstHour >= endHour) return null;
+  const where = [sql`collection_id = ${collectionId}`];
+  if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
+  if (f.appId !== undefined) where.push(sql`app_id = ${f.appId}`);
+  if (firstHour !== undefined) where.push(sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`);
+  if (endHour !== undefined) where.push(sql`hour < ${new Date(endHour).toISOString()}::timestamptz`);
+  const parts = [
+    sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_counts_hourly WHERE ${join(where, ' AND ')}`,
+  ];
+  const edge = (edgeFrom: string | undefined, edgeTo: string | undefined) =>
+    sql`SELECT outcome, count(*) AS n FROM interaction_events
+        WHERE ${eventWhere(collectionId, { ...f, from: edgeFrom, to: edgeTo })} GROUP BY outcome`;
+  if (from !== undefined && firstHour !== undefined && from < firstHour) {
+    parts.push(edge(f.from, new Date(firstHour).toISOString()));
+  }
+  if (to !== undefined && endHour !== undefined && endHour < to)
+    parts.push(edge(new Date(endHour).toISOString(), f.to));
+  return join(parts, ' UNION ALL ');
+}
+
+const GROUP_EXPR: Record<string, Sql> = {
+  outcome: raw('outcome'),
+  interactionId: raw('interaction_id'),
+  appId: raw('app_id'),
+  scope: raw('scope'),
+  userId: raw('user_id'),
+  contactId: raw('contact_id'),
+  broadcastId: raw('broadcast_id'),
+  journeyId: raw('journey_id'),
+  day: raw(`to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`),
+};
+
+/** A metadata key, passed as a parameter (never spliced into the SQL text). */
+const metadataText = (key: string) => sql`(metadata->>${key})`;
+const NUMBER = '^-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?$';
+const metadataNumber = (key: string) =>
+  sql`(CASE WHEN metadata->>${key} ~ ${NUMBER} THEN (metadata->>${key})::float8 END)`;
+
+export async function aggregate(
+  db: Queryable,
+  collectionId: string,
+  f: EventFilter & {
+    limit: number;
+    dedupeLatest: boolean;
+    idField: IdField;
+    groupBy: string;
+    field: string;
+    ops: AggregateOp[];
+  },
+): Promise<Record<string, number | string | null>[]> {
+  const where = eventWhere(collectionId, f);
+  const group = f.groupBy.startsWith('metadata.') ? metadataText(f.groupBy.slice(9)) : GROUP_EXPR[f.groupBy];
+  const value = f.field.startsWith('metadata.') ? metadataNumber(f.field.slice(9)) : sql`NULL::float8`;
+  const id = ID_COLUMN[f.idField];
+  const source = f.dedupeLatest
+    ? sql`(SELECT DISTINCT ON (interaction_id, ${id}) * FROM interaction_events WHERE ${where} AND ${id} IS NOT NULL
+           ORDER BY interaction_id, ${id}, occurred_at DESC, id DESC)`
+    : sql`(SELECT * FROM interaction_events WHERE ${where})`;
+  const { rows } = await db.query<Record<string, number | string | null>>(sql`
+    SELECT g AS "groupValue", count(*)::int AS "eventCount", count(v)::int AS count,
+      sum(v) AS sum, avg(v) AS avg, min(v) AS min, max(v) AS max
+    FROM (SELECT ${group}::text AS g, ${value} AS v FROM ${source} src) x
+    GROUP BY g ORDER BY count(*) DESC, g NULLS LAST LIMIT ${f.limit}`);
+  return rows;
+}
+
+export async function findLatestVersion(
+  db: Queryable,
+  collectionId: string,
+  eventId: string,
+): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(sql`
+    SELECT ${EVENT_COLUMNS} FROM interaction_events WHERE collection_id = ${collectionId} AND event_id = ${eventId}
+    ORDER BY occurred_at DESC, id DESC LIMIT 1`);
+  return rows[0];
+}
+
+export async function updateEventVersion(
+  db: Queryable,
+  collectionId: string,
+  rowId: number,
+  p: {
+    outcome?: string | null;
+    scope?: string | null;
+    broadcastId?: string | null;
+    journeyId?: string | null;
+    metadata?: Record<string, unknown> | null;
+  },
+): Promise<void> {
+  const sets = [sql`updated_at = now()`];
+  if (p.outcome !== undefined) sets.push(sql`outcome = ${p.outcome}`);
+  if (p.scope !== undefined) sets.push(sql`scope = ${p.scope}`);
+  if (p.broadcastId !== undefined) sets.push(sql`broadcast_id = ${p.broadcastId}`);
+  if (p.journeyId !== undefined) sets.push(sql`journey_id = ${p.journeyId}`);
+  if (p.metadata !== undefined)
+    sets.push(sql`metadata = ${p.metadata === null ? null : JSON.stringify(p.metadata)}::jsonb`);
+  await db.query(
+    sql`UPDATE interaction_events SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${rowId}`,
+  );
+}
+
+export async function setEventDeleted(db: Queryable, collectionId: string, eventId: string, deleted: boolean) {
+  await db.query(sql`
+    UPDATE interaction_events SET deleted_at = ${deleted ? sql`coalesce(deleted_at, now())` : sql`NULL`}, updated_at = now()
+    WHERE collection_id = ${collectionId} AND event_id = ${eventId}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exports
+
+/** One page of events in (occurred_at, id) order after a cursor: keyset pagination for exports. */
+export async function exportPage(
+  db: Queryable,
+  collectionId: string,
+  f: EventFilter,
+  after: { at: Date; id: number } | null,
+  limit: number,
+): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(sql`
+    SELECT ${EVENT_COLUMNS} FROM interaction_events
+    WHERE ${eventWhere(collectionId, f)}
+      ${after ? sql`AND (occurred_at, id) > (${after.at}::timestamptz, ${after.id})` : empty}
+    ORDER BY occurred_at, id LIMIT ${limit}`);
+  return rows;
+}
+
+export async function countForExport(db: Queryable, collectionId: string, f: EventFilter): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    sql`SELECT count(*)::bigint AS n FROM interaction_events WHERE ${eventWhere(collectionId, f)}`,
+  );
+  return rows[0].n;
+}
+
+export async function startExport(db: Queryable, collectionId: string, jobId: number, format: string): Promise<void> {
+  // A retried attempt starts over: its partial chunks are dropped with the old row.
+  await db.query(sql`DELETE FROM interaction_exports WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+  await db.query(
+    sql`INSERT INTO interaction_exports (collection_id, job_id, format) VALUES (${collectionId}, ${jobId}, ${format})`,
+  );
+}
+
+export async function appendExportChunk(
+  db: Queryable,
+  collectionId: string,
+  jobId: number,
+  seq: number,
+  data: Buffer,
+  rows: number,
+): Promise<void> {
+  await db.query(
+    sql`INSERT INTO interaction_export_chunks (collection_id, job_id, seq, data) VALUES (${collectionId}, ${jobId}, ${seq}, ${data})`,
+  );
+  await db.query(sql`
+    UPDATE interaction_exports SET row_count = row_count + ${rows}, byte_count = byte_count + ${data.length}
+    WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+}
+
+export async function finishExport(db: Queryable, collectionId: string, jobId: number): Promise<void> {
+  await db.query(
+    sql`UPDATE interaction_exports SET complete = true WHERE collection_id = ${collectionId} AND job_id = ${jobId}`,
+  );
+}
+
+export interface ExportRow {
+  format: string;
+  row_count: number;
+  byte_count: number;
+  complete: boolean;
+  chunks: number;
+}
+
+export async function findExport(db: Queryable, collectionId: string, jobId: number): Promise<ExportRow | undefined> {
+  const { rows } = await db.query<ExportRow>(sql`
+    SELECT format, row_count, byte_count, complete,
+      (SELECT count(*)::int FROM interaction_export_chunks c WHERE c.collection_id = x.collection_id AND c.job_id = x.job_id) AS chunks
+    FROM interaction_exports x WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+  return rows[0];
+}
+
+export async function readExportChunk(
+  db: Queryable,
+  collectionId: string,
+  jobId: number,
+  seq: number,
+): Promise<Buffer | undefined> {
+  const { rows } = await db.query<{ data: Uint8Array }>(sql`
+    SELECT data FROM interaction_export_chunks WHERE collection_id = ${collectionId} AND job_id = ${jobId} AND seq = ${seq}`);
+  return rows[0] ? Buffer.from(rows[0].data) : undefined;
+}

@@ -1,0 +1,319 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Db } from '../../db/index.ts';
+import { guard } from '../../platform/auth.ts';
+import { errorResponses } from '../../platform/schemas.ts';
+import { openExport } from './interactions.export.ts';
+import * as S from './interactions.schema.ts';
+import type { InteractionsService } from './interactions.service.ts';
+
+export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: InteractionsService; db: Db }> = async (
+  app,
+  { service, db },
+) => {
+  for (const schema of [
+    S.InteractionTypeRecord,
+    S.InteractionTypeList,
+    S.CreateInteractionTypeBody,
+    S.UpdateInteractionTypeBody,
+    S.AppendInteractionBody,
+    S.SubmitInteractionBody,
+    S.SubmitInteractionResponse,
+    S.UpdateEventBody,
+    S.InteractionEventRow,
+    S.AdminInteractionsQueryRequest,
+    S.AdminInteractionsCountsByOutcomeRequest,
+    S.OutcomeCount,
+    S.AdminInteractionsAggregateRequest,
+    S.AdminInteractionsAggregateRow,
+    S.AdminInteractionsAggregateResponse,
+    S.PublicInteractionsByUserRequest,
+    S.PublicInteractionsCountsByOutcomeRequest,
+  ]) {
+    app.addSchema(schema);
+  }
+  const tags = ['interactions'];
+  const typeReply = { 200: Type.Ref('InteractionTypeRecord'), ...errorResponses };
+  const listReply = { 200: Type.Ref('InteractionTypeList'), ...errorResponses };
+  const eventsReply = { 200: Type.Array(Type.Ref('InteractionEventRow')), ...errorResponses };
+  const countsReply = { 200: Type.Array(Type.Ref('OutcomeCount')), ...errorResponses };
+  const submitReply = {
+    200: Type.Ref('SubmitInteractionResponse'),
+    ...errorResponses,
+    409: { ...Type.Ref('ErrorBody'), description: 'Already submitted (uniquePerUser / uniquePerAnonId)' },
+  };
+  const base = '/admin/collection/:collectionId/interactions';
+  const pub = '/public/collection/:collectionId/interactions';
+
+  // ---------------------------------------------------------------- admin: types
+  app.post(
+    base,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_create',
+        summary: 'Create an interaction type',
+        params: S.CollectionParams,
+        body: Type.Ref('CreateInteractionTypeBody'),
+        response: { ...typeReply, 409: { ...Type.Ref('ErrorBody'), description: 'The id is taken' } },
+      },
+    },
+    async (req) => service.createType(req.params.collectionId, req.body as S.CreateInteractionTypeBody),
+  );
+
+  app.get(
+    base,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_list',
+        summary: 'List interaction types',
+        params: S.CollectionParams,
+        querystring: S.ListTypesQuery,
+        response: listReply,
+      },
+    },
+    async (req) => service.listTypes(req.params.collectionId, req.query, false),
+  );
+
+  app.get(
+    `${base}/:id`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_get',
+        summary: 'Get an interaction type',
+        params: S.TypeParams,
+        response: typeReply,
+      },
+    },
+    async (req) => service.getType(req.params.collectionId, req.params.id, false),
+  );
+
+  app.patch(
+    `${base}/:id`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_update',
+        summary: 'Update an interaction type (permissions and data are replaced whole)',
+        params: S.TypeParams,
+        body: Type.Ref('UpdateInteractionTypeBody'),
+        response: typeReply,
+      },
+    },
+    async (req) => service.updateType(req.params.collectionId, req.params.id, req.body as S.UpdateInteractionTypeBody),
+  );
+
+  app.delete(
+    `${base}/:id`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_remove',
+        summary: 'Remove an interaction type (its events are kept)',
+        params: S.TypeParams,
+        response: { 200: Type.Object({ success: Type.Boolean(), id: Type.String() }), ...errorResponses },
+      },
+    },
+    async (req) => service.removeType(req.params.collectionId, req.params.id),
+  );
+
+  // ---------------------------------------------------------------- admin: events
+  app.post(
+    `${base}/append`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_append',
+        summary: 'Append an interaction event (admin; no permission checks; userId or contactId required)',
+        params: S.CollectionParams,
+        body: Type.Ref('AppendInteractionBody'),
+        response: { 200: Type.Ref('SubmitInteractionResponse'), ...errorResponses },
+      },
+    },
+    async (req) => service.append(req.params.collectionId, req.body as S.AppendInteractionBody),
+  );
+
+  app.patch(
+    `${base}/events/:eventId`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_updateEvent',
+        summary: 'Change the latest version of an event, or mark all its versions deleted / restored',
+        params: S.EventParams,
+        body: Type.Ref('UpdateInteractionEventBody'),
+        response: { 200: Type.Ref('InteractionEventRow'), ...errorResponses },
+      },
+    },
+    async (req) => service.updateEvent(req.params.collectionId, req.params.eventId, req.body as S.UpdateEventBody),
+  );
+
+  app.post(
+    `${base}/query`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_query',
+        summary: 'Query interaction events with filters and optional includes',
+        params: S.CollectionParams,
+        body: Type.Ref('AdminInteractionsQueryRequest'),
+        response: eventsReply,
+      },
+    },
+    async (req) => service.query(req.params.collectionId, req.body as S.AdminInteractionsQueryRequest),
+  );
+
+  app.post(
+    `${base}/counts-by-outcome`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_countsByOutcome',
+        summary: 'Count events by outcome (optionally each identity’s latest event only)',
+        params: S.CollectionParams,
+        body: Type.Ref('AdminInteractionsCountsByOutcomeRequest'),
+        response: countsReply,
+      },
+    },
+    async (req) =>
+      service.countsByOutcome(req.params.collectionId, req.body as S.AdminInteractionsCountsByOutcomeRequest),
+  );
+
+  app.post(
+    `${base}/aggregate`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_aggregate',
+        summary: 'Grouped numeric aggregates (count, sum, avg, min, max) of a metadata field',
+        params: S.CollectionParams,
+        body: Type.Ref('AdminInteractionsAggregateRequest'),
+        response: { 200: Type.Ref('AdminInteractionsAggregateResponse'), ...errorResponses },
+      },
+    },
+    async (req) => service.aggregate(req.params.collectionId, req.body as S.AdminInteractionsAggregateRequest),
+  );
+
+  app.get(
+    `${base}/exports/:jobId/download`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_downloadExport',
+        summary: 'Download the file of a finished interactions.export job (NDJSON or CSV)',
+        params: S.ExportParams,
+        response: {
+          200: Type.String({ description: 'The file: application/x-ndjson or text/csv' }),
+          ...errorResponses,
+        },
+      },
+    },
+    async (req, reply) => {
+      const file = await openExport(db, req.params.collectionId, req.params.jobId);
+      reply
+        .type(file.contentType)
+        .header('content-length', file.byteCount)
+        .header('content-disposition', `attachment; filename="${file.fileName}"`);
+      return reply.send(file.stream);
+    },
+  );
+
+  // ---------------------------------------------------------------- public
+  app.get(
+    pub,
+    {
+      onRequest: guard.public,
+      schema: {
+        tags,
+        operationId: 'interactions_publicList',
+        summary: 'List enabled interaction types (public)',
+        security: [],
+        params: S.CollectionParams,
+        querystring: S.ListTypesQuery,
+        response: listReply,
+      },
+    },
+    async (req) => service.listTypes(req.params.collectionId, req.query, true),
+  );
+
+  app.get(
+    `${pub}/:id`,
+    {
+      onRequest: guard.public,
+      schema: {
+        tags,
+        operationId: 'interactions_publicGet',
+        summary: 'Get an enabled interaction type (public)',
+        security: [],
+        params: S.TypeParams,
+        response: typeReply,
+      },
+    },
+    async (req) => service.getType(req.params.collectionId, req.params.id, true),
+  );
+
+  app.post(
+    `${pub}/submit`,
+    {
+      onRequest: guard.public,
+      schema: {
+        tags,
+        operationId: 'interactions_submitPublicEvent',
+        summary: 'Submit an interaction event under the type’s permissions (refusals carry details.reason)',
+        security: [],
+        params: S.CollectionParams,
+        body: Type.Ref('SubmitInteractionBody'),
+        response: submitReply,
+      },
+    },
+    async (req) =>
+      service.submit(req.params.collectionId, req.caller, req.body as S.SubmitInteractionBody, req.headers.origin),
+  );
+
+  app.post(
+    `${pub}/by-user`,
+    {
+      onRequest: guard.user,
+      schema: {
+        tags,
+        operationId: 'interactions_publicMyInteractions',
+        summary: 'The calling user’s own events, of types with allowOwnRead',
+        params: S.CollectionParams,
+        body: Type.Ref('PublicInteractionsByUserRequest'),
+        response: eventsReply,
+      },
+    },
+    async (req) => service.byUser(req.params.collectionId, req.caller, req.body as S.PublicInteractionsByUserRequest),
+  );
+
+  app.post(
+    `${pub}/counts-by-outcome`,
+    {
+      onRequest: guard.public,
+      schema: {
+        tags,
+        operationId: 'interactions_publicCountsByOutcome',
+        summary: 'Counts by outcome of a type with allowPublicSummary (or allowAuthenticatedSummary and a token)',
+        security: [],
+        params: S.CollectionParams,
+        body: Type.Ref('PublicInteractionsCountsByOutcomeRequest'),
+        response: countsReply,
+      },
+    },
+    async (req) =>
+      service.publicCounts(req.params.collectionId, req.caller, req.body as S.PublicInteractionsCountsByOutcomeRequest),
+  );
+};

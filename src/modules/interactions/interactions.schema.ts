@@ -1,0 +1,336 @@
+import { Type } from 'typebox';
+import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+
+const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
+const Text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
+/** Absolute time in a request: ISO 8601 with a zone. */
+const Instant = (description: string) => Type.String({ format: 'date-time', description });
+
+export const IdField = Type.Union([Type.Literal('userId'), Type.Literal('contactId')], {
+  description: 'Which identity counts as one recipient (default userId)',
+});
+export type IdField = Type.Static<typeof IdField>;
+
+export const InteractionPermissions = Closed(
+  {
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Default true; a disabled type accepts no submits and is hidden from public reads' }),
+    ),
+    requireAuth: Type.Optional(Type.Boolean({ description: 'Public submits need a user token' })),
+    allowPublicSubmit: Type.Optional(
+      Type.Boolean({ description: 'Public submits are accepted at all (default false)' }),
+    ),
+    allowAnonymousSubmit: Type.Optional(Type.Boolean({ description: 'Public submits without a user token' })),
+    allowedOrigins: Type.Optional(
+      Type.Array(Text(300), {
+        maxItems: 100,
+        description: 'Origins allowed to submit; `*.example.com` matches subdomains',
+      }),
+    ),
+    startAt: Type.Optional(Instant('Submits before this instant are refused')),
+    endAt: Type.Optional(Instant('Submits at or after this instant are refused')),
+    uniquePerUser: Type.Optional(Type.Boolean({ description: 'One event per user (optionally per window)' })),
+    uniquePerUserWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
+    uniqueOutcome: Type.Optional(Text(200, 'Uniqueness applies only to events with this outcome')),
+    allowPublicSummary: Type.Optional(Type.Boolean({ description: 'Anyone may read counts by outcome' })),
+    allowAuthenticatedSummary: Type.Optional(Type.Boolean({ description: 'Users with a token may read counts' })),
+    allowOwnRead: Type.Optional(Type.Boolean({ description: 'A user may read their own events (by-user)' })),
+    uniquePerAnonId: Type.Optional(Type.Boolean({ description: 'One event per anonymous id (optionally per window)' })),
+    uniquePerAnonIdWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
+  },
+  { description: "The original's permission keys; absent keys take the documented defaults" },
+);
+export type InteractionPermissions = Type.Static<typeof InteractionPermissions>;
+
+export const InteractionTypeRecord = Type.Object(
+  {
+    id: Type.String(),
+    collectionId: Type.String(),
+    appId: Type.String(),
+    permissions: InteractionPermissions,
+    data: OpenObject(),
+    display: Type.Optional(OpenObject({ description: 'data.display, when set' })),
+    scopes: Type.Optional(OpenObject({ description: 'data.scopes, when set' })),
+    interactionType: Type.Optional(Type.String({ description: 'data.interactionType, when set' })),
+    effects: Type.Optional(Type.Array(OpenObject(), { description: 'data.effects, when set' })),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'InteractionTypeRecord', additionalProperties: false },
+);
+export type InteractionTypeRecord = Type.Static<typeof InteractionTypeRecord>;
+
+export const InteractionTypeList = Closed(
+  { items: Type.Array(Type.Ref('InteractionTypeRecord')), limit: Type.Integer(), offset: Type.Integer() },
+  { $id: 'InteractionTypeList' },
+);
+
+export const CreateInteractionTypeBody = Closed(
+  {
+    id: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$',
+      description: 'Chosen by the client, unique in the collection',
+    }),
+    appId: Type.String({ minLength: 1, maxLength: 100 }),
+    permissions: Type.Optional(InteractionPermissions),
+    data: Type.Optional(OpenObject()),
+  },
+  { $id: 'CreateInteractionTypeBody' },
+);
+export type CreateInteractionTypeBody = Type.Static<typeof CreateInteractionTypeBody>;
+
+export const UpdateInteractionTypeBody = Closed(
+  {
+    appId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    permissions: Type.Optional(InteractionPermissions),
+    data: Type.Optional(OpenObject()),
+  },
+  { $id: 'UpdateInteractionTypeBody', description: 'permissions and data replace the stored ones whole' },
+);
+export type UpdateInteractionTypeBody = Type.Static<typeof UpdateInteractionTypeBody>;
+
+export const ListTypesQuery = Closed({
+  appId: Type.Optional(Text(100)),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+});
+export type ListTypesQuery = Type.Static<typeof ListTypesQuery>;
+
+const eventFields = {
+  interactionId: Id('The interaction type'),
+  appId: Type.Optional(Text(100, 'Defaults to the type’s appId; must equal it when given')),
+  outcome: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  scope: Type.Optional(Text(200)),
+  broadcastId: Type.Optional(Text(200)),
+  journeyId: Type.Optional(Text(200, 'The journey this event belongs to (journey entry)')),
+  metadata: Type.Optional(OpenObject()),
+};
+
+export const AppendInteractionBody = Closed(
+  {
+    ...eventFields,
+    userId: Type.Optional(Id()),
+    contactId: Type.Optional(Id()),
+    anonId: Type.Optional(Id()),
+    eventId: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_.:-]{1,200}$',
+        description: 'Groups versions of one logical event (latestPerEventId); generated when absent',
+      }),
+    ),
+    timestamp: Type.Optional(Instant('When the event happened (backfill); default now')),
+  },
+  { $id: 'AppendInteractionBody', description: 'userId or contactId is required' },
+);
+export type AppendInteractionBody = Type.Static<typeof AppendInteractionBody>;
+
+export const SubmitInteractionBody = Closed(
+  {
+    ...eventFields,
+    userId: Type.Optional(Id('Must equal the token’s user when given')),
+    contactId: Type.Optional(Id('Must equal the token’s contact when given')),
+    anonId: Type.Optional(Id('A client-generated id for anonymous submitters (uniquePerAnonId)')),
+  },
+  { $id: 'SubmitInteractionBody' },
+);
+export type SubmitInteractionBody = Type.Static<typeof SubmitInteractionBody>;
+
+export const SubmitInteractionResponse = Closed(
+  { success: Type.Boolean(), eventId: Type.String() },
+  { $id: 'SubmitInteractionResponse' },
+);
+
+export const UpdateEventBody = Closed(
+  {
+    outcome: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+    scope: Type.Optional(Nullable(Text(200))),
+    broadcastId: Type.Optional(Nullable(Text(200))),
+    journeyId: Type.Optional(Nullable(Text(200))),
+    metadata: Type.Optional(Nullable(OpenObject())),
+    deleted: Type.Optional(Type.Boolean({ description: 'true marks every version deleted; false restores them' })),
+  },
+  { $id: 'UpdateInteractionEventBody', minProperties: 1 },
+);
+export type UpdateEventBody = Type.Static<typeof UpdateEventBody>;
+
+export const InteractionEventRow = Type.Object(
+  {
+    orgId: Type.String({ description: 'The collection id (this service has no separate organisation)' }),
+    collectionId: Type.String(),
+    eventId: Type.String(),
+    timestamp: Timestamp,
+    appId: Nullable(Type.String()),
+    interactionId: Type.String(),
+    scope: Nullable(Type.String()),
+    broadcastId: Nullable(Type.String()),
+    journeyId: Nullable(Type.String()),
+    userId: Nullable(Type.String()),
+    contactId: Nullable(Type.String()),
+    anonId: Nullable(Type.String()),
+    outcome: Nullable(Type.String()),
+    metadata: Nullable(OpenObject()),
+    source: Type.String({ description: 'admin (append) or public (submit)' }),
+    deleted: Type.Boolean(),
+    interaction: Type.Optional(Nullable(Type.Ref('InteractionTypeRecord'))),
+  },
+  { $id: 'InteractionEventRow', additionalProperties: false },
+);
+export type InteractionEventRow = Type.Static<typeof InteractionEventRow>;
+
+const windowFields = {
+  appId: Type.Optional(Text(100)),
+  interactionId: Type.Optional(Id()),
+  scope: Type.Optional(Text(200)),
+  from: Type.Optional(Instant('Inclusive start of the window')),
+  to: Type.Optional(Instant('Exclusive end of the window')),
+};
+
+export const AdminInteractionsQueryRequest = Closed(
+  {
+    ...windowFields,
+    userId: Type.Optional(Id()),
+    contactId: Type.Optional(Id()),
+    interactionIds: Type.Optional(Type.Array(Id(), { maxItems: 100 })),
+    broadcastId: Type.Optional(Text(200)),
+    journeyId: Type.Optional(Text(200)),
+    outcome: Type.Optional(Text(200)),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 100 })),
+    includeDeleted: Type.Optional(Type.Boolean()),
+    latestPerEventId: Type.Optional(Type.Boolean({ description: 'Only the latest version of each eventId' })),
+    order: Type.Optional(Type.Union([Type.Literal('ASC'), Type.Literal('DESC')], { default: 'DESC' })),
+    include: Type.Optional(Type.Array(Type.Literal('interaction'), { maxItems: 1 })),
+  },
+  { $id: 'AdminInteractionsQueryRequest' },
+);
+export type AdminInteractionsQueryRequest = Type.Static<typeof AdminInteractionsQueryRequest>;
+
+export const AdminInteractionsCountsByOutcomeRequest = Closed(
+  {
+    ...windowFields,
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'Most outcomes returned' }),
+    ),
+    dedupeLatest: Type.Optional(
+      Type.Boolean({ description: 'Count only each identity’s latest event per interaction' }),
+    ),
+    idField: Type.Optional(IdField),
+  },
+  { $id: 'AdminInteractionsCountsByOutcomeRequest' },
+);
+export type AdminInteractionsCountsByOutcomeRequest = Type.Static<typeof AdminInteractionsCountsByOutcomeRequest>;
+
+export const OutcomeCount = Closed(
+  { outcome: Nullable(Type.String()), count: Type.Integer() },
+  { $id: 'OutcomeCount' },
+);
+export type OutcomeCount = Type.Static<typeof OutcomeCount>;
+
+const AggregateOp = Type.Union([
+  Type.Literal('count'),
+  Type.Literal('sum'),
+  Type.Literal('avg'),
+  Type.Literal('min'),
+  Type.Literal('max'),
+]);
+export type AggregateOp = Type.Static<typeof AggregateOp>;
+
+/** A column or a `metadata.<key>` path (letters, digits, _ and -). */
+export const GROUPABLE = [
+  'outcome',
+  'interactionId',
+  'appId',
+  'scope',
+  'userId',
+  'contactId',
+  'broadcastId',
+  'journeyId',
+  'day',
+] as const;
+const FieldPath = Type.String({ pattern: '^metadata\\.[A-Za-z0-9_-]{1,100}$' });
+
+export const AdminInteractionsAggregateRequest = Closed(
+  {
+    ...windowFields,
+    interactionIds: Type.Optional(Type.Array(Id(), { maxItems: 100 })),
+    outcome: Type.Optional(Text(200)),
+    limit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Most groups returned' }),
+    ),
+    dedupeLatest: Type.Optional(Type.Boolean()),
+    idField: Type.Optional(IdField),
+    groupBy: Type.Union([...GROUPABLE.map((g) => Type.Literal(g)), FieldPath], {
+      description: `One of ${GROUPABLE.join(', ')} or metadata.<key>`,
+    }),
+    aggregate: OpenObject({ description: 'Free-form label echoed back' }),
+    field: Type.Union([FieldPath, Type.Literal('*')], {
+      description: 'metadata.<key> holding a number, or * (count only)',
+    }),
+    ops: Type.Array(AggregateOp, { minItems: 1, maxItems: 5, uniqueItems: true }),
+  },
+  { $id: 'AdminInteractionsAggregateRequest' },
+);
+export type AdminInteractionsAggregateRequest = Type.Static<typeof AdminInteractionsAggregateRequest>;
+
+export const AdminInteractionsAggregateRow = Closed(
+  {
+    groupValue: Nullable(Type.String()),
+    eventCount: Type.Integer(),
+    count: Type.Optional(Type.Integer({ description: 'Events whose field holds a number' })),
+    sum: Type.Optional(Nullable(Type.Number())),
+    avg: Type.Optional(Nullable(Type.Number())),
+    min: Type.Optional(Nullable(Type.Number())),
+    max: Type.Optional(Nullable(Type.Number())),
+  },
+  { $id: 'AdminInteractionsAggregateRow' },
+);
+export type AdminInteractionsAggregateRow = Type.Static<typeof AdminInteractionsAggregateRow>;
+
+export const AdminInteractionsAggregateResponse = Closed(
+  {
+    groupBy: Type.String(),
+    aggregate: OpenObject(),
+    field: Type.String(),
+    ops: Type.Array(AggregateOp),
+    dedupeLatest: Type.Boolean(),
+    rows: Type.Array(Type.Ref('AdminInteractionsAggregateRow')),
+  },
+  { $id: 'AdminInteractionsAggregateResponse' },
+);
+export type AdminInteractionsAggregateResponse = Type.Static<typeof AdminInteractionsAggregateResponse>;
+
+export const PublicInteractionsByUserRequest = Closed(
+  { ...windowFields, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })) },
+  { $id: 'PublicInteractionsByUserRequest' },
+);
+export type PublicInteractionsByUserRequest = Type.Static<typeof PublicInteractionsByUserRequest>;
+
+export const PublicInteractionsCountsByOutcomeRequest = Closed(
+  {
+    ...windowFields,
+    appId: Text(100),
+    interactionId: Id(),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100 })),
+  },
+  { $id: 'PublicInteractionsCountsByOutcomeRequest' },
+);
+export type PublicInteractionsCountsByOutcomeRequest = Type.Static<typeof PublicInteractionsCountsByOutcomeRequest>;
+
+export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
+export const TypeParams = Type.Object({
+  collectionId: CollectionIdParam,
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+});
+export const EventParams = Type.Object({
+  collectionId: CollectionIdParam,
+  eventId: Type.String({ minLength: 1, maxLength: 200 }),
+});
+export const ExportParams = Type.Object({ collectionId: CollectionIdParam, jobId: Type.Integer({ minimum: 1 }) });
+
+export const ExportPayload = Closed({
+  format: Type.Optional(Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], { default: 'ndjson' })),
+  from: Type.Optional(Instant('Inclusive start')),
+  to: Type.Optional(Instant('Exclusive end')),
+  interactionId: Type.Optional(Id()),
+  includeDeleted: Type.Optional(Type.Boolean()),
+});
+export type ExportPayload = Type.Static<typeof ExportPayload>;

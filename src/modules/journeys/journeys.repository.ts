@@ -1,0 +1,187 @@
+/** All SQL of the journeys module: journey CRUD and the funnel over interaction_events. */
+import sql, { join, raw, type Sql } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+import type { IdField } from '../interactions/interactions.schema.ts';
+
+export interface JourneyRow {
+  collection_id: string;
+  id: string;
+  app_id: string | null;
+  name: string;
+  active: boolean;
+  journey_type: 'event_triggered' | 'scheduled';
+  data: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = raw('collection_id, id, app_id, name, active, journey_type, data, created_at, updated_at');
+
+export async function insertJourney(
+  db: Queryable,
+  collectionId: string,
+  j: {
+    id: string;
+    appId: string | null;
+    name: string;
+    active: boolean;
+    journeyType: string;
+    data: Record<string, unknown>;
+  },
+): Promise<JourneyRow> {
+  const { rows } = await db.query<JourneyRow>(sql`
+    INSERT INTO journeys (collection_id, id, app_id, name, active, journey_type, data)
+    VALUES (${collectionId}, ${j.id}, ${j.appId}, ${j.name}, ${j.active}, ${j.journeyType}, ${JSON.stringify(j.data)}::jsonb)
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+export async function findJourney(db: Queryable, collectionId: string, id: string): Promise<JourneyRow | undefined> {
+  const { rows } = await db.query<JourneyRow>(
+    sql`SELECT ${COLUMNS} FROM journeys WHERE collection_id = ${collectionId} AND id = ${id}`,
+  );
+  return rows[0];
+}
+
+export async function listJourneys(
+  db: Queryable,
+  collectionId: string,
+  q: { appId?: string; active?: boolean; journeyType?: string; limit: number; offset: number },
+): Promise<JourneyRow[]> {
+  const where = [sql`collection_id = ${collectionId}`];
+  if (q.appId !== undefined) where.push(sql`app_id = ${q.appId}`);
+  if (q.active !== undefined) where.push(sql`active = ${q.active}`);
+  if (q.journeyType !== undefined) where.push(sql`journey_type = ${q.journeyType}`);
+  const { rows } = await db.query<JourneyRow>(sql`
+    SELECT ${COLUMNS} FROM journeys WHERE ${join(where, ' AND ')}
+    ORDER BY created_at, id LIMIT ${q.limit} OFFSET ${q.offset}`);
+  return rows;
+}
+
+export async function updateJourney(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  p: { appId?: string | null; name?: string; active?: boolean; journeyType?: string; data?: Record<string, unknown> },
+): Promise<JourneyRow | undefined> {
+  const sets = [sql`updated_at = now()`];
+  if (p.appId !== undefined) sets.push(sql`app_id = ${p.appId}`);
+  if (p.name !== undefined) sets.push(sql`name = ${p.name}`);
+  if (p.active !== undefined) sets.push(sql`active = ${p.active}`);
+  if (p.journeyType !== undefined) sets.push(sql`journey_type = ${p.journeyType}`);
+  if (p.data !== undefined) sets.push(sql`data = ${JSON.stringify(p.data)}::jsonb`);
+  const { rows } = await db.query<JourneyRow>(sql`
+    UPDATE journeys SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+export async function deleteJourney(db: Queryable, collectionId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(sql`DELETE FROM journeys WHERE collection_id = ${collectionId} AND id = ${id}`);
+  return rowCount > 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Funnel
+
+export interface ResolvedStep {
+  stepId: string;
+  interactionId: string;
+  outcome: string;
+}
+
+export interface FunnelInput {
+  journeyId: string;
+  steps: ResolvedStep[];
+  idField: IdField;
+  /** Inclusive. */
+  start?: string;
+  /** Exclusive. */
+  end?: string;
+}
+
+const ID_COLUMN: Record<IdField, string> = { userId: 'user_id', contactId: 'contact_id' };
+
+/**
+ * The funnel as a chain of CTEs, one per step (`s0`, `s1`, ...), each row a recipient that
+ * entered the step, with `entered` and `completed` (null when not completed):
+ * - entry: a recipient's first event carrying the journey id, in the period;
+ * - step 0 is entered on entry; step k on completing step k-1;
+ * - a step is completed by the recipient's first mapped event at or after entering it, in the period.
+ * Each step is a join of the previous step's recipients with the step's mapped events (the
+ * planner picks a hash join over the interaction index or index lookups per recipient).
+ */
+function funnelCtes(collectionId: string, f: FunnelInput): Sql {
+  const rid = raw(ID_COLUMN[f.idField]);
+  const xrid = raw(`x.${ID_COLUMN[f.idField]}`);
+  const startCond = f.start ? sql`AND occurred_at >= ${f.start}::timestamptz` : sql``;
+  const endCond = f.end ? sql`AND occurred_at < ${f.end}::timestamptz` : sql``;
+  const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
+  const ctes = [
+    sql`entry AS (
+      SELECT ${rid} AS rid, min(occurred_at) AS t FROM interaction_events
+      WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId} AND deleted_at IS NULL
+        AND ${rid} IS NOT NULL ${startCond} ${endCond}
+      GROUP BY ${rid})`,
+  ];
+  f.steps.forEach((step, k) => {
+    const prev =
+      k === 0
+        ? sql`SELECT rid, t AS entered FROM entry`
+        : sql`SELECT rid, completed AS entered FROM ${raw(`s${k - 1}`)} WHERE completed IS NOT NULL`;
+    ctes.push(sql`${raw(`s${k}`)} AS (
+      SELECT p.rid, p.entered, min(x.occurred_at) AS completed
+      FROM (${prev}) p
+      LEFT JOIN interaction_events x
+        ON x.collection_id = ${collectionId} AND ${xrid} = p.rid AND x.interaction_id = ${step.interactionId}
+        AND x.outcome = ${step.outcome} AND x.deleted_at IS NULL AND x.occurred_at >= p.entered ${xEnd}
+      GROUP BY p.rid, p.entered)`);
+  });
+  return sql`WITH ${join(ctes, ',\n')}`;
+}
+
+export interface StepCounts {
+  idx: number;
+  entered: number;
+  completed: number;
+  avg_seconds: number | null;
+}
+
+export async function funnelCounts(
+  db: Queryable,
+  collectionId: string,
+  f: FunnelInput,
+): Promise<{ totalEntered: number; steps: StepCounts[] }> {
+  const parts = f.steps.map(
+    (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
+      avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
+  );
+  parts.unshift(
+    sql`SELECT -1 AS idx, count(*)::int AS entered, 0 AS completed, NULL::float8 AS avg_seconds FROM entry`,
+  );
+  const { rows } = await db.query<StepCounts>(
+    sql`${funnelCtes(collectionId, f)} ${join(parts, ' UNION ALL ')} ORDER BY idx`,
+  );
+  const total = rows.find((r) => r.idx === -1)?.entered ?? 0;
+  return { totalEntered: total, steps: rows.filter((r) => r.idx >= 0) };
+}
+
+export async function stepRecipients(
+  db: Queryable,
+  collectionId: string,
+  f: FunnelInput,
+  status: 'entered' | 'completed' | 'pending',
+  limit: number,
+): Promise<string[]> {
+  const last = raw(`s${f.steps.length - 1}`);
+  const cond =
+    status === 'completed'
+      ? sql`WHERE completed IS NOT NULL`
+      : status === 'pending'
+        ? sql`WHERE completed IS NULL`
+        : sql``;
+  const { rows } = await db.query<{ rid: string }>(
+    sql`${funnelCtes(collectionId, f)} SELECT rid FROM ${last} ${cond} ORDER BY rid LIMIT ${limit}`,
+  );
+  return rows.map((r) => r.rid);
+}

@@ -1,0 +1,190 @@
+import { Type } from 'typebox';
+import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { IdField } from '../interactions/interactions.schema.ts';
+
+const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
+const Instant = (description: string) => Type.String({ format: 'date-time', description });
+
+export const JourneyRecord = Type.Object(
+  {
+    id: Type.String(),
+    collectionId: Type.String(),
+    appId: Type.Optional(Type.String()),
+    name: Type.String(),
+    active: Type.Boolean(),
+    journeyType: JourneyType,
+    data: OpenObject(),
+    display: Type.Optional(OpenObject()),
+    title: Type.Optional(Type.String()),
+    description: Type.Optional(Type.String()),
+    icon: Type.Optional(Type.String()),
+    color: Type.Optional(Type.String()),
+    steps: Type.Optional(Type.Array(OpenObject(), { description: 'data.steps: the funnel order' })),
+    triggers: Type.Optional(Type.Array(OpenObject())),
+    entryRules: Type.Optional(Type.Array(Type.Unknown())),
+    exitRules: Type.Optional(Type.Array(Type.Unknown())),
+    metadata: Type.Optional(OpenObject()),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  {
+    $id: 'JourneyRecord',
+    additionalProperties: false,
+    description: 'Presentation fields, steps, triggers, rules and metadata are read from `data` when present there',
+  },
+);
+export type JourneyRecord = Type.Static<typeof JourneyRecord>;
+
+export const JourneyList = Closed(
+  { items: Type.Array(Type.Ref('JourneyRecord')), limit: Type.Integer(), offset: Type.Integer() },
+  { $id: 'JourneyList' },
+);
+
+const fields = {
+  appId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  name: Type.String({ minLength: 1, maxLength: 300 }),
+  active: Type.Optional(Type.Boolean({ default: true })),
+  journeyType: JourneyType,
+  data: Type.Optional(
+    OpenObject({
+      description:
+        'Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings',
+    }),
+  ),
+};
+
+export const CreateJourneyBody = Closed(fields, { $id: 'CreateJourneyBody' });
+export type CreateJourneyBody = Type.Static<typeof CreateJourneyBody>;
+
+export const UpdateJourneyBody = Closed(
+  {
+    appId: Type.Optional(Nullable(fields.appId)),
+    name: Type.Optional(fields.name),
+    active: Type.Optional(Type.Boolean()),
+    journeyType: Type.Optional(JourneyType),
+    data: fields.data,
+  },
+  { $id: 'UpdateJourneyBody', description: 'data replaces the stored data whole' },
+);
+export type UpdateJourneyBody = Type.Static<typeof UpdateJourneyBody>;
+
+export const ListJourneysQuery = Closed({
+  appId: Type.Optional(Type.String({ maxLength: 100 })),
+  active: Type.Optional(Type.Boolean()),
+  journeyType: Type.Optional(JourneyType),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+});
+export type ListJourneysQuery = Type.Static<typeof ListJourneysQuery>;
+
+export const StepMapping = Closed({
+  stepId: Type.String({ minLength: 1, maxLength: 200 }),
+  interactionId: Type.String({ minLength: 1, maxLength: 200 }),
+  outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Default success' })),
+});
+export type StepMapping = Type.Static<typeof StepMapping>;
+const StepMappings = Type.Array(StepMapping, { maxItems: 50 });
+
+export const JourneyFunnelReportRequest = Closed(
+  {
+    idField: Type.Optional(IdField),
+    periodStart: Type.Optional(Instant('Inclusive start of the period')),
+    periodEnd: Type.Optional(Instant('Exclusive end of the period')),
+    stepMappings: StepMappings,
+  },
+  { $id: 'JourneyFunnelReportRequest', description: 'An empty stepMappings uses the journey’s own step mappings' },
+);
+export type JourneyFunnelReportRequest = Type.Static<typeof JourneyFunnelReportRequest>;
+
+export const FunnelStep = Closed({
+  stepId: Type.String(),
+  interactionId: Type.String(),
+  outcome: Type.String(),
+  enteredCount: Type.Integer(),
+  completedCount: Type.Integer(),
+  conversionRate: Type.Number({ description: 'completedCount / enteredCount, 0 when none entered' }),
+  avgTimeToComplete: Nullable(Type.Number({ description: 'Seconds from entering to completing; null when none' })),
+});
+export type FunnelStep = Type.Static<typeof FunnelStep>;
+
+export const JourneyFunnelReportResponse = Closed(
+  {
+    journeyId: Type.String(),
+    periodStart: Nullable(Timestamp),
+    periodEnd: Nullable(Timestamp),
+    idField: IdField,
+    steps: Type.Array(FunnelStep),
+  },
+  { $id: 'JourneyFunnelReportResponse' },
+);
+export type JourneyFunnelReportResponse = Type.Static<typeof JourneyFunnelReportResponse>;
+
+export const JourneyStatsRequest = Closed(
+  {
+    idField: Type.Optional(IdField),
+    from: Type.Optional(Instant('Inclusive start of the window')),
+    to: Type.Optional(Instant('Exclusive end of the window')),
+    finalStepId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    outcome: Type.Optional(
+      Type.String({ maxLength: 200, description: 'Outcome of mappings that name none (default success)' }),
+    ),
+    stepMappings: Type.Optional(StepMappings),
+  },
+  { $id: 'JourneyStatsRequest' },
+);
+export type JourneyStatsRequest = Type.Static<typeof JourneyStatsRequest>;
+
+export const JourneyStatsResponse = Closed(
+  {
+    journeyId: Type.String(),
+    totalEntered: Type.Integer(),
+    completed: Type.Optional(Type.Integer({ description: 'Completed finalStepId (only with finalStepId)' })),
+    currentlyActive: Type.Optional(Type.Integer({ description: 'Entered but not completed finalStepId' })),
+    lastUpdated: Timestamp,
+    stepStats: Type.Array(
+      Closed({ stepId: Type.String(), entered: Type.Integer(), completed: Type.Integer(), pending: Type.Integer() }),
+    ),
+  },
+  { $id: 'JourneyStatsResponse' },
+);
+export type JourneyStatsResponse = Type.Static<typeof JourneyStatsResponse>;
+
+export const JourneyStepRecipientsRequest = Closed(
+  {
+    status: Type.Optional(
+      Type.Union([Type.Literal('entered'), Type.Literal('completed'), Type.Literal('pending')], {
+        default: 'completed',
+      }),
+    ),
+    idField: Type.Optional(IdField),
+    interactionId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' }),
+    ),
+    outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Overrides the step’s mapped outcome' })),
+    from: Type.Optional(Instant('Inclusive start of the window')),
+    to: Type.Optional(Instant('Exclusive end of the window')),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
+  },
+  { $id: 'JourneyStepRecipientsRequest' },
+);
+export type JourneyStepRecipientsRequest = Type.Static<typeof JourneyStepRecipientsRequest>;
+
+export const JourneyStepRecipientsResponse = Type.Array(Type.String(), {
+  $id: 'JourneyStepRecipientsResponse',
+  description: 'Recipient ids (userId or contactId), sorted',
+});
+
+export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
+export const JourneyParams = Type.Object({
+  collectionId: CollectionIdParam,
+  id: Type.String({ minLength: 1, maxLength: 200 }),
+});
+export const AnalyticsParams = Type.Object({
+  collectionId: CollectionIdParam,
+  journeyId: Type.String({ minLength: 1, maxLength: 200 }),
+});
+export const StepParams = Type.Object({
+  collectionId: CollectionIdParam,
+  journeyId: Type.String({ minLength: 1, maxLength: 200 }),
+  stepId: Type.String({ minLength: 1, maxLength: 200 }),
+});

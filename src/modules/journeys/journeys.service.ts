@@ -1,0 +1,275 @@
+/**
+ * Journeys and their analytics. A journey's steps are `data.steps` in order; a step is
+ * completed through interaction events mapped to it (`config.interactionId` / `.outcome` on
+ * the step, or a request's `stepMappings`). The funnel semantics are CONTRACT section 6,
+ * written out with a worked example in docs/journeys.md.
+ */
+import type { Config } from '../../config.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import { badRequest, notFound } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import { type InteractionsConfig, interactionsConfig } from '../interactions/interactions.config.ts';
+import { setLocalWorkMem } from '../interactions/interactions.repository.ts';
+import * as repo from './journeys.repository.ts';
+import type {
+  CreateJourneyBody,
+  JourneyFunnelReportRequest,
+  JourneyFunnelReportResponse,
+  JourneyRecord,
+  JourneyStatsRequest,
+  JourneyStatsResponse,
+  JourneyStepRecipientsRequest,
+  ListJourneysQuery,
+  StepMapping,
+  UpdateJourneyBody,
+} from './journeys.schema.ts';
+
+const DEFAULT_OUTCOME = 'success';
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function toJourney(r: repo.JourneyRow): JourneyRecord {
+  const j: JourneyRecord = {
+    id: r.id,
+    collectionId: r.collection_id,
+    name: r.name,
+    active: r.active,
+    journeyType: r.journey_type,
+    data: r.data,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  };
+  if (r.app_id !== null) j.appId = r.app_id;
+  const d = r.data;
+  if (isObject(d.display)) j.display = d.display;
+  for (const k of ['title', 'description', 'icon', 'color'] as const) if (typeof d[k] === 'string') j[k] = d[k];
+  if (Array.isArray(d.steps)) j.steps = d.steps.filter(isObject);
+  if (Array.isArray(d.triggers)) j.triggers = d.triggers.filter(isObject);
+  if (Array.isArray(d.entryRules)) j.entryRules = d.entryRules;
+  if (Array.isArray(d.exitRules)) j.exitRules = d.exitRules;
+  if (isObject(d.metadata)) j.metadata = d.metadata;
+  return j;
+}
+
+interface DefinedStep {
+  stepId: string;
+  interactionId?: string;
+  outcome?: string;
+}
+
+/** The journey's own steps in order, with the mappings their config carries. */
+export function definedSteps(data: Record<string, unknown>): DefinedStep[] {
+  if (!Array.isArray(data.steps)) return [];
+  const steps: DefinedStep[] = [];
+  for (const s of data.steps) {
+    if (!isObject(s)) continue;
+    const id = typeof s.id === 'string' ? s.id : typeof s.stepId === 'string' ? s.stepId : undefined;
+    if (!id) continue;
+    const config = isObject(s.config) ? s.config : {};
+    steps.push({
+      stepId: id,
+      interactionId: typeof config.interactionId === 'string' ? config.interactionId : undefined,
+      outcome: typeof config.outcome === 'string' ? config.outcome : undefined,
+    });
+  }
+  return steps;
+}
+
+/**
+ * The ordered, fully mapped steps of an analytics request: the journey's steps (in order)
+ * with a request mapping overriding a step's own; a journey without steps takes the request's
+ * mappings in their order. A step that ends up with no interaction is a 400 naming it.
+ */
+export function resolveSteps(
+  data: Record<string, unknown>,
+  mappings: StepMapping[] | undefined,
+  defaultOutcome = DEFAULT_OUTCOME,
+  untilStepId?: string,
+): repo.ResolvedStep[] {
+  const given = new Map<string, StepMapping>();
+  for (const m of mappings ?? []) {
+    if (given.has(m.stepId)) throw badRequest(`stepMappings names step "${m.stepId}" twice`);
+    given.set(m.stepId, m);
+  }
+  const defined = definedSteps(data);
+  let order: DefinedStep[];
+  if (defined.length > 0) {
+    const known = new Set(defined.map((s) => s.stepId));
+    for (const id of given.keys()) {
+      if (!known.has(id)) throw badRequest(`stepMappings names step "${id}", which is not a step of this journey`);
+    }
+    order = defined;
+  } else {
+    order = (mappings ?? []).map((m) => ({ stepId: m.stepId }));
+  }
+  if (order.length === 0) throw badRequest('The journey has no steps: define data.steps or send stepMappings');
+  if (untilStepId !== undefined) order = order.slice(0, order.findIndex((s) => s.stepId === untilStepId) + 1);
+  return order.map((s) => {
+    const m = given.get(s.stepId);
+    const interactionId = m?.interactionId ?? s.interactionId;
+    if (!interactionId) {
+      throw badRequest(
+        `Step "${s.stepId}" has no interaction mapping (data.steps[].config.interactionId or stepMappings)`,
+      );
+    }
+    return { stepId: s.stepId, interactionId, outcome: m?.outcome ?? (m ? undefined : s.outcome) ?? defaultOutcome };
+  });
+}
+
+function checkWindow(start?: string, end?: string) {
+  if (start && end && Date.parse(start) >= Date.parse(end)) throw badRequest('The window start must be before its end');
+}
+
+export class JourneysService {
+  private readonly settings: InteractionsConfig;
+
+  constructor(
+    private readonly db: Db,
+    config: Pick<Config, 'env'>,
+  ) {
+    this.settings = interactionsConfig(config.env);
+  }
+
+  /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
+  private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      await setLocalWorkMem(tx, this.settings.analyticsWorkMemMb);
+      return fn(tx);
+    });
+  }
+
+  async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
+    const row = await repo.insertJourney(this.db, collectionId, {
+      id: newId('jrn'),
+      appId: body.appId ?? null,
+      name: body.name,
+      active: body.active ?? true,
+      journeyType: body.journeyType,
+      data: body.data ?? {},
+    });
+    return toJourney(row);
+  }
+
+  async list(collectionId: string, q: ListJourneysQuery) {
+    const limit = q.limit ?? 100;
+    const offset = q.offset ?? 0;
+    const rows = await repo.listJourneys(this.db, collectionId, { ...q, limit, offset });
+    return { items: rows.map(toJourney), limit, offset };
+  }
+
+  async get(collectionId: string, id: string): Promise<JourneyRecord> {
+    return toJourney(await this.row(collectionId, id));
+  }
+
+  async update(collectionId: string, id: string, body: UpdateJourneyBody): Promise<JourneyRecord> {
+    const row = await repo.updateJourney(this.db, collectionId, id, body);
+    if (!row) throw notFound('Journey');
+    return toJourney(row);
+  }
+
+  async remove(collectionId: string, id: string): Promise<{ success: boolean; id: string }> {
+    if (!(await repo.deleteJourney(this.db, collectionId, id))) throw notFound('Journey');
+    return { success: true, id };
+  }
+
+  private async row(collectionId: string, id: string): Promise<repo.JourneyRow> {
+    const row = await repo.findJourney(this.db, collectionId, id);
+    if (!row) throw notFound('Journey');
+    return row;
+  }
+
+  async funnelReport(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyFunnelReportRequest,
+  ): Promise<JourneyFunnelReportResponse> {
+    checkWindow(q.periodStart, q.periodEnd);
+    const journey = await this.row(collectionId, journeyId);
+    const steps = resolveSteps(journey.data, q.stepMappings);
+    const idField = q.idField ?? 'userId';
+    const counts = await this.analytics((tx) =>
+      repo.funnelCounts(tx, collectionId, {
+        journeyId,
+        steps,
+        idField,
+        start: q.periodStart,
+        end: q.periodEnd,
+      }),
+    );
+    return {
+      journeyId,
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      steps: steps.map((s, k) => {
+        const c = counts.steps[k];
+        return {
+          ...s,
+          enteredCount: c.entered,
+          completedCount: c.completed,
+          conversionRate: c.entered === 0 ? 0 : c.completed / c.entered,
+          avgTimeToComplete: c.avg_seconds,
+        };
+      }),
+    };
+  }
+
+  async stats(collectionId: string, journeyId: string, q: JourneyStatsRequest): Promise<JourneyStatsResponse> {
+    checkWindow(q.from, q.to);
+    const journey = await this.row(collectionId, journeyId);
+    const steps = resolveSteps(journey.data, q.stepMappings, q.outcome ?? DEFAULT_OUTCOME);
+    const finalIndex = q.finalStepId === undefined ? -1 : steps.findIndex((s) => s.stepId === q.finalStepId);
+    if (q.finalStepId !== undefined && finalIndex < 0) {
+      throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
+    }
+    const counts = await this.analytics((tx) =>
+      repo.funnelCounts(tx, collectionId, {
+        journeyId,
+        steps,
+        idField: q.idField ?? 'userId',
+        start: q.from,
+        end: q.to,
+      }),
+    );
+    const res: JourneyStatsResponse = {
+      journeyId,
+      totalEntered: counts.totalEntered,
+      lastUpdated: new Date().toISOString(),
+      stepStats: steps.map((s, k) => ({
+        stepId: s.stepId,
+        entered: counts.steps[k].entered,
+        completed: counts.steps[k].completed,
+        pending: counts.steps[k].entered - counts.steps[k].completed,
+      })),
+    };
+    if (finalIndex >= 0) {
+      res.completed = counts.steps[finalIndex].completed;
+      res.currentlyActive = counts.totalEntered - res.completed;
+    }
+    return res;
+  }
+
+  async recipients(
+    collectionId: string,
+    journeyId: string,
+    stepId: string,
+    q: JourneyStepRecipientsRequest,
+  ): Promise<string[]> {
+    checkWindow(q.from, q.to);
+    const journey = await this.row(collectionId, journeyId);
+    const defined = definedSteps(journey.data);
+    const index = defined.findIndex((s) => s.stepId === stepId);
+    if (index < 0) throw notFound('Journey step');
+    // The steps before this one keep the journey's mappings; the request may remap this one.
+    const mappings: StepMapping[] = [];
+    if (q.interactionId !== undefined || q.outcome !== undefined) {
+      const interactionId = q.interactionId ?? defined[index].interactionId;
+      if (!interactionId) throw badRequest(`Step "${stepId}" has no interaction mapping; send interactionId`);
+      mappings.push({ stepId, interactionId, outcome: q.outcome ?? defined[index].outcome });
+    }
+    const steps = resolveSteps(journey.data, mappings, DEFAULT_OUTCOME, stepId);
+    const input = { journeyId, steps, idField: q.idField ?? 'userId', start: q.from, end: q.to } as const;
+    return this.analytics((tx) =>
+      repo.stepRecipients(tx, collectionId, input, q.status ?? 'completed', q.limit ?? 1000),
+    );
+  }
+}

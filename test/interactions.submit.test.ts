@@ -1,0 +1,446 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+let tokenA: string;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  a = await t.createCollection();
+  b = await t.createCollection();
+  tokenA = await t.userToken(a.id, 'alice', 'contact-alice');
+});
+afterAll(() => t.close());
+
+const admin = (c: TestCollection) => `/admin/collection/${c.id}/interactions`;
+const pub = (c: TestCollection) => `/public/collection/${c.id}/interactions`;
+const hour = 3600_000;
+const iso = (ms: number) => new Date(ms).toISOString();
+
+async function createType(id: string, permissions: Record<string, unknown>, c = a) {
+  const res = await t.inject({
+    method: 'POST',
+    url: admin(c),
+    headers: c.auth,
+    payload: { id, appId: 'app', permissions },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+const submit = (payload: Record<string, unknown>, headers: Record<string, string> = {}, c = a) =>
+  t.inject({ method: 'POST', url: `${pub(c)}/submit`, headers, payload });
+
+async function events(filter: Record<string, unknown>, c = a) {
+  const res = await t.inject({ method: 'POST', url: `${admin(c)}/query`, headers: c.auth, payload: filter });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as Record<string, unknown>[];
+}
+
+describe('admin append', () => {
+  it('stores an event with every field and answers {success, eventId}', async () => {
+    await createType('app-type', {});
+    const res = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/append`,
+      headers: a.auth,
+      payload: {
+        interactionId: 'app-type',
+        userId: 'u1',
+        contactId: 'c1',
+        outcome: 'success',
+        scope: 'web',
+        broadcastId: 'b1',
+        journeyId: 'j1',
+        metadata: { score: 3 },
+        timestamp: '2026-03-01T10:00:00.000Z',
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const { success, eventId } = res.json();
+    expect(success).toBe(true);
+    expect(eventId).toMatch(/^evt_/);
+    const [row] = await events({ interactionId: 'app-type' });
+    expect(row).toEqual({
+      orgId: a.id,
+      collectionId: a.id,
+      eventId,
+      timestamp: '2026-03-01T10:00:00.000Z',
+      appId: 'app',
+      interactionId: 'app-type',
+      scope: 'web',
+      broadcastId: 'b1',
+      journeyId: 'j1',
+      userId: 'u1',
+      contactId: 'c1',
+      anonId: null,
+      outcome: 'success',
+      metadata: { score: 3 },
+      source: 'admin',
+      deleted: false,
+    });
+  });
+
+  it('refuses an undefined interaction, a missing identity, a wrong appId and unknown fields (400)', async () => {
+    await createType('app-type2', {});
+    for (const payload of [
+      { interactionId: 'nope', userId: 'u1' },
+      { interactionId: 'app-type2' },
+      { interactionId: 'app-type2', userId: 'u1', appId: 'other' },
+      { interactionId: 'app-type2', userId: 'u1', bogus: true },
+      { interactionId: 'app-type2', userId: 'u1', timestamp: 'yesterday' },
+      { interactionId: 'app-type2', userId: 'u1', metadata: [1, 2] },
+    ]) {
+      const res = await t.inject({ method: 'POST', url: `${admin(a)}/append`, headers: a.auth, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    expect(await events({ interactionId: 'app-type2' })).toEqual([]);
+  });
+
+  it('answers 401 without a credential, with another collection’s key or a user token; 400 for a type of another collection', async () => {
+    await createType('guarded', {});
+    for (const headers of [{}, b.auth, bearer(tokenA)]) {
+      const res = await t.inject({
+        method: 'POST',
+        url: `${admin(a)}/append`,
+        headers,
+        payload: { interactionId: 'guarded', userId: 'u' },
+      });
+      expect(res.statusCode).toBe(401);
+    }
+    const other = await t.inject({
+      method: 'POST',
+      url: `${admin(b)}/append`,
+      headers: b.auth,
+      payload: { interactionId: 'guarded', userId: 'u' },
+    });
+    expect(other.statusCode).toBe(400);
+    expect(await events({ interactionId: 'guarded' })).toEqual([]);
+  });
+});
+
+describe('event update', () => {
+  it('changes the latest version, marks every version deleted and restores them', async () => {
+    await createType('versions', {});
+    for (const [outcome, ts] of [
+      ['draft', '2026-03-01T00:00:00Z'],
+      ['final', '2026-03-02T00:00:00Z'],
+    ]) {
+      const res = await t.inject({
+        method: 'POST',
+        url: `${admin(a)}/append`,
+        headers: a.auth,
+        payload: { interactionId: 'versions', userId: 'u1', eventId: 'order-42', outcome, timestamp: ts },
+      });
+      expect(res.json().eventId).toBe('order-42');
+    }
+    expect((await events({ interactionId: 'versions' })).length).toBe(2);
+    const latest = await events({ interactionId: 'versions', latestPerEventId: true });
+    expect(latest.map((e) => e.outcome)).toEqual(['final']);
+
+    const upd = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { outcome: 'shipped', metadata: { carrier: 'dhl' } },
+    });
+    expect(upd.statusCode, upd.body).toBe(200);
+    expect(upd.json()).toMatchObject({
+      eventId: 'order-42',
+      outcome: 'shipped',
+      metadata: { carrier: 'dhl' },
+      deleted: false,
+    });
+    const asc = await events({ interactionId: 'versions', order: 'ASC' });
+    expect(asc.map((e) => e.outcome)).toEqual(['draft', 'shipped']);
+
+    const del = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { deleted: true },
+    });
+    expect(del.json().deleted).toBe(true);
+    expect(await events({ interactionId: 'versions' })).toEqual([]);
+    expect((await events({ interactionId: 'versions', includeDeleted: true })).every((e) => e.deleted)).toBe(true);
+    const restore = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { deleted: false },
+    });
+    expect(restore.json().deleted).toBe(false);
+    expect((await events({ interactionId: 'versions' })).length).toBe(2);
+  });
+
+  it('answers 404 for an unknown or foreign event, 400 for bad input, 401 without admin', async () => {
+    await createType('upd2', {});
+    const { eventId } = (
+      await t.inject({
+        method: 'POST',
+        url: `${admin(a)}/append`,
+        headers: a.auth,
+        payload: { interactionId: 'upd2', userId: 'u' },
+      })
+    ).json();
+    const url = `${admin(a)}/events/${eventId}`;
+    expect(
+      (
+        await t.inject({
+          method: 'PATCH',
+          url: `${admin(a)}/events/missing`,
+          headers: a.auth,
+          payload: { outcome: 'x' },
+        })
+      ).statusCode,
+    ).toBe(404);
+    expect(
+      (
+        await t.inject({
+          method: 'PATCH',
+          url: `${admin(b)}/events/${eventId}`,
+          headers: b.auth,
+          payload: { outcome: 'x' },
+        })
+      ).statusCode,
+    ).toBe(404);
+    for (const payload of [{}, { outcome: 5 }, { deleted: 'yes' }, { userId: 'other' }]) {
+      expect(
+        (await t.inject({ method: 'PATCH', url, headers: a.auth, payload })).statusCode,
+        JSON.stringify(payload),
+      ).toBe(400);
+    }
+    for (const headers of [{}, b.auth, bearer(tokenA)]) {
+      expect((await t.inject({ method: 'PATCH', url, headers, payload: { outcome: 'x' } })).statusCode).toBe(401);
+    }
+    const [row] = await events({ interactionId: 'upd2' });
+    expect(row.outcome).toBeNull();
+  });
+});
+
+describe('public submit: permissions, each refusal with its reason', () => {
+  it('accepts a user submit, taking identity from the token', async () => {
+    await createType('open', { allowPublicSubmit: true });
+    const res = await submit({ interactionId: 'open', outcome: 'success', metadata: { n: 1 } }, bearer(tokenA));
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ success: true, eventId: expect.stringMatching(/^evt_/) });
+    const [row] = await events({ interactionId: 'open' });
+    expect(row).toMatchObject({
+      userId: 'alice',
+      contactId: 'contact-alice',
+      source: 'public',
+      outcome: 'success',
+      appId: 'app',
+    });
+  });
+
+  const cases: [
+    string,
+    Record<string, unknown>,
+    Record<string, unknown>,
+    () => Record<string, string>,
+    number,
+    string,
+    string,
+  ][] = [
+    [
+      'disabled',
+      { enabled: false, allowPublicSubmit: true },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'interaction_disabled',
+    ],
+    ['no public submit', {}, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'public_submit_not_allowed'],
+    [
+      'requireAuth, anonymous',
+      { allowPublicSubmit: true, allowAnonymousSubmit: true, requireAuth: true },
+      {},
+      () => ({}),
+      401,
+      'UNAUTHORIZED',
+      'auth_required',
+    ],
+    [
+      'anonymous not allowed',
+      { allowPublicSubmit: true },
+      {},
+      () => ({}),
+      401,
+      'UNAUTHORIZED',
+      'anonymous_submit_not_allowed',
+    ],
+    [
+      'origin not allowed',
+      { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] },
+      {},
+      () => ({ ...bearer(tokenA), origin: 'https://evil.example.net' }),
+      401,
+      'FORBIDDEN',
+      'origin_not_allowed',
+    ],
+    [
+      'no origin',
+      { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'origin_not_allowed',
+    ],
+    [
+      'not started',
+      { allowPublicSubmit: true, startAt: iso(Date.now() + hour) },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'not_started',
+    ],
+    [
+      'ended',
+      { allowPublicSubmit: true, endAt: iso(Date.now() - hour) },
+      {},
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'ended',
+    ],
+    [
+      'identity mismatch',
+      { allowPublicSubmit: true },
+      { userId: 'mallory' },
+      () => bearer(tokenA),
+      401,
+      'FORBIDDEN',
+      'identity_mismatch',
+    ],
+    [
+      'anonymous naming a user',
+      { allowPublicSubmit: true, allowAnonymousSubmit: true },
+      { userId: 'alice' },
+      () => ({}),
+      401,
+      'FORBIDDEN',
+      'identity_mismatch',
+    ],
+  ];
+  for (const [name, permissions, extra, headers, status, errorCode, reason] of cases) {
+    it(`refuses: ${name} → ${status} ${reason}`, async () => {
+      const id = `refuse-${reason}-${Math.random().toString(36).slice(2, 7)}`;
+      await createType(id, permissions);
+      const res = await submit({ interactionId: id, outcome: 'success', ...extra }, headers());
+      expect(res.statusCode, res.body).toBe(status);
+      expect(res.json()).toMatchObject({ errorCode, details: { reason } });
+      expect(await events({ interactionId: id })).toEqual([]);
+    });
+  }
+
+  it('accepts an allowed origin (exact and wildcard) and a submit inside its window', async () => {
+    await createType('origins', {
+      allowPublicSubmit: true,
+      allowedOrigins: ['https://shop.example.com', 'https://*.brand.test'],
+      startAt: iso(Date.now() - hour),
+      endAt: iso(Date.now() + hour),
+    });
+    for (const origin of ['https://shop.example.com', 'https://eu.brand.test']) {
+      const res = await submit({ interactionId: 'origins' }, { ...bearer(tokenA), origin });
+      expect(res.statusCode, origin).toBe(200);
+    }
+    const res = await submit(
+      { interactionId: 'origins' },
+      { ...bearer(tokenA), origin: 'https://brand.test.evil.com' },
+    );
+    expect(res.json().details.reason).toBe('origin_not_allowed');
+  });
+
+  it('accepts anonymous submits where allowed, with an anonId', async () => {
+    await createType('anon-ok', { allowPublicSubmit: true, allowAnonymousSubmit: true });
+    const res = await submit({ interactionId: 'anon-ok', anonId: 'device-1' });
+    expect(res.statusCode).toBe(200);
+    const [row] = await events({ interactionId: 'anon-ok' });
+    expect(row).toMatchObject({ userId: null, anonId: 'device-1', source: 'public' });
+  });
+
+  it('refuses bad input (400) and an undefined interaction (400); another collection’s token is 401', async () => {
+    await createType('input', { allowPublicSubmit: true, allowAnonymousSubmit: true });
+    for (const payload of [
+      {},
+      { interactionId: 'nope' },
+      { interactionId: 'input', extra: 1 },
+      { interactionId: 'input', outcome: 7 },
+      { interactionId: 'input', timestamp: '2026-01-01T00:00:00Z' },
+    ]) {
+      const res = await submit(payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const foreign = await t.userToken(b.id, 'bob');
+    expect((await submit({ interactionId: 'input' }, bearer(foreign))).statusCode).toBe(401);
+    expect(await events({ interactionId: 'input' })).toEqual([]);
+  });
+
+  it('uniquePerUser: a second submit is 409 already_submitted; other users are free', async () => {
+    await createType('once', { allowPublicSubmit: true, uniquePerUser: true });
+    expect((await submit({ interactionId: 'once' }, bearer(tokenA))).statusCode).toBe(200);
+    const again = await submit({ interactionId: 'once' }, bearer(tokenA));
+    expect(again.statusCode).toBe(409);
+    expect(again.json()).toMatchObject({ errorCode: 'CONFLICT', details: { reason: 'already_submitted' } });
+    const bobToken = await t.userToken(a.id, 'bob');
+    expect((await submit({ interactionId: 'once' }, bearer(bobToken))).statusCode).toBe(200);
+    expect((await events({ interactionId: 'once' })).length).toBe(2);
+  });
+
+  it('uniquePerUser with a window counts only events inside it', async () => {
+    await createType('daily', { allowPublicSubmit: true, uniquePerUser: true, uniquePerUserWindowSeconds: 3600 });
+    // An event two hours old (appended by an admin) does not block; one in the window does.
+    await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/append`,
+      headers: a.auth,
+      payload: { interactionId: 'daily', userId: 'alice', timestamp: iso(Date.now() - 2 * hour) },
+    });
+    expect((await submit({ interactionId: 'daily' }, bearer(tokenA))).statusCode).toBe(200);
+    const again = await submit({ interactionId: 'daily' }, bearer(tokenA));
+    expect(again.json().details.reason).toBe('already_submitted');
+  });
+
+  it('uniqueOutcome narrows uniqueness to that outcome', async () => {
+    await createType('vote', { allowPublicSubmit: true, uniquePerUser: true, uniqueOutcome: 'voted' });
+    expect((await submit({ interactionId: 'vote', outcome: 'viewed' }, bearer(tokenA))).statusCode).toBe(200);
+    expect((await submit({ interactionId: 'vote', outcome: 'viewed' }, bearer(tokenA))).statusCode).toBe(200);
+    expect((await submit({ interactionId: 'vote', outcome: 'voted' }, bearer(tokenA))).statusCode).toBe(200);
+    const again = await submit({ interactionId: 'vote', outcome: 'voted' }, bearer(tokenA));
+    expect(again.statusCode).toBe(409);
+    expect(again.json().details.reason).toBe('already_submitted');
+  });
+
+  it('uniquePerAnonId (with window) and anonId required', async () => {
+    await createType('anon-once', {
+      allowPublicSubmit: true,
+      allowAnonymousSubmit: true,
+      uniquePerAnonId: true,
+      uniquePerAnonIdWindowSeconds: 600,
+    });
+    const missing = await submit({ interactionId: 'anon-once' });
+    expect(missing.statusCode).toBe(400);
+    expect((await submit({ interactionId: 'anon-once', anonId: 'dev-1' })).statusCode).toBe(200);
+    const again = await submit({ interactionId: 'anon-once', anonId: 'dev-1' });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().details.reason).toBe('already_submitted');
+    expect((await submit({ interactionId: 'anon-once', anonId: 'dev-2' })).statusCode).toBe(200);
+  });
+
+  it('uniqueness holds under concurrency: 20 simultaneous submits by one user store exactly one event', async () => {
+    await createType('race', { allowPublicSubmit: true, uniquePerUser: true });
+    const token = await t.userToken(a.id, 'racer');
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => submit({ interactionId: 'race' }, bearer(token))),
+    );
+    const codes = results.map((r) => r.statusCode).sort();
+    expect(codes.filter((c) => c === 200).length).toBe(1);
+    expect(codes.filter((c) => c === 409).length).toBe(19);
+    expect((await events({ interactionId: 'race', userId: 'racer' })).length).toBe(1);
+  });
+});

@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  a = await t.createCollection();
+  b = await t.createCollection();
+});
+afterAll(() => t.close());
+
+const admin = (c: TestCollection) => `/admin/collection/${c.id}/interactions`;
+const pub = (c: TestCollection) => `/public/collection/${c.id}/interactions`;
+
+async function createType(c: TestCollection, body: Record<string, unknown>) {
+  const res = await t.inject({ method: 'POST', url: admin(c), headers: c.auth, payload: body });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+describe('admin type CRUD', () => {
+  it('creates a type with every permission key and data, and reads it back', async () => {
+    const permissions = {
+      enabled: true,
+      requireAuth: false,
+      allowPublicSubmit: true,
+      allowAnonymousSubmit: true,
+      allowedOrigins: ['https://shop.example.com'],
+      startAt: '2026-01-01T00:00:00.000Z',
+      endAt: '2027-01-01T00:00:00.000Z',
+      uniquePerUser: true,
+      uniquePerUserWindowSeconds: 3600,
+      uniqueOutcome: 'voted',
+      allowPublicSummary: true,
+      allowAuthenticatedSummary: false,
+      allowOwnRead: true,
+      uniquePerAnonId: true,
+      uniquePerAnonIdWindowSeconds: 60,
+    };
+    const created = await createType(a, {
+      id: 'poll-1',
+      appId: 'polls',
+      permissions,
+      data: { display: { title: 'Poll' }, interactionType: 'vote', effects: [{ type: 'points' }] },
+    });
+    expect(created).toMatchObject({
+      id: 'poll-1',
+      collectionId: a.id,
+      appId: 'polls',
+      permissions,
+      display: { title: 'Poll' },
+      interactionType: 'vote',
+      effects: [{ type: 'points' }],
+    });
+    expect(Date.parse(created.createdAt)).not.toBeNaN();
+    const got = await t.inject({ method: 'GET', url: `${admin(a)}/poll-1`, headers: a.auth });
+    expect(got.statusCode).toBe(200);
+    expect(got.json()).toEqual(created);
+  });
+
+  it('refuses a duplicate id with 409 and bad input with 400, changing nothing', async () => {
+    await createType(a, { id: 'dup', appId: 'x' });
+    const again = await t.inject({
+      method: 'POST',
+      url: admin(a),
+      headers: a.auth,
+      payload: { id: 'dup', appId: 'y' },
+    });
+    expect(again.statusCode).toBe(409);
+    for (const payload of [
+      { appId: 'x' },
+      { id: 'ok', appId: 'x', extra: 1 },
+      { id: 'has space', appId: 'x' },
+      { id: 'p', appId: 'x', permissions: { enabled: 'yes' } },
+      { id: 'p', appId: 'x', permissions: { unknownKey: true } },
+      { id: 'p', appId: 'x', permissions: { startAt: 'tomorrow' } },
+      { id: 'p', appId: 'x', permissions: { startAt: '2027-01-01T00:00:00Z', endAt: '2026-01-01T00:00:00Z' } },
+      { id: 'p', appId: 'x', permissions: { uniquePerUserWindowSeconds: -5 } },
+    ]) {
+      const res = await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const p = await t.inject({ method: 'GET', url: `${admin(a)}/p`, headers: a.auth });
+    expect(p.statusCode).toBe(404);
+    const dup = await t.inject({ method: 'GET', url: `${admin(a)}/dup`, headers: a.auth });
+    expect(dup.json().appId).toBe('x');
+  });
+
+  it('lists with appId filter and paging', async () => {
+    for (const id of ['l1', 'l2', 'l3']) await createType(b, { id, appId: id === 'l3' ? 'other' : 'app' });
+    const all = await t.inject({ method: 'GET', url: `${admin(b)}?appId=app`, headers: b.auth });
+    expect(all.json()).toMatchObject({ limit: 100, offset: 0 });
+    expect(all.json().items.map((i: { id: string }) => i.id)).toEqual(['l1', 'l2']);
+    const page = await t.inject({ method: 'GET', url: `${admin(b)}?limit=1&offset=1`, headers: b.auth });
+    expect(page.json().items.map((i: { id: string }) => i.id)).toEqual(['l2']);
+    const bad = await t.inject({ method: 'GET', url: `${admin(b)}?limit=-1`, headers: b.auth });
+    expect(bad.statusCode).toBe(400);
+  });
+
+  it('updates (permissions replaced whole) and removes', async () => {
+    await createType(a, { id: 'upd', appId: 'x', permissions: { allowPublicSubmit: true, uniquePerUser: true } });
+    const res = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/upd`,
+      headers: a.auth,
+      payload: { appId: 'y', permissions: { enabled: false }, data: { k: 1 } },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ appId: 'y', permissions: { enabled: false }, data: { k: 1 } });
+    expect(res.json().permissions.uniquePerUser).toBeUndefined();
+    const bad = await t.inject({ method: 'PATCH', url: `${admin(a)}/upd`, headers: a.auth, payload: { id: 'z' } });
+    expect(bad.statusCode).toBe(400);
+    const missing = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/nope`,
+      headers: a.auth,
+      payload: { appId: 'q' },
+    });
+    expect(missing.statusCode).toBe(404);
+    const del = await t.inject({ method: 'DELETE', url: `${admin(a)}/upd`, headers: a.auth });
+    expect(del.statusCode).toBe(200);
+    expect(del.json()).toEqual({ success: true, id: 'upd' });
+    const gone = await t.inject({ method: 'DELETE', url: `${admin(a)}/upd`, headers: a.auth });
+    expect(gone.statusCode).toBe(404);
+  });
+
+  it('answers 401 without a credential, with another collection’s key, and with a user token', async () => {
+    await createType(a, { id: 'guarded', appId: 'x' });
+    const token = await t.userToken(a.id, 'u1');
+    const calls = [
+      { method: 'GET' as const, url: admin(a) },
+      { method: 'POST' as const, url: admin(a), payload: { id: 'n', appId: 'x' } },
+      { method: 'GET' as const, url: `${admin(a)}/guarded` },
+      { method: 'PATCH' as const, url: `${admin(a)}/guarded`, payload: { appId: 'z' } },
+      { method: 'DELETE' as const, url: `${admin(a)}/guarded` },
+    ];
+    for (const call of calls) {
+      for (const headers of [{}, b.auth, bearer(token)]) {
+        const res = await t.inject({ ...call, headers });
+        expect(res.statusCode, `${call.method} ${call.url}`).toBe(401);
+      }
+    }
+    const still = await t.inject({ method: 'GET', url: `${admin(a)}/guarded`, headers: superAuth });
+    expect(still.json().appId).toBe('x');
+  });
+
+  it('hides another collection’s type (404)', async () => {
+    await createType(a, { id: 'mine', appId: 'x' });
+    const res = await t.inject({ method: 'GET', url: `${admin(b)}/mine`, headers: b.auth });
+    expect(res.statusCode).toBe(404);
+    const pubRes = await t.inject({ method: 'GET', url: `${pub(b)}/mine` });
+    expect(pubRes.statusCode).toBe(404);
+  });
+});
+
+describe('public type reads', () => {
+  it('lists and gets enabled types only, anonymously or with a token', async () => {
+    const c = await t.createCollection();
+    await createType(c, { id: 'on', appId: 'app' });
+    await createType(c, { id: 'explicit-on', appId: 'app', permissions: { enabled: true } });
+    await createType(c, { id: 'off', appId: 'app', permissions: { enabled: false } });
+    const list = await t.inject({ method: 'GET', url: pub(c) });
+    expect(list.statusCode).toBe(200);
+    expect(list.json().items.map((i: { id: string }) => i.id)).toEqual(['on', 'explicit-on']);
+    const token = await t.userToken(c.id, 'u1');
+    const withToken = await t.inject({ method: 'GET', url: `${pub(c)}/on`, headers: bearer(token) });
+    expect(withToken.statusCode).toBe(200);
+    const off = await t.inject({ method: 'GET', url: `${pub(c)}/off` });
+    expect(off.statusCode).toBe(404);
+    const bad = await t.inject({ method: 'GET', url: `${pub(c)}?limit=abc` });
+    expect(bad.statusCode).toBe(400);
+    const foreignToken = await t.userToken(a.id, 'u1');
+    const foreign = await t.inject({ method: 'GET', url: pub(c), headers: bearer(foreignToken) });
+    expect(foreign.statusCode).toBe(401);
+    const unknownCollection = await t.inject({ method: 'GET', url: '/public/collection/nope-nope/interactions' });
+    expect(unknownCollection.json().items).toEqual([]);
+  });
+});
