@@ -9,6 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
+import { AppObjectsService, appObjectsRoutes } from './modules/app-objects/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
@@ -27,6 +28,7 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  appObjects: AppObjectsService;
 }
 
 declare module 'fastify' {
@@ -54,6 +56,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    appObjects: new AppObjectsService(db, config),
   };
   app.decorate('services', services);
 
@@ -98,6 +101,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(appObjectsRoutes, { service: services.appObjects });
     },
     { prefix: config.basePath },
   );
