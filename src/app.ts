@@ -11,6 +11,7 @@ import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { AppObjectsService, appObjectsRoutes } from './modules/app-objects/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
@@ -29,6 +30,8 @@ export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
   appObjects: AppObjectsService;
+  /** The job engine: modules register their tasks on it in buildApp. */
+  jobs: JobEngine;
 }
 
 declare module 'fastify' {
@@ -57,8 +60,15 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
     appObjects: new AppObjectsService(db, config),
+    jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
+  // could not finish) before any onClose hook closes the database.
+  if (config.role !== 'api') {
+    app.addHook('onReady', () => services.jobs.start());
+    app.addHook('preClose', () => services.jobs.stop());
+  }
 
   registerErrorHandling(app);
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
@@ -102,6 +112,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
       await scoped.register(appObjectsRoutes, { service: services.appObjects });
+      await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },
   );
