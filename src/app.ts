@@ -9,7 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
-import { AppObjectsService, appObjectsRoutes } from './modules/app-objects/index.ts';
+import { AppObjectsService, appObjectsRoutes, registerAppObjectTasks } from './modules/app-objects/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
 import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
@@ -63,6 +63,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  registerAppObjectTasks(services.jobs, services.appObjects);
   // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
   // could not finish) before any onClose hook closes the database.
   if (config.role !== 'api') {

@@ -23,6 +23,7 @@ import { threadsRoutes } from './threads/threads.routes.ts';
 import * as ThreadS from './threads/threads.schema.ts';
 import { ThreadsService } from './threads/threads.service.ts';
 
+export { appObjectTasks, registerAppObjectTasks } from './tasks.ts';
 export { CasesService, RecordsService, ThreadsService };
 
 export interface AppObjectsSettings {
