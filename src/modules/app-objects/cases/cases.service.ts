@@ -10,7 +10,7 @@ import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { type BuiltPatch, ObjectService } from '../shared/objects.service.ts';
-import { type AppObject, type Caller, isAdmin, present } from '../shared/sections.ts';
+import { type AppObject, type Caller, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
 
@@ -149,7 +149,7 @@ export class CasesService extends ObjectService {
   async history(collectionId: string, appId: string, id: string, caller: Caller) {
     await this.readable(this.db, collectionId, appId, id, caller);
     const rows = await repo.listHistory(this.db, collectionId, id, HISTORY_LIMIT);
-    const admin = isAdmin(caller);
+    const admin = seesAdminSection(caller);
     const data = rows
       .filter((r) => admin || r.target !== 'admin')
       .map((r) => {

@@ -20,4 +20,7 @@ export async function adminOnly(req: FastifyRequest): Promise<void> {
   if (req.caller.role !== 'admin') throw forbidden('Only an admin of the collection may perform this operation');
 }
 
-export const callerOf = (req: FastifyRequest): Caller => req.caller as Caller;
+export const callerOf = (req: FastifyRequest): Caller => ({
+  ...(req.caller as Caller),
+  publicZone: (req.params as { zone?: string }).zone === 'public',
+});

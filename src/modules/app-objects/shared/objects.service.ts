@@ -55,8 +55,9 @@ export class ObjectService {
   async writable(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller): Promise<Row> {
     const row = await repo.findObject(q, this.kind, collectionId, appId, id);
     if (!row || row.deleted_at !== null) throw notFound(label(this.kind));
-    if (isAdmin(caller) || isOwner(caller, row)) return row;
+    if (isAdmin(caller)) return row;
     if (!canSee(caller, row)) throw notFound(label(this.kind));
+    if (isOwner(caller, row)) return row;
     throw forbidden(`Only the owner of this ${this.kind.name} or an admin may change it`);
   }
 

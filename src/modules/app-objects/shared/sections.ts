@@ -9,7 +9,10 @@ import type { CollectionCaller } from '../../../platform/auth.ts';
 import type { ObjectKind } from './kinds.ts';
 
 /** The callers of app-object routes: anonymous callers are refused by the routes' guard. */
-export type Caller = Exclude<CollectionCaller, { role: 'anonymous' }>;
+export type Caller = Exclude<CollectionCaller, { role: 'anonymous' }> & {
+  /** Called on the `/public/...` zone: the `admin` section is never returned there, even to admins. */
+  publicZone?: boolean;
+};
 export type Row = Record<string, unknown> & {
   id: string;
   collection_id: string;
@@ -23,6 +26,9 @@ export type AppObject = Record<string, unknown>;
 export const isAdmin = (c: Caller): c is Caller & { role: 'admin' } => c.role === 'admin';
 export const isOwner = (c: Caller, row: Pick<Row, 'contact_id'>) =>
   c.role === 'user' && row.contact_id !== null && row.contact_id === c.contactId;
+
+/** Only admins on the admin zone ever receive the `admin` section. */
+export const seesAdminSection = (c: Caller) => isAdmin(c) && !c.publicZone;
 
 /** Whether the caller may read this (not deleted) object at all. */
 export function canSee(c: Caller, row: Row): boolean {
@@ -52,6 +58,6 @@ export function present(kind: ObjectKind, row: Row, c: Caller): AppObject {
   out.deletedAt = iso(row.deleted_at) ?? null;
   out.data = row.data ?? {};
   if (isAdmin(c) || isOwner(c, row)) out.owner = row.owner ?? {};
-  if (isAdmin(c)) out.admin = row.admin ?? {};
+  if (seesAdminSection(c)) out.admin = row.admin ?? {};
   return out;
 }
