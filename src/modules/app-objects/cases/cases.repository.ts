@@ -87,7 +87,11 @@ export async function appendEntry(
 
 /** `closed_at` follows `status`: set when a case enters a closed status, cleared when it leaves. */
 export const closedAtFor = (status: string, closedStatuses: readonly string[]): Sql =>
-  sql`CASE WHEN ${status} IN (${join([...closedStatuses])}) THEN coalesce(closed_at, now()) ELSE NULL END`;
+  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN coalesce(closed_at, now()) ELSE NULL END`;
+
+/** The same rule for a new case (no stored closed_at to keep). */
+export const closedAtOnInsert = (status: string, closedStatuses: readonly string[]): Sql =>
+  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN now() ELSE NULL END`;
 
 export async function summary(
   q: Queryable,

@@ -55,7 +55,7 @@ export class CasesService extends ObjectService {
       if (k === 'data' || k === 'owner' || k === 'admin') cols[k] = objects.value('json', v);
       else cols[CASE.fields[k].col] = objects.value(CASE.fields[k].kind, v);
     }
-    if (typeof values.status === 'string') cols.closed_at = repo.closedAtFor(values.status, CLOSED_STATUSES);
+    if (typeof values.status === 'string') cols.closed_at = repo.closedAtOnInsert(values.status, CLOSED_STATUSES);
     return this.db.transaction(async (tx) => {
       const row = await objects.insertObject(tx, CASE, collectionId, appId, newId(CASE.idPrefix), cols);
       await repo.insertHistory(tx, collectionId, {
