@@ -7,7 +7,11 @@ export const BULK_MAX = 500;
 
 export const AppRecord = objectSchema('AppRecord', RECORD, {
   specificity: Type.Integer(),
-  facetRule: Nullable(Type.Ref('FacetRule')),
+  facetRule: Type.Unsafe<Record<string, unknown> | null>({
+    type: ['object', 'null'],
+    additionalProperties: true,
+    description: 'A FacetRule {all: [{facetKey, anyOf}]}, or null',
+  }),
   metadata: OpenObject(),
 });
 

@@ -90,6 +90,16 @@ export const ReplyEntry = Type.Object(
   { $id: 'ReplyEntry', additionalProperties: true },
 );
 
+/**
+ * Nullable response fields as JSON Schema type arrays rather than anyOf: the serializer picks
+ * a branch of an anyOf by running a validator on every value, a type array by `typeof`.
+ */
+const nullableOf = <T>(type: 'string' | 'number' | 'object', extra: Record<string, unknown> = {}) =>
+  Type.Unsafe<T | null>({ type: [type, 'null'], ...extra });
+const NullableText = () => nullableOf<string>('string');
+const NullableNumber = () => nullableOf<number>('number');
+const NullableJson = () => nullableOf<Record<string, unknown>>('object', { additionalProperties: true });
+
 /** An object's response schema, generated from its kind so that it lists every field. */
 export function objectSchema(id: string, kind: ObjectKind, special: Record<string, TSchema> = {}) {
   const props: Record<string, TSchema> = {
@@ -102,16 +112,16 @@ export function objectSchema(id: string, kind: ObjectKind, special: Record<strin
     props[name] =
       special[name] ??
       (def.kind === 'num' || def.kind === 'int'
-        ? Nullable(Type.Number())
+        ? NullableNumber()
         : def.kind === 'json'
-          ? Nullable(OpenObject())
-          : Nullable(Type.String()));
+          ? NullableJson()
+          : NullableText());
   }
   props.visibility = Visibility;
   props.status = Type.String();
   props.createdAt = Type.String();
   props.updatedAt = Type.String();
-  props.deletedAt = Nullable(Type.String());
+  props.deletedAt = NullableText();
   props.data = OpenObject({ description: 'Seen by everyone who can see the object' });
   props.owner = Type.Optional(OpenObject({ description: 'Seen by the owner and admins only' }));
   props.admin = Type.Optional(OpenObject({ description: 'Seen by admins only' }));
