@@ -150,3 +150,33 @@ export async function countMatching(q: Queryable, collectionId: string, appId: s
   const { rows } = await q.query<{ n: number }>(sql`SELECT count(*) AS n FROM app_cases WHERE ${join(where, ' AND ')}`);
   return rows[0].n;
 }
+
+/** Deltas of one key beyond which a reader folds them (one row per status afterwards). */
+const FOLD_AT = 256;
+
+/**
+ * Exact number of live cases of an app with one of `statuses` (all statuses when undefined),
+ * from the delta counters kept by the app_case_counts_track trigger.
+ */
+export async function countByStatus(
+  q: Queryable,
+  collectionId: string,
+  appId: string,
+  statuses: string[] | undefined,
+): Promise<number> {
+  const where = [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
+  if (statuses) where.push(sql`status IN (${join(statuses)})`);
+  const { rows } = await q.query<{ total: number | null; parts: number }>(
+    sql`SELECT sum(n) AS total, count(*) AS parts FROM app_case_counts WHERE ${join(where, ' AND ')}`,
+  );
+  if (rows[0].parts > FOLD_AT * (statuses?.length ?? 4)) await foldCounts(q, collectionId, appId);
+  return rows[0].total ?? 0;
+}
+
+/** Folds an app's counter deltas into one row per status, atomically. */
+export async function foldCounts(q: Queryable, collectionId: string, appId: string): Promise<void> {
+  await q.query(sql`
+    WITH d AS (DELETE FROM app_case_counts WHERE collection_id = ${collectionId} AND app_id = ${appId} RETURNING status, n)
+    INSERT INTO app_case_counts (collection_id, app_id, status, n)
+    SELECT ${collectionId}, ${appId}, status, sum(n) FROM d GROUP BY status HAVING sum(n) <> 0`);
+}

@@ -69,8 +69,19 @@ export class CasesService extends ObjectService {
     });
   }
 
+  /**
+   * An admin's list of live cases filtered by status alone (the common dashboard query) takes
+   * its exact total from the status counters instead of counting matching rows.
+   */
   list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
-    return this.listWith(collectionId, appId, caller, query, CASE_FILTERS);
+    return this.listWith(collectionId, appId, caller, query, CASE_FILTERS, [], (spec) => {
+      if (!isAdmin(caller) || spec.includeDeleted) return undefined;
+      if (spec.conditions.length > 1) return undefined;
+      const c = spec.conditions[0];
+      if (c && !((c.op === 'eq' || c.op === 'in') && c.col === 'status')) return undefined;
+      const statuses = c ? (c.op === 'eq' ? [c.value] : c.op === 'in' ? c.value : undefined) : undefined;
+      return () => repo.countByStatus(this.db, collectionId, appId, statuses);
+    });
   }
 
   private withClosedAt(built: BuiltPatch, status: unknown): BuiltPatch {

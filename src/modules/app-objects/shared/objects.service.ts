@@ -11,7 +11,7 @@ import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, forbidden, notFound } from '../../../platform/errors.ts';
 import { type AggregateRequest, parseAggregate } from './aggregate.ts';
 import type { ObjectKind, Section } from './kinds.ts';
-import { type Condition, type FilterDefs, parseList } from './list-query.ts';
+import { type Condition, type FilterDefs, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
 import { type AppObject, type Caller, canSee, isAdmin, isOwner, present, type Row } from './sections.ts';
 
@@ -72,10 +72,19 @@ export class ObjectService {
     query: Record<string, unknown>,
     filters: FilterDefs,
     extra: Condition[] = [],
+    fastCount?: (spec: ListSpec) => (() => Promise<number | undefined>) | undefined,
   ): Promise<Page> {
     const spec = parseList(this.kind, filters, query, isAdmin(caller));
     spec.conditions.push(...extra);
-    const { rows, total } = await repo.listObjects(this.db, this.kind, collectionId, appId, caller, spec);
+    const { rows, total } = await repo.listObjects(
+      this.db,
+      this.kind,
+      collectionId,
+      appId,
+      caller,
+      spec,
+      fastCount?.(spec),
+    );
     return {
       data: rows.map((r) => this.present(r, caller)),
       pagination: { total, limit: spec.limit, offset: spec.offset, hasMore: spec.offset + rows.length < total },
