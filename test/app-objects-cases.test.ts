@@ -186,7 +186,7 @@ describe('update', () => {
     expect(unchanged.data).toEqual({ a: 1, c: 3 });
   });
 
-  it('a user who is not the owner gets 401 on a visible case, 404 on an invisible one', async () => {
+  it('a user who is not the owner gets 401 on writes (404 on reads of owner-visible cases)', async () => {
     const pubCase = await adminCase({ visibility: 'public', contactId: 'contact-alice' });
     const ownerCase = await aliceCase();
     const r1 = await t.inject({
@@ -203,7 +203,13 @@ describe('update', () => {
       headers: bob,
       payload: { data: { x: 1 } },
     });
-    expect(r2.statusCode).toBe(404);
+    expect(r2.statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${ownerCase.id}`, headers: bob })).statusCode).toBe(404);
+    const hidden = await adminCase({ visibility: 'admin', contactId: 'contact-bob' });
+    expect(
+      (await t.inject({ method: 'PATCH', url: `${pub(a)}/${hidden.id}`, headers: bob, payload: { data: {} } }))
+        .statusCode,
+    ).toBe(404);
     const r3 = await t.inject({ method: 'DELETE', url: `${pub(a)}/${pubCase.id}`, headers: bob });
     expect(r3.statusCode).toBe(401);
   });

@@ -216,7 +216,8 @@ describe('update, delete, restore', () => {
       customIdNormalized: 'x y',
       metadata: { m: 1 },
     });
-    expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${r.id}`, headers: bob })).statusCode).toBe(404);
+    expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${r.id}`, headers: bob })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: bob })).statusCode).toBe(404);
     expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${r.id}`, headers: alice })).json()).toEqual({
       success: true,
     });

@@ -2,8 +2,8 @@
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import type { Condition } from '../shared/list-query.ts';
-import { renderCondition, visibleTo } from '../shared/objects.repository.ts';
-import type { Caller, Row } from '../shared/sections.ts';
+import { renderCondition } from '../shared/objects.repository.ts';
+import type { Row } from '../shared/sections.ts';
 
 export interface HistoryRow {
   id: number;
@@ -130,7 +130,7 @@ export async function matchingIds(
   const where = [
     sql`collection_id = ${collectionId}`,
     sql`app_id = ${appId}`,
-    ...visibleTo({ role: 'admin', actorId: 'system' } as Caller),
+    sql`deleted_at IS NULL`,
     sql`id > ${afterId}`,
     ...conditions.map(renderCondition),
   ];

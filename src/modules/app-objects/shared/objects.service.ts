@@ -48,15 +48,16 @@ export class ObjectService {
   }
 
   /**
-   * The object if the caller may change it. Admins: any live object. Users: 404 when they
-   * cannot see it at all (admin-only objects, other users' owner-only ones); 401 FORBIDDEN
-   * when they can see it but do not own it (a public object of another user).
+   * The object if the caller may change it. Admins: any live object. Users: their own live
+   * objects; 404 for missing, deleted and admin-visibility objects (those do not exist on the
+   * public zone); 401 FORBIDDEN for another contact's object (ids are random, so this tells
+   * nothing a caller could have guessed).
    */
   async writable(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller): Promise<Row> {
     const row = await repo.findObject(q, this.kind, collectionId, appId, id);
     if (!row || row.deleted_at !== null) throw notFound(label(this.kind));
     if (isAdmin(caller)) return row;
-    if (!canSee(caller, row)) throw notFound(label(this.kind));
+    if (row.visibility === 'admin') throw notFound(label(this.kind));
     if (isOwner(caller, row)) return row;
     throw forbidden(`Only the owner of this ${this.kind.name} or an admin may change it`);
   }

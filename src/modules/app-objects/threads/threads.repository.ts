@@ -1,7 +1,8 @@
 /** SQL of threads beyond the shared object SQL: the atomic reply append. */
 import sql, { join } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
-import { visibleTo } from '../shared/objects.repository.ts';
+import { THREAD } from '../shared/kinds.ts';
+import { findObject, visibleTo } from '../shared/objects.repository.ts';
 import type { Caller, Row } from '../shared/sections.ts';
 
 /**
@@ -37,3 +38,6 @@ export async function appendReply(
     RETURNING *`);
   return rows[0];
 }
+
+export const findThread = (q: Queryable, collectionId: string, appId: string, id: string) =>
+  findObject(q, THREAD, collectionId, appId, id);

@@ -1,12 +1,12 @@
 /** Thread rules: public create (author and owner from the token), owner edits, soft delete, atomic replies. */
 import type { Db } from '../../../db/index.ts';
-import { badRequest, conflict } from '../../../platform/errors.ts';
+import { badRequest, conflict, forbidden, notFound } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { ObjectService } from '../shared/objects.service.ts';
-import { type AppObject, type Caller, isAdmin } from '../shared/sections.ts';
+import { type AppObject, type Caller, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
 import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
 
@@ -82,8 +82,12 @@ export class ThreadsService extends ObjectService {
     }
     const row = await repo.appendReply(this.db, collectionId, appId, id, caller, entry, this.maxReplies);
     if (row) return this.present(row, caller);
-    // Tell "full" apart from "not there"; the read applies the same visibility rule.
-    const existing = await this.readable(this.db, collectionId, appId, id, caller);
+    // Tell "full" apart from "not there" (404) and "not yours to see" (401), as other writes do.
+    const existing = await repo.findThread(this.db, collectionId, appId, id);
+    if (!existing || existing.deleted_at !== null || (!isAdmin(caller) && existing.visibility === 'admin')) {
+      throw notFound('Thread');
+    }
+    if (!canSee(caller, existing)) throw forbidden('Only users who can see this thread may reply to it');
     if ((existing.reply_count as number) >= this.maxReplies) {
       throw conflict(`This thread has reached its limit of ${this.maxReplies} replies`);
     }
