@@ -5,7 +5,18 @@
  * driver on the same database. Backend: PostgreSQL by default; BENCH_BACKEND=pglite.
  */
 import { migrate, openDatabase } from '../src/db/index.ts';
-import { benchDatabase, call, load, printTable, type Row, row, SUPER_KEY, spawnTs, startService } from './lib.ts';
+import {
+  benchDatabase,
+  call,
+  interleaved,
+  type LoadResult,
+  load,
+  printTable,
+  type Row,
+  row,
+  spawnTs,
+  startService,
+} from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
 const CASES = Number(process.env.BENCH_CASES ?? 1_000_000);
@@ -55,21 +66,19 @@ try {
   console.log(`seeded ${CASES} cases in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
   const rows: Row[] = [];
-  const constant = await spawnTs('bench/baseline-server.ts', { ...database.env, BASELINE: 'constant' });
-  const constantResult = await load({ url: `${constant.url}/x` });
-  await constant.stop();
-  rows.push(row('baseline: bare Fastify constant', constantResult));
-
-  const select = await spawnTs('bench/baseline-server.ts', {
-    ...database.env,
-    BASELINE: 'select',
-    SELECT_SQL: LIST_SQL,
-  });
-  const selectResult = await load({ url: `${select.url}/x/open`, connections: 4 });
-  await select.stop();
-  rows.push(row('baseline: bare Fastify list page SELECT, 4 conn', selectResult));
-
   const service = await startService(database.env);
+  // Baselines run beside the service so that interleaved rounds see the same background load.
+  const baselines =
+    backend === 'postgres'
+      ? {
+          constant: await spawnTs('bench/baseline-server.ts', { ...database.env, BASELINE: 'constant' }),
+          select: await spawnTs('bench/baseline-server.ts', {
+            ...database.env,
+            BASELINE: 'select',
+            SELECT_SQL: LIST_SQL,
+          }),
+        }
+      : undefined;
   try {
     const base = service.url;
     const { key } = await call<{ key: string }>(base, 'POST', '/admin/collection/bench/api-keys', { name: 'bench' });
@@ -78,41 +87,6 @@ try {
       userId: 'bench-user',
     });
     const app = `${base}/admin/collection/bench/app/helpdesk`;
-
-    const create = await load({
-      url: `${app}/cases`,
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({
-        category: 'bench',
-        priority: 2,
-        data: { subject: 'Printer on fire' },
-        owner: { phone: 'x' },
-      }),
-      connections: 10,
-    });
-    rows.push(row('case create (admin, with audit row)', create, { name: 'constant', result: constantResult }));
-
-    for (const connections of [4, 20]) {
-      let i = 0;
-      const filters = ['status=open', 'status=pending', 'status=in:open,pending', 'status=resolved'];
-      const list = await load({
-        url: `${app}/cases`,
-        headers: auth,
-        connections,
-        setupRequest: (req) => ({
-          ...req,
-          path: `/admin/collection/bench/app/helpdesk/cases?${filters[i++ % filters.length]}&sort=createdAt:desc&limit=50`,
-        }),
-      });
-      rows.push(
-        row(`case list, status filter + sort, ${CASES} cases, ${connections} conn`, list, {
-          name: 'list page SELECT',
-          result: selectResult,
-        }),
-      );
-    }
-
     const threadIds: string[] = [];
     for (let t = 0; t < THREADS; t++) {
       const th = await call<{ id: string }>(
@@ -124,26 +98,77 @@ try {
       );
       threadIds.push(th.id);
     }
-    let n = 0;
-    const reply = await load({
-      url: `${base}/public/collection/bench/app/helpdesk/threads/${threadIds[0]}/reply`,
-      method: 'POST',
-      headers: { authorization: `Bearer ${token}` },
-      body: JSON.stringify({ text: 'Have you tried turning it off and on again?' }),
-      connections: 10,
-      setupRequest: (req) => ({
-        ...req,
-        path: `/public/collection/bench/app/helpdesk/threads/${threadIds[n++ % THREADS]}/reply`,
-      }),
-    });
-    rows.push(
-      row(`thread reply (user token, ${THREADS} threads)`, reply, { name: 'constant', result: constantResult }),
+    const probe = await call<{ pagination: { total: number } }>(
+      base,
+      'GET',
+      '/admin/collection/bench/app/helpdesk/cases?status=open&limit=1',
+      undefined,
+      key,
     );
+    console.log(`probe: status=open matches ${probe.pagination.total}`);
+
+    const filters = ['status=open', 'status=pending', 'status=in:open,pending', 'status=resolved'];
+    const list = (connections: number) => {
+      let i = 0;
+      return load({
+        url: `${app}/cases`,
+        headers: auth,
+        connections,
+        setupRequest: (req) => ({
+          ...req,
+          path: `/admin/collection/bench/app/helpdesk/cases?${filters[i++ % filters.length]}&sort=createdAt:desc&limit=50`,
+        }),
+      });
+    };
+    let n = 0;
+    const subjects: Record<string, () => Promise<LoadResult>> = {
+      create: () =>
+        load({
+          url: `${app}/cases`,
+          method: 'POST',
+          headers: auth,
+          body: JSON.stringify({
+            category: 'bench',
+            priority: 2,
+            data: { subject: 'Printer on fire' },
+            owner: { phone: 'x' },
+          }),
+          connections: 10,
+        }),
+      list4: () => list(4),
+      list20: () => list(20),
+      reply: () =>
+        load({
+          url: `${base}/public/collection/bench/app/helpdesk/threads/${threadIds[0]}/reply`,
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}` },
+          body: JSON.stringify({ text: 'Have you tried turning it off and on again?' }),
+          connections: 10,
+          setupRequest: (req) => ({
+            ...req,
+            path: `/public/collection/bench/app/helpdesk/threads/${threadIds[n++ % THREADS]}/reply`,
+          }),
+        }),
+    };
+    if (baselines) {
+      subjects.constant = () => load({ url: `${baselines.constant.url}/x` });
+      subjects.select = () => load({ url: `${baselines.select.url}/x/open`, connections: 4 });
+    }
+    const r = await interleaved(subjects);
+    const constant = r.constant ? { name: 'constant', result: r.constant } : undefined;
+    const select = r.select ? { name: 'list page SELECT', result: r.select } : undefined;
+    if (r.constant) rows.push(row('baseline: bare Fastify constant', r.constant));
+    if (r.select) rows.push(row('baseline: bare Fastify list page SELECT, 4 conn', r.select));
+    rows.push(row('case create (admin, with audit row), 10 conn', r.create, constant));
+    rows.push(row(`case list, status filter + sort, ${CASES} cases, 4 conn`, r.list4, select));
+    rows.push(row(`case list, status filter + sort, ${CASES} cases, 20 conn`, r.list20, select));
+    rows.push(row(`thread reply (user token, ${THREADS} threads), 10 conn`, r.reply, constant));
   } finally {
     await service.stop();
+    await baselines?.constant.stop();
+    await baselines?.select.stop();
   }
-  printTable(`App objects (${backend})`, rows);
+  printTable(`App objects (${backend}, median of interleaved rounds)`, rows);
 } finally {
   await database.drop();
 }
-void SUPER_KEY;
