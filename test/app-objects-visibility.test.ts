@@ -80,15 +80,59 @@ function hasAdminKey(v: unknown): boolean {
   return false;
 }
 
+async function appObjectOperations() {
+  const doc = (await t.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const ops: { method: string; path: string; operationId: string }[] = [];
+  for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { operationId: string }>>)) {
+    if (!path.startsWith('/{zone}/collection/{collectionId}/app/{appId}/')) continue;
+    for (const [method, op] of Object.entries(item))
+      ops.push({ method: method.toUpperCase(), path, operationId: op.operationId });
+  }
+  return ops;
+}
+
+describe('credentials', () => {
+  it('every app-object operation refuses missing, foreign and wrong-zone credentials (401) and unknown zones (404)', async () => {
+    const other = await t.createCollection();
+    const otherUser = bearer(await t.userToken(other.id, 'alice', 'contact-alice'));
+    const ops = await appObjectOperations();
+    for (const op of ops) {
+      const url = (zone: string) =>
+        op.path
+          .replace('{zone}', zone)
+          .replace('{collectionId}', a.id)
+          .replace('{appId}', 'walk')
+          .replace('{caseId}', ids.caseId)
+          .replace('{threadId}', ids.threadId)
+          .replace('{recordId}', ids.recordId);
+      const body = BODIES[op.operationId];
+      const call = (zone: string, headers: Record<string, string>) =>
+        t.inject({
+          method: op.method as 'GET',
+          url: url(zone),
+          headers,
+          ...(body !== undefined ? { payload: body as object } : {}),
+        });
+      for (const [zone, headers, label] of [
+        ['admin', {}, 'none'],
+        ['public', {}, 'none'],
+        ['admin', other.auth, 'another collection’s admin key'],
+        ['public', other.auth, 'another collection’s admin key'],
+        ['public', otherUser, 'another collection’s user token'],
+        ['admin', alice, 'a user token on the admin zone'],
+      ] as const) {
+        const res = await call(zone, headers);
+        expect(res.statusCode, `${op.method} ${url(zone)} with ${label}: ${res.body}`).toBe(401);
+      }
+      const zone = await call('owner', a.auth);
+      expect(zone.statusCode, `${op.method} ${url('owner')}`).toBe(404);
+    }
+  });
+});
+
 describe('public zone', () => {
   it('never returns the admin section or admin-only objects, on any app-object operation', async () => {
-    const doc = (await t.inject({ method: 'GET', url: '/openapi.json' })).json();
-    const ops: { method: string; path: string; operationId: string }[] = [];
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { operationId: string }>>)) {
-      if (!path.startsWith('/{zone}/collection/{collectionId}/app/{appId}/')) continue;
-      for (const [method, op] of Object.entries(item))
-        ops.push({ method: method.toUpperCase(), path, operationId: op.operationId });
-    }
+    const ops = await appObjectOperations();
     expect(ops.length).toBeGreaterThanOrEqual(28);
     // Deletes last, so the other operations still find their objects.
     ops.sort((x, y) => Number(x.method === 'DELETE') - Number(y.method === 'DELETE'));
