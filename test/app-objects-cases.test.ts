@@ -434,3 +434,57 @@ describe('list totals', () => {
     expect(all.json().pagination).toMatchObject({ total: 5, hasMore: true });
   });
 });
+
+describe('list', () => {
+  it('filters, sorts and paginates as the original; bad queries are a 400', async () => {
+    const app = `/admin/collection/${a.id}/app/listing/cases`;
+    const seed = [
+      { ref: 'L1', category: 'billing', priority: 1, assignedTo: 'ann', status: 'open', contactId: 'c1' },
+      { ref: 'L2', category: 'billing', priority: 3, assignedTo: 'bo', status: 'closed', contactId: 'c2' },
+      { ref: 'L3', category: 'tech', priority: 2, assignedTo: 'ann', status: 'pending', contactId: 'c1' },
+    ];
+    for (const payload of seed) {
+      expect((await t.inject({ method: 'POST', url: app, headers: a.auth, payload })).statusCode).toBe(200);
+    }
+    const refs = async (qs: string) => {
+      const res = await t.inject({ method: 'GET', url: `${app}${qs}`, headers: a.auth });
+      expect(res.statusCode, `${qs}: ${res.body}`).toBe(200);
+      return res.json().data.map((c: { ref: string }) => c.ref);
+    };
+    expect(await refs('?sort=ref:asc')).toEqual(['L1', 'L2', 'L3']);
+    expect(await refs('?category=billing&sort=priority:desc')).toEqual(['L2', 'L1']);
+    expect(await refs('?priority=2')).toEqual(['L3']);
+    expect(await refs('?assignedTo=ann&sort=ref:desc')).toEqual(['L3', 'L1']);
+    expect(await refs('?ref=L2')).toEqual(['L2']);
+    expect(await refs('?contactId=c1&status=in:open,pending&sort=ref:asc')).toEqual(['L1', 'L3']);
+    expect(await refs('?closedAt=notnull')).toEqual(['L2']);
+    expect(await refs('?closedAt=null&sort=ref:asc')).toEqual(['L1', 'L3']);
+    expect(await refs(`?createdAt=lt:2000-01-01T00:00:00Z`)).toEqual([]);
+    const page = await t.inject({ method: 'GET', url: `${app}?sort=ref:asc&limit=2&offset=2`, headers: a.auth });
+    expect(page.json()).toMatchObject({
+      data: [{ ref: 'L3' }],
+      pagination: { total: 3, limit: 2, offset: 2, hasMore: false },
+    });
+    for (const qs of [
+      '?sort=admin:asc',
+      '?priority=high',
+      '?closedAt=gte:nope',
+      '?limit=0',
+      '?offset=-1',
+      '?status=in:',
+      '?foo=1',
+    ]) {
+      expect((await t.inject({ method: 'GET', url: `${app}${qs}`, headers: a.auth })).statusCode, qs).toBe(400);
+    }
+    expect((await t.inject({ method: 'GET', url: app })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: app, headers: b.auth })).statusCode).toBe(401);
+    const foreign = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${b.id}/app/listing/cases`,
+      headers: b.auth,
+    });
+    expect(foreign.json().data).toEqual([]);
+    const asBob = await t.inject({ method: 'GET', url: `/public/collection/${a.id}/app/listing/cases`, headers: bob });
+    expect(asBob.json().data).toEqual([]);
+  });
+});
