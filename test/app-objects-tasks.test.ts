@@ -144,6 +144,10 @@ describe('case reports', () => {
     expect(s.byStatus).toEqual({ closed: 10, open: 2 });
     expect(s.byPriority).toEqual({ none: 12 });
     expect(s.trend).toEqual([{ date: new Date().toISOString().slice(0, 10), count: 12 }]);
+    const noBody = await t.inject({ method: 'POST', url: `${cases(a)}/summary`, headers: a.auth });
+    expect(noBody.json()).toEqual(s);
+    const aggNoBody = await t.inject({ method: 'POST', url: `${cases(a)}/aggregate`, headers: a.auth });
+    expect(aggNoBody.json().count).toBe(12);
     const past = await post(`${cases(a)}/summary`, {
       period: { from: '2000-01-01T00:00:00Z', to: '2000-02-01T00:00:00Z' },
     });

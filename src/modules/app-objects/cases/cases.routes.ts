@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { adminOnly, callerOf, signedIn } from '../shared/guards.ts';
+import { adminOnly, callerOf, emptyBodyIsObject, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './cases.schema.ts';
 import type { CasesService } from './cases.service.ts';
@@ -51,6 +51,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
     `${base}/aggregate`,
     {
       onRequest: signedIn,
+      preValidation: emptyBodyIsObject,
       schema: {
         tags,
         operationId: 'cases_aggregate',
@@ -68,12 +69,13 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
     `${base}/summary`,
     {
       onRequest: adminOnly,
+      preValidation: emptyBodyIsObject,
       schema: {
         tags,
         operationId: 'cases_summary',
         summary: 'Summary of the app’s cases over a period (admin only): total, by status, by priority, daily trend',
         params: AppParams,
-        body: Type.Optional(Type.Ref('CaseSummaryRequest')),
+        body: Type.Ref('CaseSummaryRequest'),
         response: { 200: Type.Ref('CaseSummaryResponse'), ...errorResponses },
       },
     },

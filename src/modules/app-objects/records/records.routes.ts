@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { adminOnly, callerOf, signedIn } from '../shared/guards.ts';
+import { adminOnly, callerOf, emptyBodyIsObject, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './records.schema.ts';
 import type { RecordsService } from './records.service.ts';
@@ -54,6 +54,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
     `${base}/aggregate`,
     {
       onRequest: signedIn,
+      preValidation: emptyBodyIsObject,
       schema: {
         tags,
         operationId: 'records_aggregate',

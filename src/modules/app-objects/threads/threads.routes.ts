@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { callerOf, signedIn } from '../shared/guards.ts';
+import { callerOf, emptyBodyIsObject, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
@@ -51,6 +51,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
     `${base}/aggregate`,
     {
       onRequest: signedIn,
+      preValidation: emptyBodyIsObject,
       schema: {
         tags,
         operationId: 'threads_aggregate',
