@@ -29,3 +29,7 @@ $$;
 
 CREATE TRIGGER app_case_counts_track AFTER INSERT OR UPDATE OF status, deleted_at OR DELETE ON app_cases
   FOR EACH ROW EXECUTE FUNCTION app_case_counts_track();
+
+-- Cases that exist before the trigger (none on a new install) are counted once here.
+INSERT INTO app_case_counts (collection_id, app_id, status, n)
+SELECT collection_id, app_id, status, count(*) FROM app_cases WHERE deleted_at IS NULL GROUP BY 1, 2, 3;
