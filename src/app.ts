@@ -9,6 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
+import { AppObjectsService, appObjectsRoutes, registerAppObjectTasks } from './modules/app-objects/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
 import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
 import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
@@ -30,6 +31,7 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  appObjects: AppObjectsService;
   interactions: InteractionsService;
   journeys: JourneysService;
   /** The job engine: modules register their tasks on it in buildApp. */
@@ -63,11 +65,13 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    appObjects: new AppObjectsService(db, config),
     interactions: new InteractionsService(db, config),
     journeys: new JourneysService(db, config),
     jobs: new JobEngine(db, config, app.log),
   };
   app.decorate('services', services);
+  registerAppObjectTasks(services.jobs, services.appObjects);
   services.jobs.registerTask(exportTaskDefinition());
   // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
   // could not finish) before any onClose hook closes the database.
@@ -130,6 +134,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(appObjectsRoutes, { service: services.appObjects });
       await scoped.register(interactionsRoutes, { service: services.interactions, db });
       await scoped.register(journeysRoutes, { service: services.journeys });
       await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });

@@ -1,0 +1,124 @@
+import { Type } from 'typebox';
+import { Closed, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { CASE } from '../shared/kinds.ts';
+import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
+
+export const AppCase = objectSchema('AppCase', CASE);
+
+export const CreateCaseInput = Closed(
+  {
+    visibility: Type.Optional(Visibility),
+    ref: Type.Optional(text()),
+    status: Type.Optional(text(50, 'Default `open`. Admins only.')),
+    priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
+    category: Type.Optional(text(100)),
+    assignedTo: Type.Optional(text(200, 'Admins only')),
+    productId: Type.Optional(text()),
+    proofId: Type.Optional(text()),
+    contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
+    data: Type.Optional(OpenObject()),
+    owner: Type.Optional(OpenObject()),
+    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+  },
+  { $id: 'CreateCaseInput' },
+);
+export type CreateCaseInput = Type.Static<typeof CreateCaseInput>;
+
+export const UpdateCaseInput = Closed(
+  {
+    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
+    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
+    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    status: Type.Optional(text(50)),
+    priority: Type.Optional(Nullable(Type.Number({ minimum: -1e9, maximum: 1e9 }))),
+    category: Type.Optional(Nullable(text(100))),
+    assignedTo: Type.Optional(Nullable(text())),
+    ref: Type.Optional(Nullable(text())),
+    visibility: Type.Optional(Visibility),
+    productId: Type.Optional(Nullable(text())),
+    proofId: Type.Optional(Nullable(text())),
+    contactId: Type.Optional(Nullable(text())),
+  },
+  { $id: 'UpdateCaseInput' },
+);
+export type UpdateCaseInput = Type.Static<typeof UpdateCaseInput>;
+
+export const CaseListQuery = Closed({
+  ...commonListQuery,
+  category: Type.Optional(text(100)),
+  priority: Type.Optional(Type.Number()),
+  ref: Type.Optional(text()),
+  assignedTo: Type.Optional(text()),
+  closedAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
+});
+
+export const AppendHistoryInput = Closed(
+  {
+    entry: OpenObject({ description: 'The entry; `at` and `actorId` are added by the service' }),
+    historyTarget: Type.Optional(
+      Type.Union([Type.Literal('owner'), Type.Literal('admin')], {
+        description: 'Section whose `history` array receives the entry (default `admin`)',
+      }),
+    ),
+    status: Type.Optional(text(50)),
+    priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
+    assignedTo: Type.Optional(text()),
+  },
+  { $id: 'AppendHistoryInput' },
+);
+export type AppendHistoryInput = Type.Static<typeof AppendHistoryInput>;
+
+export const CaseSummaryRequest = Closed(
+  {
+    period: Type.Optional(
+      Closed({
+        from: Type.Optional(Type.String({ format: 'date-time' })),
+        to: Type.Optional(Type.String({ format: 'date-time' })),
+      }),
+    ),
+  },
+  { $id: 'CaseSummaryRequest' },
+);
+
+export const CaseSummaryResponse = Type.Object(
+  {
+    total: Type.Integer(),
+    byStatus: Type.Record(Type.String(), Type.Integer()),
+    byPriority: Type.Record(Type.String(), Type.Integer()),
+    trend: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
+  },
+  { $id: 'CaseSummaryResponse' },
+);
+
+export const CaseOneSummary = Type.Object(
+  {
+    case: Type.Ref('AppCase'),
+    threads: Type.Integer({ description: 'Related threads the caller can see' }),
+    records: Type.Integer({ description: 'Related records the caller can see' }),
+    ageSeconds: Type.Number({ description: 'From creation to now (or to closing, if closed)' }),
+    timeToCloseSeconds: Nullable(Type.Number()),
+    lastActivityAt: Type.String({ description: 'Latest change of the case or of a related object' }),
+  },
+  { $id: 'CaseOneSummary' },
+);
+
+export const HistoryEvent = Type.Object(
+  {
+    id: Type.Integer(),
+    action: Type.Union(['create', 'update', 'delete', 'entry', 'status'].map((a) => Type.Literal(a))),
+    at: Type.String(),
+    actorId: Nullable(Type.String()),
+    actorRole: Type.String(),
+    changedFields: Type.Array(Type.String()),
+    changes: OpenObject({ description: 'Scalar fields: {field: {from, to}}' }),
+    entry: Type.Optional(OpenObject()),
+    historyTarget: Type.Optional(Type.String()),
+  },
+  { $id: 'CaseHistoryEvent' },
+);
+
+export const CaseHistory = Type.Object({ data: Type.Array(Type.Ref('CaseHistoryEvent')) });
+export const RelatedResponse = Type.Object({
+  threads: Type.Array(Type.Ref('AppThread')),
+  records: Type.Array(Type.Ref('AppRecord')),
+});

@@ -1,0 +1,294 @@
+/**
+ * Case rules: public create (owner from the token), owner PATCH of `data`/`owner` only,
+ * admin PATCH of anything, soft delete, history entries, the audit trail of every change,
+ * summaries and related objects. Every change and its audit row commit together.
+ */
+import type { Db, Queryable } from '../../../db/index.ts';
+import { badRequest, notFound } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
+import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
+import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
+import * as objects from '../shared/objects.repository.ts';
+import { type BuiltPatch, ObjectService } from '../shared/objects.service.ts';
+import { type AppObject, type Caller, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
+import * as repo from './cases.repository.ts';
+import type { AppendHistoryInput, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
+
+/** Statuses that close a case: entering one sets closedAt, leaving one clears it. */
+export const CLOSED_STATUSES = ['closed', 'resolved'] as const;
+export const HISTORY_LIMIT = 1000;
+export const RELATED_LIMIT = 500;
+
+export const CASE_FILTERS: FilterDefs = {
+  ...COMMON_FILTERS,
+  category: { col: 'category', op: 'eq' },
+  priority: { col: 'priority', op: 'num' },
+  ref: { col: 'ref', op: 'eq' },
+  assignedTo: { col: 'assigned_to', op: 'eq' },
+  closedAt: { col: 'closed_at', op: 'date' },
+};
+
+const actor = (c: Caller) => ({ actorId: c.actorId, actorRole: c.role });
+
+export class CasesService extends ObjectService {
+  constructor(db: Db) {
+    super(db, CASE);
+  }
+
+  async create(collectionId: string, appId: string, caller: Caller, input: CreateCaseInput): Promise<AppObject> {
+    const values: Record<string, unknown> = { ...input };
+    if (!isAdmin(caller)) {
+      const refused = ['status', 'assignedTo', 'contactId'].filter(
+        (k) => input[k as keyof CreateCaseInput] !== undefined,
+      );
+      if (refused.length) {
+        throw badRequest(`Set by the service or by admins only: ${refused.join(', ')}`, { fields: refused });
+      }
+      if (input.visibility === 'admin')
+        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
+      delete values.admin;
+      values.contactId = caller.contactId;
+    }
+    const cols: Record<string, ReturnType<typeof objects.value>> = {};
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) continue;
+      if (k === 'data' || k === 'owner' || k === 'admin') cols[k] = objects.value('json', v);
+      else cols[CASE.fields[k].col] = objects.value(CASE.fields[k].kind, v);
+    }
+    if (typeof values.status === 'string') cols.closed_at = repo.closedAtOnInsert(values.status, CLOSED_STATUSES);
+    return this.db.transaction(async (tx) => {
+      const row = await objects.insertObject(tx, CASE, collectionId, appId, newId(CASE.idPrefix), cols);
+      await repo.insertHistory(tx, collectionId, {
+        caseId: row.id,
+        appId,
+        action: 'create',
+        ...actor(caller),
+        changedFields: Object.keys(values).filter((k) => values[k] !== undefined),
+      });
+      return this.present(row, caller);
+    });
+  }
+
+  /**
+   * An admin's list of live cases filtered by status alone (the common dashboard query) takes
+   * its exact total from the status counters instead of counting matching rows.
+   */
+  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+    return this.listWith(collectionId, appId, caller, query, CASE_FILTERS, [], (spec) => {
+      if (!isAdmin(caller) || spec.includeDeleted) return undefined;
+      if (spec.conditions.length > 1) return undefined;
+      const c = spec.conditions[0];
+      if (c && !((c.op === 'eq' || c.op === 'in') && c.col === 'status')) return undefined;
+      const statuses = c ? (c.op === 'eq' ? [c.value] : c.op === 'in' ? c.value : undefined) : undefined;
+      return () => repo.countByStatus(this.db, collectionId, appId, statuses);
+    });
+  }
+
+  private withClosedAt(built: BuiltPatch, status: unknown): BuiltPatch {
+    if (typeof status === 'string') {
+      built.patch.columns.closed_at = repo.closedAtFor(status, CLOSED_STATUSES);
+      built.named.push('closedAt');
+    }
+    return built;
+  }
+
+  async patch(
+    collectionId: string,
+    appId: string,
+    id: string,
+    caller: Caller,
+    body: UpdateCaseInput,
+  ): Promise<AppObject> {
+    const built = this.withClosedAt(this.buildPatch(body as Record<string, unknown>, caller), body.status);
+    return this.db.transaction(async (tx) => {
+      const done = await this.update(tx, collectionId, appId, id, caller, built);
+      await repo.insertHistory(tx, collectionId, {
+        caseId: id,
+        appId,
+        action: 'update',
+        ...actor(caller),
+        changedFields: done.changedFields,
+        changes: done.changes,
+      });
+      return this.present(done.row, caller);
+    });
+  }
+
+  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+    await this.db.transaction(async (tx) => {
+      await this.remove(tx, collectionId, appId, id, caller);
+      await repo.insertHistory(tx, collectionId, {
+        caseId: id,
+        appId,
+        action: 'delete',
+        ...actor(caller),
+        changedFields: ['deletedAt'],
+      });
+    });
+    return { success: true };
+  }
+
+  /** Admin: append an entry to the owner's or admin's history, optionally changing status/priority/assignee. */
+  async appendHistory(collectionId: string, appId: string, id: string, caller: Caller, input: AppendHistoryInput) {
+    const target = input.historyTarget ?? 'admin';
+    const entry = { ...input.entry, at: new Date().toISOString(), actorId: caller.actorId };
+    const named = [
+      ...(input.status !== undefined ? ['status', 'closedAt'] : []),
+      ...(input.priority !== undefined ? ['priority'] : []),
+      ...(input.assignedTo !== undefined ? ['assignedTo'] : []),
+    ];
+    const change = { status: input.status, priority: input.priority, assignedTo: input.assignedTo };
+    return this.db.transaction(async (tx) => {
+      const done = await repo.appendEntry(tx, collectionId, appId, id, target, entry, change, CLOSED_STATUSES);
+      if (!done) throw notFound('Case');
+      const { changedFields, changes } = this.changes(done.previous, done.row, named);
+      await repo.insertHistory(tx, collectionId, {
+        caseId: id,
+        appId,
+        action: 'entry',
+        ...actor(caller),
+        changedFields: [`${target}.history`, ...changedFields],
+        changes,
+        entry,
+        target,
+      });
+      return this.present(done.row, caller);
+    });
+  }
+
+  /** The audit trail, oldest first. Owners see it without admin-only entries and admin-section fields. */
+  async history(collectionId: string, appId: string, id: string, caller: Caller) {
+    await this.readable(this.db, collectionId, appId, id, caller);
+    const rows = await repo.listHistory(this.db, collectionId, id, HISTORY_LIMIT);
+    const admin = seesAdminSection(caller);
+    const data = rows
+      .filter((r) => admin || r.target !== 'admin')
+      .map((r) => {
+        const e: Record<string, unknown> = {
+          id: r.id,
+          action: r.action,
+          at: r.at.toISOString(),
+          actorId: r.actor_id,
+          actorRole: r.actor_role,
+          changedFields: admin ? r.changed_fields : r.changed_fields.filter((f) => !f.startsWith('admin.')),
+          changes: r.changes,
+        };
+        if (r.entry) e.entry = r.entry;
+        if (r.target) e.historyTarget = r.target;
+        return e;
+      });
+    return { data };
+  }
+
+  /** Collection-level summary (admin): totals by status and priority and a daily trend over a period. */
+  async summary(collectionId: string, appId: string, period: { from?: string; to?: string } = {}) {
+    const to = period.to ? new Date(period.to) : new Date();
+    const from = period.from ? new Date(period.from) : new Date(to.getTime() - 30 * 86_400_000);
+    if (from > to) throw badRequest('period.from must not be after period.to');
+    const s = await repo.summary(this.db, collectionId, appId, from, to);
+    const byStatus: Record<string, number> = {};
+    for (const r of s.byStatus) byStatus[r.k] = r.n;
+    const byPriority: Record<string, number> = {};
+    for (const r of s.byPriority) byPriority[r.k ?? 'none'] = r.n;
+    return {
+      total: s.byStatus.reduce((n, r) => n + r.n, 0),
+      byStatus,
+      byPriority,
+      trend: s.trend.map((r) => ({ date: r.d.toISOString().slice(0, 10), count: r.n })),
+    };
+  }
+
+  /** One case with counts of its related objects, its age, time to close and last activity. */
+  async caseSummary(collectionId: string, appId: string, id: string, caller: Caller) {
+    const row = await this.readable(this.db, collectionId, appId, id, caller);
+    const threads = await objects.countChildren(this.db, THREAD, collectionId, appId, caller, 'case', id);
+    const records = await objects.countChildren(this.db, RECORD, collectionId, appId, caller, 'case', id);
+    const created = (row.created_at as Date).getTime();
+    const closed = row.closed_at ? (row.closed_at as Date).getTime() : null;
+    const last = Math.max(
+      (row.updated_at as Date).getTime(),
+      threads.last?.getTime() ?? 0,
+      records.last?.getTime() ?? 0,
+    );
+    return {
+      case: this.present(row, caller),
+      threads: threads.count,
+      records: records.count,
+      ageSeconds: ((closed ?? Date.now()) - created) / 1000,
+      timeToCloseSeconds: closed === null ? null : (closed - created) / 1000,
+      lastActivityAt: new Date(last).toISOString(),
+    };
+  }
+
+  async related(collectionId: string, appId: string, id: string, caller: Caller) {
+    await this.readable(this.db, collectionId, appId, id, caller);
+    const threads = await objects.childrenOf(this.db, THREAD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
+    const records = await objects.childrenOf(this.db, RECORD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
+    return {
+      threads: threads.map((r) => present(THREAD, r, caller)),
+      records: records.map((r) => present(RECORD, r, caller)),
+    };
+  }
+
+  /**
+   * Sets the status of every live case matching `conditions`, in batches of `batchSize`, each
+   * change with its audit row in the batch's transaction. Used by the `cases.bulkStatus` task.
+   */
+  async bulkSetStatus(
+    collectionId: string,
+    appId: string,
+    conditions: Condition[],
+    status: string,
+    caller: Caller,
+    progress: (done: number, total: number) => Promise<void> = async () => {},
+    batchSize = 200,
+  ): Promise<{ matched: number; changed: number; unchanged: number }> {
+    const total = await repo.countMatching(this.db, collectionId, appId, conditions);
+    let after = '';
+    let matched = 0;
+    let changed = 0;
+    await progress(0, total);
+    for (;;) {
+      const ids = await repo.matchingIds(this.db, collectionId, appId, conditions, after, batchSize);
+      if (ids.length === 0) break;
+      after = ids[ids.length - 1];
+      changed += await this.db.transaction(async (tx) =>
+        this.setStatusOf(tx, collectionId, appId, ids, status, caller),
+      );
+      matched += ids.length;
+      await progress(matched, Math.max(total, matched));
+    }
+    return { matched, changed, unchanged: matched - changed };
+  }
+
+  private async setStatusOf(
+    tx: Queryable,
+    collectionId: string,
+    appId: string,
+    ids: string[],
+    status: string,
+    caller: Caller,
+  ): Promise<number> {
+    let changed = 0;
+    for (const id of ids) {
+      const built = this.withClosedAt(
+        { patch: { columns: { status: objects.value('text', status) }, sections: {} }, named: ['status'] },
+        status,
+      );
+      const done = await objects.patchObject(tx, CASE, collectionId, appId, id, built.patch);
+      if (!done) continue; // deleted since it was matched
+      const { changedFields, changes } = this.changes(done.previous, done.row, built.named);
+      if (changedFields.length === 0) continue;
+      changed++;
+      await repo.insertHistory(tx, collectionId, {
+        caseId: id,
+        appId,
+        action: 'status',
+        ...actor(caller),
+        changedFields,
+        changes,
+      });
+    }
+    return changed;
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * App objects: the cases, threads and records an app keeps inside a collection.
+ * - case: a matter to resolve (status, priority, assignee); soft deletable; has an audit trail.
+ * - thread: a conversation; replies are appended atomically.
+ * - record: a typed piece of app data, addressable by `ref`, with a schedule window.
+ * - sections: `data` (all who see the object), `owner` (owner + admins), `admin` (admins).
+ * - visibility: `public` (every user of the collection), `owner` (its owner), `admin` (admins).
+ * - owner: the contact whose user token's contactId equals the object's `contactId`.
+ * - zone: `/admin/...` (admin credential) or `/public/...` (user token) in the path.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import type { Config } from '../../config.ts';
+import { intFrom } from '../../config.ts';
+import type { Db } from '../../db/index.ts';
+import { casesRoutes } from './cases/cases.routes.ts';
+import * as CaseS from './cases/cases.schema.ts';
+import { CasesService } from './cases/cases.service.ts';
+import { recordsRoutes } from './records/records.routes.ts';
+import * as RecordS from './records/records.schema.ts';
+import { RecordsService } from './records/records.service.ts';
+import * as Shared from './shared/schema.ts';
+import { threadsRoutes } from './threads/threads.routes.ts';
+import * as ThreadS from './threads/threads.schema.ts';
+import { ThreadsService } from './threads/threads.service.ts';
+
+export { appObjectTasks, registerAppObjectTasks } from './tasks.ts';
+export { CasesService, RecordsService, ThreadsService };
+
+export interface AppObjectsSettings {
+  /** APP_THREAD_MAX_REPLIES: replies one thread may hold (default 10000). */
+  maxReplies: number;
+}
+
+export function appObjectsSettings(config: Config): AppObjectsSettings {
+  return { maxReplies: intFrom(config.env, 'APP_THREAD_MAX_REPLIES', 10_000, 1, 1_000_000) };
+}
+
+export class AppObjectsService {
+  readonly cases: CasesService;
+  readonly threads: ThreadsService;
+  readonly records: RecordsService;
+  constructor(db: Db, config: Config) {
+    const settings = appObjectsSettings(config);
+    this.cases = new CasesService(db);
+    this.threads = new ThreadsService(db, settings.maxReplies);
+    this.records = new RecordsService(db);
+  }
+}
+
+export const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectsService }> = async (app, { service }) => {
+  for (const schema of [
+    Shared.AggregateRequest,
+    Shared.AggregateResponse,
+    Shared.FacetRule,
+    Shared.ReplyEntry,
+    ThreadS.AppThread,
+    RecordS.AppRecord,
+    CaseS.AppCase,
+    CaseS.CreateCaseInput,
+    CaseS.UpdateCaseInput,
+    CaseS.AppendHistoryInput,
+    CaseS.CaseSummaryRequest,
+    CaseS.CaseSummaryResponse,
+    CaseS.CaseOneSummary,
+    CaseS.HistoryEvent,
+    ThreadS.CreateThreadInput,
+    ThreadS.UpdateThreadInput,
+    ThreadS.ReplyInput,
+    RecordS.CreateRecordInput,
+    RecordS.UpdateRecordInput,
+    RecordS.UpsertRecordInput,
+    RecordS.BulkDeleteInput,
+  ]) {
+    app.addSchema(schema);
+  }
+  await app.register(casesRoutes, { service: service.cases });
+  await app.register(threadsRoutes, { service: service.threads });
+  await app.register(recordsRoutes, { service: service.records });
+};

@@ -1,0 +1,133 @@
+import { Type } from 'typebox';
+import { Closed, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { RECORD } from '../shared/kinds.ts';
+import { commonListQuery, DateText, objectSchema, text, Visibility } from '../shared/schema.ts';
+
+export const BULK_MAX = 500;
+
+export const AppRecord = objectSchema('AppRecord', RECORD, {
+  specificity: Type.Integer(),
+  facetRule: Type.Unsafe<Record<string, unknown> | null>({
+    type: ['object', 'null'],
+    additionalProperties: true,
+    description: 'A FacetRule {all: [{facetKey, anyOf}]}, or null',
+  }),
+  metadata: OpenObject(),
+});
+
+export const SINGLETON_PER = ['contactId', 'productId', 'proofId', 'variantId', 'batchId', 'collection'] as const;
+
+/** Fields an upsert (and each bulk-upsert item) may carry, as the original's UpsertRecordInput. */
+const upsertFields = {
+  ref: text(),
+  recordType: Type.Optional(text(100)),
+  productId: Type.Optional(text()),
+  variantId: Type.Optional(text()),
+  batchId: Type.Optional(text()),
+  proofId: Type.Optional(text()),
+  customId: Type.Optional(text()),
+  sourceSystem: Type.Optional(text(100)),
+  startsAt: Type.Optional(DateText),
+  expiresAt: Type.Optional(DateText),
+  status: Type.Optional(text(50)),
+  data: Type.Optional(OpenObject()),
+  metadata: Type.Optional(OpenObject()),
+  facetRule: Type.Optional(Type.Ref('FacetRule')),
+};
+
+export const CreateRecordInput = Closed(
+  {
+    ...upsertFields,
+    ref: Type.Optional(text(200, 'Unique within the app (deleted records included)')),
+    visibility: Type.Optional(Visibility),
+    contactId: Type.Optional(text(200, 'Admins only; a public create uses the token’s contact')),
+    authorId: Type.Optional(text(200, 'Admins only; a public create uses the token’s user')),
+    authorType: Type.Optional(text(50, 'Admins only')),
+    parentType: Type.Optional(text(50)),
+    parentId: Type.Optional(text()),
+    scopeType: Type.Optional(text(50, 'Default: derived (proof, batch, variant, product, facet or collection)')),
+    scopeId: Type.Optional(text()),
+    singletonPer: Type.Optional(
+      Type.Union(
+        SINGLETON_PER.map((s) => Type.Literal(s)),
+        { description: 'At most one live record of this recordType per value of this field' },
+      ),
+    ),
+    owner: Type.Optional(OpenObject()),
+    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+  },
+  { $id: 'CreateRecordInput' },
+);
+export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
+
+export const UpdateRecordInput = Closed(
+  {
+    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
+    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
+    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    metadata: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
+    status: Type.Optional(text(50)),
+    visibility: Type.Optional(Visibility),
+    ref: Type.Optional(Nullable(text())),
+    recordType: Type.Optional(Nullable(text(100))),
+    productId: Type.Optional(Nullable(text())),
+    variantId: Type.Optional(Nullable(text())),
+    batchId: Type.Optional(Nullable(text())),
+    proofId: Type.Optional(Nullable(text())),
+    startsAt: Type.Optional(Nullable(DateText)),
+    expiresAt: Type.Optional(Nullable(DateText)),
+    scopeType: Type.Optional(Nullable(text(50))),
+    scopeId: Type.Optional(Nullable(text())),
+    customId: Type.Optional(Nullable(text())),
+    sourceSystem: Type.Optional(Nullable(text(100))),
+    facetRule: Type.Optional(Nullable(Type.Ref('FacetRule'))),
+  },
+  { $id: 'UpdateRecordInput' },
+);
+export type UpdateRecordInput = Type.Static<typeof UpdateRecordInput>;
+
+export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput' });
+export type UpsertRecordInput = Type.Static<typeof UpsertRecordInput>;
+
+export const BulkUpsertInput = Type.Array(Type.Ref('UpsertRecordInput'), { minItems: 1, maxItems: BULK_MAX });
+
+export const BulkUpsertResult = Type.Object({
+  saved: Type.Integer(),
+  failed: Type.Integer(),
+  results: Type.Object({
+    created: Type.Integer(),
+    updated: Type.Integer(),
+    items: Type.Array(
+      Type.Object({ index: Type.Integer(), ref: Type.String(), id: Type.String(), created: Type.Boolean() }),
+    ),
+  }),
+});
+
+export const BulkDeleteInput = Closed(
+  {
+    ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
+    refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
+  },
+  { $id: 'BulkDeleteInput', description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
+);
+export type BulkDeleteInput = Type.Static<typeof BulkDeleteInput>;
+
+export const RecordListQuery = Closed({
+  ...commonListQuery,
+  recordType: Type.Optional(text(100)),
+  ref: Type.Optional(text()),
+  refPrefix: Type.Optional(text()),
+  customId: Type.Optional(text(200, 'Matched case- and space-insensitively')),
+  sourceSystem: Type.Optional(text(100)),
+  variantId: Type.Optional(text()),
+  batchId: Type.Optional(text()),
+  q: Type.Optional(text(200, 'Substring of ref, customId or recordType')),
+  authorId: Type.Optional(text()),
+  parentType: Type.Optional(text(50)),
+  parentId: Type.Optional(text()),
+  startsAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
+  expiresAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
+  at: Type.Optional(Type.String({ format: 'date-time', description: 'Point in time of the schedule window' })),
+  includeScheduled: Type.Optional(Type.Boolean({ description: 'Include records whose startsAt is after `at`' })),
+  includeExpired: Type.Optional(Type.Boolean({ description: 'Include records whose expiresAt is at or before `at`' })),
+});

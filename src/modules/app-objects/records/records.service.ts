@@ -1,0 +1,256 @@
+/**
+ * Record rules: default status `active`; public callers list only active records inside
+ * their schedule window; owner edits of data/owner; soft delete and restore (admin);
+ * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete.
+ * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
+ * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
+ */
+import type { Sql } from 'sql-template-tag';
+import type { Db, Queryable } from '../../../db/index.ts';
+import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
+import { RECORD } from '../shared/kinds.ts';
+import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
+import * as objects from '../shared/objects.repository.ts';
+import { ObjectService } from '../shared/objects.service.ts';
+import { type AppObject, type Caller, isAdmin } from '../shared/sections.ts';
+import * as repo from './records.repository.ts';
+import type { BulkDeleteInput, CreateRecordInput, UpdateRecordInput, UpsertRecordInput } from './records.schema.ts';
+
+export const RECORD_FILTERS: FilterDefs = {
+  ...COMMON_FILTERS,
+  recordType: { col: 'record_type', op: 'eq' },
+  ref: { col: 'ref', op: 'eq' },
+  refPrefix: { col: 'ref', op: 'prefix' },
+  sourceSystem: { col: 'source_system', op: 'eq' },
+  variantId: { col: 'variant_id', op: 'eq' },
+  batchId: { col: 'batch_id', op: 'eq' },
+  authorId: { col: 'author_id', op: 'eq' },
+  parentType: { col: 'parent_type', op: 'eq' },
+  parentId: { col: 'parent_id', op: 'eq' },
+  startsAt: { col: 'starts_at', op: 'date' },
+  expiresAt: { col: 'expires_at', op: 'date' },
+  q: { col: 'ref', op: 'search', cols: ['ref', 'custom_id', 'record_type'] },
+};
+
+const SPECIFICITY: Record<string, number> = {
+  proof: 50,
+  batch: 40,
+  variant: 30,
+  product: 20,
+  facet: 10,
+  collection: 0,
+};
+const SECTION_COLS = new Set(['data', 'owner', 'admin', 'metadata']);
+
+export const normaliseCustomId = (s: string) => s.trim().replace(/\s+/g, ' ').toLowerCase();
+
+/** Scope from the most specific target given; undefined when none is given. */
+function deriveScope(
+  collectionId: string,
+  r: Record<string, unknown>,
+): { type: string; id: string | null } | undefined {
+  if (typeof r.proofId === 'string') return { type: 'proof', id: r.proofId };
+  if (typeof r.batchId === 'string') return { type: 'batch', id: r.batchId };
+  if (typeof r.variantId === 'string') return { type: 'variant', id: r.variantId };
+  if (typeof r.productId === 'string') return { type: 'product', id: r.productId };
+  if (r.facetRule) return { type: 'facet', id: null };
+  void collectionId;
+  return undefined;
+}
+
+export interface ImportItemError {
+  index: number;
+  ref?: string;
+  message: string;
+}
+
+export class RecordsService extends ObjectService {
+  constructor(db: Db) {
+    super(db, RECORD);
+  }
+
+  /** Input fields → column values, with the derived columns. */
+  private columns(collectionId: string, input: Record<string, unknown>, isCreate: boolean) {
+    const cols: Record<string, Sql> = {};
+    const { singletonPer, ...fields } = input as Record<string, unknown> & { singletonPer?: string };
+    for (const [k, v] of Object.entries(fields)) {
+      if (v === undefined) continue;
+      if (SECTION_COLS.has(k)) cols[k] = objects.value('json', v);
+      else cols[RECORD.fields[k].col] = objects.value(RECORD.fields[k].kind, v);
+    }
+    if (typeof fields.customId === 'string')
+      cols.custom_id_normalized = objects.value('text', normaliseCustomId(fields.customId));
+    const insertOnly: string[] = [];
+    if (fields.scopeType === undefined) {
+      const scope = deriveScope(collectionId, fields);
+      if (scope) {
+        cols.scope_type = objects.value('text', scope.type);
+        if (fields.scopeId === undefined) cols.scope_id = objects.value('text', scope.id);
+        cols.specificity = objects.value('int', SPECIFICITY[scope.type]);
+      } else if (isCreate) {
+        cols.scope_type = objects.value('text', 'collection');
+        if (fields.scopeId === undefined) cols.scope_id = objects.value('text', collectionId);
+        cols.specificity = objects.value('int', 0);
+        insertOnly.push('scope_type', 'scope_id', 'specificity');
+      }
+    } else if (typeof fields.scopeType === 'string') {
+      cols.specificity = objects.value('int', SPECIFICITY[fields.scopeType] ?? 0);
+    }
+    if (singletonPer !== undefined) {
+      const value = singletonPer === 'collection' ? collectionId : fields[singletonPer];
+      if (typeof value !== 'string') {
+        throw badRequest(`singletonPer "${singletonPer}" needs ${singletonPer} to be set`, {
+          fields: ['singletonPer'],
+        });
+      }
+      cols.singleton_key = objects.value('text', `${fields.recordType ?? ''}|${singletonPer}|${value}`);
+    }
+    return { cols, insertOnly };
+  }
+
+  async create(collectionId: string, appId: string, caller: Caller, input: CreateRecordInput): Promise<AppObject> {
+    const values: Record<string, unknown> = { ...input };
+    if (!isAdmin(caller)) {
+      const refused = ['authorId', 'authorType', 'contactId'].filter(
+        (k) => input[k as keyof CreateRecordInput] !== undefined,
+      );
+      if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
+      if (input.visibility === 'admin')
+        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
+      delete values.admin;
+      values.contactId = caller.contactId;
+      values.authorId = caller.userId;
+      values.authorType = 'user';
+    }
+    const { cols } = this.columns(collectionId, values, true);
+    const row = await objects.insertObject(this.db, RECORD, collectionId, appId, newId(RECORD.idPrefix), cols);
+    return this.present(row, caller);
+  }
+
+  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+    const extra: Condition[] = [];
+    if (typeof query.customId === 'string') {
+      extra.push({ col: 'custom_id_normalized', op: 'eq', value: normaliseCustomId(query.customId) });
+    }
+    if (!isAdmin(caller)) extra.push({ col: 'status', op: 'eq', value: 'active' });
+    // The schedule window: always for public callers, for admins when they name a moment.
+    if (!isAdmin(caller) || query.at !== undefined) {
+      const at = query.at ? new Date(query.at as string) : new Date();
+      if (query.includeScheduled !== true) extra.push({ col: 'starts_at', op: 'lteOrNull', value: at });
+      if (query.includeExpired !== true) extra.push({ col: 'expires_at', op: 'gtOrNull', value: at });
+    }
+    return this.listWith(collectionId, appId, caller, query, RECORD_FILTERS, extra);
+  }
+
+  async patch(collectionId: string, appId: string, id: string, caller: Caller, body: UpdateRecordInput) {
+    const built = this.buildPatch(body as Record<string, unknown>, caller);
+    if (isAdmin(caller)) {
+      const { cols } = this.columns(collectionId, body as Record<string, unknown>, false);
+      for (const c of ['custom_id_normalized', 'scope_type', 'scope_id', 'specificity']) {
+        if (cols[c] && !(c in built.patch.columns)) built.patch.columns[c] = cols[c];
+      }
+    }
+    const done = await this.update(this.db, collectionId, appId, id, caller, built);
+    return this.present(done.row, caller);
+  }
+
+  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+    await this.remove(this.db, collectionId, appId, id, caller);
+    return { success: true };
+  }
+
+  async restore(collectionId: string, appId: string, id: string, caller: Caller): Promise<AppObject> {
+    const row = await objects.restore(this.db, RECORD, collectionId, appId, id);
+    if (!row) throw notFound('Record');
+    return this.present(row, caller);
+  }
+
+  async upsertOne(q: Queryable, collectionId: string, appId: string, input: UpsertRecordInput) {
+    const { cols, insertOnly } = this.columns(collectionId, input as Record<string, unknown>, true);
+    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), cols, insertOnly);
+  }
+
+  async upsert(collectionId: string, appId: string, caller: Caller, input: UpsertRecordInput) {
+    const row = await this.upsertOne(this.db, collectionId, appId, input);
+    return { ...this.present(row, caller), created: row.created };
+  }
+
+  /** All or nothing, in one transaction; a failing item is named (index and ref). */
+  async bulkUpsert(collectionId: string, appId: string, items: UpsertRecordInput[]) {
+    const results = await this.db.transaction(async (tx) => {
+      const out: { index: number; ref: string; id: string; created: boolean }[] = [];
+      for (const [index, item] of items.entries()) {
+        try {
+          const row = await this.upsertOne(tx, collectionId, appId, item);
+          out.push({ index, ref: item.ref, id: row.id, created: row.created });
+        } catch (err) {
+          const e = toAppError(err);
+          if (e.statusCode >= 500) throw err;
+          throw new AppError(
+            e.statusCode,
+            e.errorCode,
+            `Item ${index} (ref "${item.ref}"): ${e.message}; nothing was written`,
+            {
+              index,
+              ref: item.ref,
+            },
+          );
+        }
+      }
+      return out;
+    });
+    const created = results.filter((r) => r.created).length;
+    return {
+      saved: results.length,
+      failed: 0,
+      results: { created, updated: results.length - created, items: results },
+    };
+  }
+
+  /**
+   * Each item on its own (the `records.import` task): a bad item is reported and skipped,
+   * the others are saved.
+   */
+  async importItems(
+    collectionId: string,
+    appId: string,
+    items: { index: number; item?: UpsertRecordInput; error?: string }[],
+    progress: (done: number) => Promise<void>,
+    signal?: AbortSignal,
+  ) {
+    const errors: ImportItemError[] = [];
+    let created = 0;
+    let updated = 0;
+    let done = 0;
+    for (const { index, item, error } of items) {
+      if (signal?.aborted) throw new Error('Import interrupted by shutdown; it will be retried');
+      if (error || !item) {
+        errors.push({ index, message: error ?? 'invalid item' });
+      } else {
+        try {
+          const row = await this.upsertOne(this.db, collectionId, appId, item);
+          if (row.created) created++;
+          else updated++;
+        } catch (err) {
+          const e = toAppError(err);
+          if (e.statusCode >= 500) throw err;
+          errors.push({ index, ref: item.ref, message: e.message });
+        }
+      }
+      done++;
+      if (done % 100 === 0) await progress(done);
+    }
+    await progress(done);
+    return { saved: created + updated, failed: errors.length, created, updated, errors };
+  }
+
+  async bulkDelete(collectionId: string, appId: string, input: BulkDeleteInput): Promise<{ deleted: number }> {
+    if (!input.ids?.length && !input.refs?.length) throw badRequest('Give ids and/or refs of the records to delete');
+    return this.db.transaction(async (tx) => {
+      const byId = await objects.softDelete(tx, RECORD, collectionId, appId, input.ids ?? []);
+      const byRef = await repo.softDeleteByRefs(tx, collectionId, appId, input.refs ?? []);
+      return { deleted: byId.length + byRef };
+    });
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * Guards of app-object routes, run in `onRequest`. The zone decides the credential: `admin`
+ * needs an admin credential of the collection; `public` a user token of the collection (an
+ * admin credential is served as admin). Anonymous callers are refused: app objects are
+ * owned by contacts, and the seed has every thread and record route require authentication.
+ */
+import type { FastifyRequest } from 'fastify';
+import { guard } from '../../../platform/auth.ts';
+import { forbidden, unauthorized } from '../../../platform/errors.ts';
+import type { Caller } from './sections.ts';
+
+export async function signedIn(req: FastifyRequest): Promise<void> {
+  await guard.zone(req);
+  if (req.caller.role === 'anonymous') throw unauthorized('A user token (or an admin credential) is required');
+}
+
+/** Operations the original marks "admin only" (summary, history append, bulk writes, restore). */
+export async function adminOnly(req: FastifyRequest): Promise<void> {
+  await signedIn(req);
+  if (req.caller.role !== 'admin') throw forbidden('Only an admin of the collection may perform this operation');
+}
+
+export const callerOf = (req: FastifyRequest): Caller => ({
+  ...(req.caller as Caller),
+  publicZone: (req.params as { zone?: string }).zone === 'public',
+});
+
+/** For POST routes whose body is all optional (summary, aggregate): no body means `{}`. */
+export async function emptyBodyIsObject(req: FastifyRequest): Promise<void> {
+  if (req.body === undefined || req.body === null) req.body = {};
+}

@@ -1,0 +1,150 @@
+/**
+ * List query strings → typed conditions. Every column comes from a whitelist of the kind;
+ * values stay values (bound as parameters by the repository). Operators:
+ * - `status=open` (exact) or `status=in:open,pending`
+ * - dates: `createdAt=gte:2024-01-01T00:00:00Z`, `lte:`, `gt:`, `lt:`, combinable with a comma
+ *   (`gte:A,lte:B`); `null` / `notnull` for nullable dates
+ * - `sort=field:asc|desc` over the kind's sortable fields (default `createdAt:desc`)
+ */
+import { badRequest } from '../../../platform/errors.ts';
+import type { ObjectKind } from './kinds.ts';
+
+export type Condition =
+  | { col: string; op: 'eq' | 'prefix' | 'tag' | 'ne'; value: string }
+  | { col: string; op: 'num'; value: number }
+  | { col: string; op: 'in'; value: string[] }
+  | { col: string; op: 'gte' | 'lte' | 'gt' | 'lt'; value: Date }
+  | { col: string; op: 'null' | 'notnull' }
+  /** `col IS NULL OR col <= value` / `col IS NULL OR col > value`: open-ended windows (startsAt, expiresAt). */
+  | { col: string; op: 'lteOrNull' | 'gtOrNull'; value: Date }
+  | { cols: string[]; op: 'search'; value: string };
+
+export type FilterOp = 'eq' | 'status' | 'num' | 'prefix' | 'tag' | 'date' | 'search';
+/** Query parameter → column and how its value is read. */
+export type FilterDefs = Record<string, { col: string; op: FilterOp; cols?: string[] }>;
+
+export interface Order {
+  col: string;
+  dir: 'ASC' | 'DESC';
+  nullable: boolean;
+}
+
+export interface ListSpec {
+  conditions: Condition[];
+  order: Order;
+  limit: number;
+  offset: number;
+  includeDeleted: boolean;
+}
+
+const NOT_NULL_COLUMNS = new Set(['created_at', 'updated_at', 'status', 'reply_count', 'specificity', 'visibility']);
+export const DEFAULT_LIMIT = 50;
+export const MAX_LIMIT = 500;
+
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+
+export function parseDate(param: string, text: string): Date {
+  const d = new Date(text);
+  if (!ISO_DATE.test(text) || Number.isNaN(d.getTime()) || d.getUTCFullYear() > 9999) {
+    throw badRequest(`${param}: "${text}" is not an ISO 8601 date`, { param });
+  }
+  return d;
+}
+
+export function dateConditions(param: string, col: string, raw: string, nullable: boolean): Condition[] {
+  const out: Condition[] = [];
+  for (const part of raw.split(',')) {
+    const p = part.trim();
+    if ((p === 'null' || p === 'notnull') && nullable) {
+      out.push({ col, op: p });
+      continue;
+    }
+    const m = /^(gte|lte|gt|lt):(.+)$/.exec(p);
+    if (!m) {
+      throw badRequest(`${param} must be gte:<date>, lte:<date>, gt:<date> or lt:<date>, comma-separated`, { param });
+    }
+    out.push({ col, op: m[1] as 'gte', value: parseDate(param, m[2]) });
+  }
+  return out;
+}
+
+export function statusCondition(col: string, raw: string): Condition {
+  if (raw.startsWith('in:')) {
+    const values = raw
+      .slice(3)
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+    if (values.length === 0 || values.length > 50)
+      throw badRequest('status=in: needs 1 to 50 values', { param: 'status' });
+    return { col, op: 'in', value: values };
+  }
+  return { col, op: 'eq', value: raw };
+}
+
+export function parseSort(kind: ObjectKind, raw: string | undefined): Order {
+  const [field, dirText = 'desc'] = (raw ?? 'createdAt:desc').split(':');
+  const col = kind.sortable[field];
+  const dir = dirText.toLowerCase();
+  if (!col || (dir !== 'asc' && dir !== 'desc')) {
+    throw badRequest(`sort must be <field>:asc|desc with field one of ${Object.keys(kind.sortable).join(', ')}`, {
+      param: 'sort',
+    });
+  }
+  return { col, dir: dir === 'asc' ? 'ASC' : 'DESC', nullable: !NOT_NULL_COLUMNS.has(col) };
+}
+
+/** Reads the kind's filters from an (already schema-validated) query object. */
+export function parseList(
+  kind: ObjectKind,
+  defs: FilterDefs,
+  query: Record<string, unknown>,
+  canIncludeDeleted: boolean,
+): ListSpec {
+  const conditions: Condition[] = [];
+  for (const [param, def] of Object.entries(defs)) {
+    const v = query[param];
+    if (v === undefined || v === '') continue;
+    const text = String(v);
+    switch (def.op) {
+      case 'eq':
+      case 'prefix':
+      case 'tag':
+        conditions.push({ col: def.col, op: def.op, value: text });
+        break;
+      case 'status':
+        conditions.push(statusCondition(def.col, text));
+        break;
+      case 'num': {
+        const n = Number(text);
+        if (!Number.isFinite(n)) throw badRequest(`${param} must be a number`, { param });
+        conditions.push({ col: def.col, op: 'num', value: n });
+        break;
+      }
+      case 'date':
+        conditions.push(...dateConditions(param, def.col, text, !NOT_NULL_COLUMNS.has(def.col)));
+        break;
+      case 'search':
+        conditions.push({ cols: def.cols ?? [def.col], op: 'search', value: text });
+        break;
+    }
+  }
+  return {
+    conditions,
+    order: parseSort(kind, query.sort as string | undefined),
+    limit: (query.limit as number | undefined) ?? DEFAULT_LIMIT,
+    offset: (query.offset as number | undefined) ?? 0,
+    includeDeleted: canIncludeDeleted && query.includeDeleted === true,
+  };
+}
+
+/** Filters every kind's list accepts. */
+export const COMMON_FILTERS: FilterDefs = {
+  status: { col: 'status', op: 'status' },
+  createdAt: { col: 'created_at', op: 'date' },
+  updatedAt: { col: 'updated_at', op: 'date' },
+  contactId: { col: 'contact_id', op: 'eq' },
+  productId: { col: 'product_id', op: 'eq' },
+  proofId: { col: 'proof_id', op: 'eq' },
+  visibility: { col: 'visibility', op: 'eq' },
+};

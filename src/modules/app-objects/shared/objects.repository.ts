@@ -1,0 +1,321 @@
+/**
+ * The SQL every object kind shares: insert, find, list, patch (atomic section merge),
+ * soft delete, restore, aggregate. Table and column names come only from the kind tables
+ * in kinds.ts and the whitelists in list-query.ts / aggregate.ts; values are parameters.
+ */
+import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
+import type { Queryable } from '../../../db/index.ts';
+import type { AggregateSpec, MetricName } from './aggregate.ts';
+import type { FieldKind, ObjectKind, Section } from './kinds.ts';
+import type { Condition, ListSpec } from './list-query.ts';
+import type { Caller, Row } from './sections.ts';
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+export function value(kind: FieldKind, v: unknown): Sql {
+  if (v === null || v === undefined) return sql`NULL`;
+  if (kind === 'json') return sql`${JSON.stringify(v)}::jsonb`;
+  if (kind === 'ts') return sql`${v instanceof Date ? v.toISOString() : v}::timestamptz`;
+  return sql`${v}`;
+}
+
+export function renderCondition(c: Condition): Sql {
+  if (c.op === 'search') {
+    const like = `%${escapeLike(c.value)}%`;
+    return sql`(${join(
+      c.cols.map((col) => sql`${raw(col)} ILIKE ${like}`),
+      ' OR ',
+    )})`;
+  }
+  const col = raw(c.col);
+  switch (c.op) {
+    case 'eq':
+    case 'num':
+      return sql`${col} = ${c.value}`;
+    case 'ne':
+      return sql`${col} IS DISTINCT FROM ${c.value}`;
+    case 'in':
+      return sql`${col} IN (${join(c.value)})`;
+    case 'prefix':
+      return sql`${col} LIKE ${`${escapeLike(c.value)}%`}`;
+    case 'tag':
+      return sql`${col} @> ${JSON.stringify([c.value])}::jsonb`;
+    case 'gte':
+      return sql`${col} >= ${c.value.toISOString()}::timestamptz`;
+    case 'lte':
+      return sql`${col} <= ${c.value.toISOString()}::timestamptz`;
+    case 'gt':
+      return sql`${col} > ${c.value.toISOString()}::timestamptz`;
+    case 'lt':
+      return sql`${col} < ${c.value.toISOString()}::timestamptz`;
+    case 'lteOrNull':
+      return sql`(${col} IS NULL OR ${col} <= ${c.value.toISOString()}::timestamptz)`;
+    case 'gtOrNull':
+      return sql`(${col} IS NULL OR ${col} > ${c.value.toISOString()}::timestamptz)`;
+    case 'null':
+      return sql`${col} IS NULL`;
+    case 'notnull':
+      return sql`${col} IS NOT NULL`;
+  }
+}
+
+/** What the caller may see: admins everything (deleted only on request); users public and their own. */
+export function visibleTo(caller: Caller, includeDeleted = false): Sql[] {
+  if (caller.role === 'admin') return includeDeleted ? [] : [sql`deleted_at IS NULL`];
+  return [
+    sql`deleted_at IS NULL`,
+    sql`(visibility = 'public' OR (visibility = 'owner' AND contact_id = ${caller.contactId}))`,
+  ];
+}
+
+const scope = (collectionId: string, appId: string) => [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
+
+export async function insertObject(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+  values: Record<string, Sql>,
+): Promise<Row> {
+  const cols = Object.keys(values);
+  const { rows } = await q.query<Row>(sql`
+    INSERT INTO ${raw(kind.table)} (collection_id, app_id, id${cols.length ? raw(`, ${cols.join(', ')}`) : empty})
+    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join(Object.values(values))}` : empty})
+    RETURNING *`);
+  return rows[0];
+}
+
+export async function findObject(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+): Promise<Row | undefined> {
+  const { rows } = await q.query<Row>(
+    sql`SELECT * FROM ${raw(kind.table)} WHERE ${join([...scope(collectionId, appId), sql`id = ${id}`], ' AND ')}`,
+  );
+  return rows[0];
+}
+
+export async function listObjects(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  caller: Caller,
+  spec: ListSpec,
+  /** A cheaper exact count for this list, when the kind has one; undefined to count rows. */
+  fastCount?: () => Promise<number | undefined>,
+): Promise<{ rows: Row[]; total: number }> {
+  const where = join(
+    [...scope(collectionId, appId), ...visibleTo(caller, spec.includeDeleted), ...spec.conditions.map(renderCondition)],
+    ' AND ',
+  );
+  const { col, dir, nullable } = spec.order;
+  const order = raw(`${col} ${dir}${nullable ? ' NULLS LAST' : ''}, id ${dir}`);
+  // Two statements rather than count(*) OVER (): the page stops after `limit` index entries,
+  // and the count can run as an index-only scan.
+  const page = await q.query<Row>(
+    sql`SELECT * FROM ${raw(kind.table)} WHERE ${where} ORDER BY ${order} LIMIT ${spec.limit} OFFSET ${spec.offset}`,
+  );
+  let total = spec.offset + page.rows.length;
+  if (page.rows.length === spec.limit || (page.rows.length === 0 && spec.offset > 0)) {
+    const fast = fastCount ? await fastCount() : undefined;
+    if (fast !== undefined) {
+      total = fast;
+    } else {
+      const count = await q.query<{ total: number }>(
+        sql`SELECT count(*) AS total FROM ${raw(kind.table)} WHERE ${where}`,
+      );
+      total = count.rows[0].total;
+    }
+  }
+  return { rows: page.rows, total };
+}
+
+export interface SectionPatch {
+  /** Top-level keys to set (merged into the section). */
+  set: Record<string, unknown>;
+  /** Top-level keys to remove (sent as null). */
+  remove: string[];
+}
+
+export interface Patch {
+  /** column → value (already rendered). */
+  columns: Record<string, Sql>;
+  sections: Partial<Record<Section | 'metadata', SectionPatch>>;
+}
+
+/**
+ * One UPDATE statement: columns set, sections merged key by key in SQL (`section || patch`,
+ * minus removed keys), so concurrent patches of different keys never lose each other. The
+ * previous row (as JSON, locked) comes back too, for the audit trail.
+ */
+export async function patchObject(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+  patch: Patch,
+  onlyContactId?: string,
+): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
+  const sets: Sql[] = Object.entries(patch.columns).map(([col, v]) => sql`${raw(col)} = ${v}`);
+  for (const [section, p] of Object.entries(patch.sections)) {
+    if (!p) continue;
+    const s = raw(section);
+    sets.push(
+      sql`${s} = (${s} || ${JSON.stringify(p.set)}::jsonb) - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(p.remove)}::jsonb))`,
+    );
+  }
+  sets.push(sql`updated_at = now()`);
+  const where = [...scope(collectionId, appId), sql`id = ${id}`, sql`deleted_at IS NULL`];
+  if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
+  const t = raw(kind.table);
+  const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
+    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${join(where, ' AND ')} FOR UPDATE)
+    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${join(where, ' AND ')}
+    RETURNING ${t}.*, prev.j AS _previous`);
+  if (!rows[0]) return undefined;
+  const { _previous, ...row } = rows[0];
+  return { row: row as Row, previous: _previous };
+}
+
+export async function softDelete(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  ids: string[],
+  onlyContactId?: string,
+): Promise<Row[]> {
+  if (ids.length === 0) return [];
+  const where = [...scope(collectionId, appId), sql`id IN (${join(ids)})`, sql`deleted_at IS NULL`];
+  if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
+  const { rows } = await q.query<Row>(
+    sql`UPDATE ${raw(kind.table)} SET deleted_at = now(), updated_at = now() WHERE ${join(where, ' AND ')} RETURNING *`,
+  );
+  return rows;
+}
+
+export async function restore(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+): Promise<Row | undefined> {
+  const { rows } = await q.query<Row>(sql`
+    UPDATE ${raw(kind.table)} SET deleted_at = NULL, updated_at = now()
+    WHERE ${join([...scope(collectionId, appId), sql`id = ${id}`], ' AND ')} RETURNING *`);
+  return rows[0];
+}
+
+/** Objects pointing at a parent (a case's related threads and records). */
+export async function childrenOf(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  caller: Caller,
+  parentType: string,
+  parentId: string,
+  limit: number,
+): Promise<Row[]> {
+  const where = [
+    ...scope(collectionId, appId),
+    sql`parent_type = ${parentType}`,
+    sql`parent_id = ${parentId}`,
+    ...visibleTo(caller),
+  ];
+  const { rows } = await q.query<Row>(
+    sql`SELECT * FROM ${raw(kind.table)} WHERE ${join(where, ' AND ')} ORDER BY created_at, id LIMIT ${limit}`,
+  );
+  return rows;
+}
+
+export async function countChildren(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  caller: Caller,
+  parentType: string,
+  parentId: string,
+): Promise<{ count: number; last: Date | null }> {
+  const where = [
+    ...scope(collectionId, appId),
+    sql`parent_type = ${parentType}`,
+    sql`parent_id = ${parentId}`,
+    ...visibleTo(caller),
+  ];
+  const { rows } = await q.query<{ count: number; last: Date | null }>(
+    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(kind.table)} WHERE ${join(where, ' AND ')}`,
+  );
+  return rows[0];
+}
+
+const CLOSE_SECONDS = 'extract(epoch FROM closed_at - created_at)';
+const METRIC_SQL: Record<MetricName, string> = {
+  count: 'count(*)',
+  avg_close_time_seconds: `avg(${CLOSE_SECONDS}) FILTER (WHERE closed_at IS NOT NULL)`,
+  p50_close_time_seconds: `percentile_cont(0.5) WITHIN GROUP (ORDER BY ${CLOSE_SECONDS}) FILTER (WHERE closed_at IS NOT NULL)`,
+  p95_close_time_seconds: `percentile_cont(0.95) WITHIN GROUP (ORDER BY ${CLOSE_SECONDS}) FILTER (WHERE closed_at IS NOT NULL)`,
+  total_replies: 'coalesce(sum(reply_count), 0)',
+  avg_replies: 'avg(reply_count)',
+};
+
+export const AGGREGATE_GROUP_LIMIT = 1000;
+
+export async function aggregate(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  caller: Caller,
+  spec: AggregateSpec,
+): Promise<{
+  totals: Record<string, number | null>;
+  groups?: Record<string, unknown>[];
+  timeSeries?: Record<string, unknown>[];
+}> {
+  const where = join(
+    [...scope(collectionId, appId), ...visibleTo(caller), ...spec.conditions.map(renderCondition)],
+    ' AND ',
+  );
+  const metrics = raw(spec.metrics.map((m) => `${METRIC_SQL[m]} AS ${m}`).join(', '));
+  const t = raw(kind.table);
+  const totals = (await q.query<Record<string, number | null>>(sql`SELECT ${metrics} FROM ${t} WHERE ${where}`))
+    .rows[0];
+  let groups: Record<string, unknown>[] | undefined;
+  if (spec.groupBy.length > 0) {
+    const cols = spec.groupBy.map((g, i) => `${g.col} AS g${i}`).join(', ');
+    const by = spec.groupBy.map((_g, i) => `${i + 1}`).join(', ');
+    const { rows } = await q.query<Record<string, unknown>>(
+      sql`SELECT ${raw(cols)}, ${metrics} FROM ${t} WHERE ${where} GROUP BY ${raw(by)} ORDER BY count DESC, ${raw(by)} LIMIT ${AGGREGATE_GROUP_LIMIT}`,
+    );
+    groups = rows.map((r) => {
+      const g: Record<string, unknown> = {};
+      spec.groupBy.forEach((def, i) => {
+        g[def.name] = r[`g${i}`];
+      });
+      for (const m of spec.metrics) g[m] = r[m];
+      return g;
+    });
+  }
+  let timeSeries: Record<string, unknown>[] | undefined;
+  if (spec.timeSeries) {
+    const col = raw(spec.timeSeries.col);
+    const { rows } = await q.query<Record<string, unknown> & { period: Date }>(sql`
+      SELECT date_trunc(${spec.timeSeries.interval}, ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS period, ${metrics}
+      FROM ${t} WHERE ${where} AND ${col} IS NOT NULL GROUP BY 1 ORDER BY 1 LIMIT ${AGGREGATE_GROUP_LIMIT}`);
+    timeSeries = rows.map((r) => {
+      const p: Record<string, unknown> = { period: r.period.toISOString() };
+      for (const m of spec.metrics) p[m] = r[m];
+      return p;
+    });
+  }
+  return { totals, groups, timeSeries };
+}

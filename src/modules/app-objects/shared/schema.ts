@@ -1,0 +1,131 @@
+/** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
+import { type TSchema, Type } from 'typebox';
+import { SLUG_PATTERN } from '../../../platform/ids.ts';
+import { Closed, CollectionIdParam, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { INTERVALS } from './aggregate.ts';
+import type { ObjectKind } from './kinds.ts';
+import { MAX_LIMIT } from './list-query.ts';
+
+export const Zone = Type.Union([Type.Literal('admin'), Type.Literal('public')], {
+  description: '`admin` (admin credential of the collection) or `public` (user token; admins too)',
+});
+export const AppIdParam = Type.String({ pattern: SLUG_PATTERN, description: 'The app id' });
+export const ObjectIdParam = Type.String({ minLength: 1, maxLength: 100 });
+
+export const AppParams = Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam });
+export const objectParams = (name: string) =>
+  Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam, [name]: ObjectIdParam });
+
+export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owner'), Type.Literal('admin')], {
+  description: '`public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`.',
+});
+
+export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
+export const DateText = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp' });
+
+/** The part of every list's query string that is the same for all kinds. */
+export const commonListQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: 50 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  sort: Type.Optional(text(50, '`field:asc|desc`, default `createdAt:desc`')),
+  status: Type.Optional(text(1000, 'Exact status, or `in:a,b,c`')),
+  createdAt: Type.Optional(text(200, '`gte:<date>`, `lte:<date>`, `gt:`, `lt:`; comma-combinable')),
+  updatedAt: Type.Optional(text(200, 'As createdAt')),
+  contactId: Type.Optional(text()),
+  productId: Type.Optional(text()),
+  proofId: Type.Optional(text()),
+  visibility: Type.Optional(Visibility),
+  includeDeleted: Type.Optional(Type.Boolean({ description: 'Admins only: include soft-deleted objects' })),
+};
+
+export const listOf = (ref: string) =>
+  Type.Object({
+    data: Type.Array(Type.Ref(ref)),
+    pagination: Type.Object({
+      total: Type.Integer(),
+      limit: Type.Integer(),
+      offset: Type.Integer(),
+      hasMore: Type.Boolean(),
+    }),
+  });
+
+export const AggregateRequest = Type.Object(
+  {
+    filters: Type.Optional(OpenObject({ description: 'Field filters, e.g. {status: "open", created_at: {gte}}' })),
+    groupBy: Type.Optional(Type.Array(text(50), { maxItems: 5 })),
+    metrics: Type.Optional(Type.Array(text(50), { maxItems: 10 })),
+    timeSeriesField: Type.Optional(text(50)),
+    timeSeriesInterval: Type.Optional(Type.Union(INTERVALS.map((i) => Type.Literal(i)))),
+  },
+  {
+    $id: 'AggregateRequest',
+    additionalProperties: true,
+    description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
+  },
+);
+
+export const AggregateResponse = Type.Object(
+  {
+    groups: Type.Optional(Type.Array(OpenObject())),
+    timeSeries: Type.Optional(Type.Array(OpenObject())),
+    count: Type.Number(),
+    avg_close_time_seconds: Type.Optional(Nullable(Type.Number())),
+    p50_close_time_seconds: Type.Optional(Nullable(Type.Number())),
+    p95_close_time_seconds: Type.Optional(Nullable(Type.Number())),
+    total_replies: Type.Optional(Nullable(Type.Number())),
+    avg_replies: Type.Optional(Nullable(Type.Number())),
+  },
+  { $id: 'AggregateResponse' },
+);
+
+export const FacetRule = Closed(
+  {
+    all: Type.Array(Closed({ facetKey: text(100), anyOf: Type.Array(text(200), { maxItems: 100 }) }), { maxItems: 50 }),
+  },
+  { $id: 'FacetRule' },
+);
+
+export const ReplyEntry = Type.Object(
+  { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
+  { $id: 'ReplyEntry', additionalProperties: true },
+);
+
+/**
+ * Nullable response fields as JSON Schema type arrays rather than anyOf: the serializer picks
+ * a branch of an anyOf by running a validator on every value, a type array by `typeof`.
+ */
+const nullableOf = <T>(type: 'string' | 'number' | 'object', extra: Record<string, unknown> = {}) =>
+  Type.Unsafe<T | null>({ type: [type, 'null'], ...extra });
+const NullableText = () => nullableOf<string>('string');
+const NullableNumber = () => nullableOf<number>('number');
+const NullableJson = () => nullableOf<Record<string, unknown>>('object', { additionalProperties: true });
+
+/** An object's response schema, generated from its kind so that it lists every field. */
+export function objectSchema(id: string, kind: ObjectKind, special: Record<string, TSchema> = {}) {
+  const props: Record<string, TSchema> = {
+    id: Type.String(),
+    orgId: Type.String(),
+    collectionId: Type.String(),
+    appId: Type.String(),
+  };
+  for (const [name, def] of Object.entries(kind.fields)) {
+    props[name] =
+      special[name] ??
+      (def.kind === 'num' || def.kind === 'int'
+        ? NullableNumber()
+        : def.kind === 'json'
+          ? NullableJson()
+          : NullableText());
+  }
+  props.visibility = Visibility;
+  props.status = Type.String();
+  props.createdAt = Type.String();
+  props.updatedAt = Type.String();
+  props.deletedAt = NullableText();
+  props.data = OpenObject({ description: 'Seen by everyone who can see the object' });
+  props.owner = Type.Optional(OpenObject({ description: 'Seen by the owner and admins only' }));
+  props.admin = Type.Optional(OpenObject({ description: 'Seen by admins only' }));
+  return Type.Object(props, { $id: id });
+}
+
+export const SuccessResponse = Type.Object({ success: Type.Boolean() });

@@ -1,0 +1,96 @@
+/** Thread rules: public create (author and owner from the token), owner edits, soft delete, atomic replies. */
+import type { Db } from '../../../db/index.ts';
+import { badRequest, conflict, forbidden, notFound } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
+import { THREAD } from '../shared/kinds.ts';
+import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
+import * as objects from '../shared/objects.repository.ts';
+import { ObjectService } from '../shared/objects.service.ts';
+import { type AppObject, type Caller, canSee, isAdmin } from '../shared/sections.ts';
+import * as repo from './threads.repository.ts';
+import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
+
+export const THREAD_FILTERS: FilterDefs = {
+  ...COMMON_FILTERS,
+  slug: { col: 'slug', op: 'eq' },
+  authorId: { col: 'author_id', op: 'eq' },
+  parentType: { col: 'parent_type', op: 'eq' },
+  parentId: { col: 'parent_id', op: 'eq' },
+  tag: { col: 'tags', op: 'tag' },
+};
+
+export class ThreadsService extends ObjectService {
+  constructor(
+    db: Db,
+    private readonly maxReplies: number,
+  ) {
+    super(db, THREAD);
+  }
+
+  async create(collectionId: string, appId: string, caller: Caller, input: CreateThreadInput): Promise<AppObject> {
+    const values: Record<string, unknown> = { ...input };
+    if (!isAdmin(caller)) {
+      const refused = ['authorId', 'authorType', 'contactId'].filter(
+        (k) => input[k as keyof CreateThreadInput] !== undefined,
+      );
+      if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
+      if (input.visibility === 'admin')
+        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
+      delete values.admin;
+      values.contactId = caller.contactId;
+      values.authorId = caller.userId;
+      values.authorType = 'user';
+    }
+    const cols: Record<string, ReturnType<typeof objects.value>> = {};
+    for (const [k, v] of Object.entries(values)) {
+      if (v === undefined) continue;
+      if (k === 'data' || k === 'owner' || k === 'admin') cols[k] = objects.value('json', v);
+      else cols[THREAD.fields[k].col] = objects.value(THREAD.fields[k].kind, v);
+    }
+    const row = await objects.insertObject(this.db, THREAD, collectionId, appId, newId(THREAD.idPrefix), cols);
+    return this.present(row, caller);
+  }
+
+  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+    return this.listWith(collectionId, appId, caller, query, THREAD_FILTERS);
+  }
+
+  async patch(collectionId: string, appId: string, id: string, caller: Caller, body: UpdateThreadInput) {
+    const built = this.buildPatch(body as Record<string, unknown>, caller);
+    const done = await this.update(this.db, collectionId, appId, id, caller, built);
+    return this.present(done.row, caller);
+  }
+
+  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+    await this.remove(this.db, collectionId, appId, id, caller);
+    return { success: true };
+  }
+
+  /** Anyone who can see the thread may reply; a user's reply carries their own identity. */
+  async reply(collectionId: string, appId: string, id: string, caller: Caller, input: ReplyInput): Promise<AppObject> {
+    const { at: _ignored, ...extra } = input as Record<string, unknown>;
+    const entry: Record<string, unknown> & { at: string } = { ...extra, at: new Date().toISOString() };
+    if (isAdmin(caller)) {
+      entry.authorId = input.authorId ?? caller.actorId;
+      entry.authorType = input.authorType ?? 'admin';
+    } else {
+      if (input.authorId !== undefined && input.authorId !== caller.userId) {
+        throw badRequest('authorId of a user’s reply is the user of the token', { fields: ['authorId'] });
+      }
+      entry.authorId = caller.userId;
+      entry.authorType = 'user';
+    }
+    const row = await repo.appendReply(this.db, collectionId, appId, id, caller, entry, this.maxReplies);
+    if (row) return this.present(row, caller);
+    // Tell "full" apart from "not there" (404) and "not yours to see" (401), as other writes do.
+    const existing = await repo.findThread(this.db, collectionId, appId, id);
+    if (!existing || existing.deleted_at !== null || (!isAdmin(caller) && existing.visibility === 'admin')) {
+      throw notFound('Thread');
+    }
+    if (!canSee(caller, existing)) throw forbidden('Only users who can see this thread may reply to it');
+    if ((existing.reply_count as number) >= this.maxReplies) {
+      throw conflict(`This thread has reached its limit of ${this.maxReplies} replies`);
+    }
+    throw conflict('The thread changed while replying; retry');
+  }
+}

@@ -1,0 +1,370 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+let alice: { authorization: string };
+let bob: { authorization: string };
+
+const admin = (c: TestCollection) => `/admin/collection/${c.id}/app/catalog/records`;
+const pub = (c: TestCollection) => `/public/collection/${c.id}/app/catalog/records`;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  a = await t.createCollection();
+  b = await t.createCollection();
+  alice = bearer(await t.userToken(a.id, 'alice', 'contact-alice'));
+  bob = bearer(await t.userToken(a.id, 'bob', 'contact-bob'));
+});
+afterAll(() => t.close());
+
+async function create(headers: Record<string, string>, payload: Record<string, unknown>, base = admin(a)) {
+  const res = await t.inject({ method: 'POST', url: base, headers, payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+const refs = async (qs: string, headers: Record<string, string>, base = admin(a)) => {
+  const res = await t.inject({ method: 'GET', url: `${base}${qs}`, headers });
+  expect(res.statusCode, res.body).toBe(200);
+  return res
+    .json()
+    .data.map((r: { ref: string }) => r.ref)
+    .sort();
+};
+
+describe('create and read', () => {
+  it('creates with every field; status defaults to active; derived fields are set', async () => {
+    const r = await create(a.auth, {
+      recordType: 'warranty',
+      visibility: 'public',
+      ref: 'W-1',
+      productId: 'prod-1',
+      variantId: 'var-1',
+      customId: '  ABC 123 ',
+      sourceSystem: 'erp',
+      contactId: 'contact-alice',
+      parentType: 'case',
+      parentId: 'case_1',
+      startsAt: '2020-01-01T00:00:00.000Z',
+      facetRule: { all: [{ facetKey: 'color', anyOf: ['red'] }] },
+      data: { months: 24 },
+      owner: { serial: 'S1' },
+      admin: { cost: 3 },
+      metadata: { imported: true },
+    });
+    expect(r).toMatchObject({
+      status: 'active',
+      recordType: 'warranty',
+      ref: 'W-1',
+      scopeType: 'variant',
+      scopeId: 'var-1',
+      specificity: 30,
+      customId: '  ABC 123 ',
+      customIdNormalized: 'abc 123',
+      startsAt: '2020-01-01T00:00:00.000Z',
+      expiresAt: null,
+      facetRule: { all: [{ facetKey: 'color', anyOf: ['red'] }] },
+      metadata: { imported: true },
+      admin: { cost: 3 },
+      singletonKey: null,
+    });
+    expect(r.id).toMatch(/^rec_/);
+    const asAlice = await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: alice });
+    expect(asAlice.json().owner).toEqual({ serial: 'S1' });
+    expect(asAlice.json().admin).toBeUndefined();
+    const asBob = await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: bob });
+    expect(asBob.json().owner).toBeUndefined();
+    const plain = await create(alice, { data: { x: 1 } }, pub(a));
+    expect(plain).toMatchObject({
+      scopeType: 'collection',
+      scopeId: a.id,
+      specificity: 0,
+      authorId: 'alice',
+      contactId: 'contact-alice',
+    });
+  });
+
+  it('refuses bad input, duplicate refs, missing and foreign credentials', async () => {
+    for (const payload of [
+      { startsAt: 'soon' },
+      { facetRule: { all: 'x' } },
+      { nope: 1 },
+      { singletonPer: 'contactId' },
+    ]) {
+      expect(
+        (await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload })).statusCode,
+        JSON.stringify(payload),
+      ).toBe(400);
+    }
+    await create(a.auth, { ref: 'DUP' });
+    const dup = await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload: { ref: 'DUP' } });
+    expect(dup.statusCode).toBe(409);
+    expect(
+      (await t.inject({ method: 'POST', url: pub(a), headers: alice, payload: { contactId: 'x' } })).statusCode,
+    ).toBe(400);
+    expect((await t.inject({ method: 'POST', url: admin(a), payload: {} })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'POST', url: admin(a), headers: b.auth, payload: {} })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: `${admin(b)}?ref=DUP`, headers: b.auth })).json().data).toHaveLength(
+      0,
+    );
+  });
+
+  it('singletonPer keeps one live record per key', async () => {
+    await create(a.auth, { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' });
+    const again = await t.inject({
+      method: 'POST',
+      url: admin(a),
+      headers: a.auth,
+      payload: { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' },
+    });
+    expect(again.statusCode).toBe(409);
+  });
+});
+
+describe('lists', () => {
+  it('filters as the original; public callers see only active records in their window', async () => {
+    await create(a.auth, {
+      ref: 'L-active',
+      recordType: 'doc',
+      visibility: 'public',
+      sourceSystem: 'crm',
+      batchId: 'b1',
+    });
+    await create(a.auth, { ref: 'L-draft', recordType: 'doc', visibility: 'public', status: 'draft' });
+    await create(a.auth, {
+      ref: 'L-future',
+      recordType: 'doc',
+      visibility: 'public',
+      startsAt: '2999-01-01T00:00:00Z',
+    });
+    await create(a.auth, {
+      ref: 'L-expired',
+      recordType: 'doc',
+      visibility: 'public',
+      expiresAt: '2001-01-01T00:00:00Z',
+    });
+    expect(await refs('?recordType=doc', a.auth)).toEqual(['L-active', 'L-draft', 'L-expired', 'L-future']);
+    expect(await refs('?recordType=doc', bob, pub(a))).toEqual(['L-active']);
+    expect(await refs('?recordType=doc&status=draft', bob, pub(a))).toEqual([]);
+    expect(await refs('?recordType=doc&includeScheduled=true&includeExpired=true', bob, pub(a))).toEqual([
+      'L-active',
+      'L-expired',
+      'L-future',
+    ]);
+    expect(await refs('?recordType=doc&at=2999-06-01T00:00:00Z', a.auth)).toEqual(['L-active', 'L-draft', 'L-future']);
+    expect(await refs('?recordType=doc&status=in:draft,active', a.auth)).toEqual([
+      'L-active',
+      'L-draft',
+      'L-expired',
+      'L-future',
+    ]);
+    expect(await refs('?refPrefix=L-f', a.auth)).toEqual(['L-future']);
+    expect(await refs('?q=expir', a.auth)).toEqual(['L-expired']);
+    expect(await refs('?sourceSystem=crm&batchId=b1', a.auth)).toEqual(['L-active']);
+    expect(await refs('?recordType=doc&startsAt=notnull', a.auth)).toEqual(['L-future']);
+    expect(await refs('?customId=abc%20123', a.auth)).toEqual(['W-1']);
+    const future = new Date(Date.now() + 60_000).toISOString();
+    expect(await refs(`?recordType=doc&createdAt=gte:${future}`, a.auth)).toEqual([]);
+    expect(await refs(`?recordType=doc&createdAt=lte:${future}&sort=ref:asc&limit=2&offset=1`, a.auth)).toEqual([
+      'L-draft',
+      'L-expired',
+    ]);
+    const page = await t.inject({ method: 'GET', url: `${admin(a)}?recordType=doc&limit=2&offset=1`, headers: a.auth });
+    expect(page.json().pagination).toEqual({ total: 4, limit: 2, offset: 1, hasMore: true });
+    for (const qs of [
+      '?at=tomorrow',
+      '?status=in:',
+      '?updatedAt=gte:2020-13-45',
+      '?sort=data:asc',
+      '?includeScheduled=maybe',
+    ]) {
+      expect((await t.inject({ method: 'GET', url: `${admin(a)}${qs}`, headers: a.auth })).statusCode, qs).toBe(400);
+    }
+  });
+});
+
+describe('update, delete, restore', () => {
+  it('owner edits data/owner only; admin anything; restore brings a record back', async () => {
+    const r = await create(alice, { data: { a: 1 } }, pub(a));
+    const ok = await t.inject({
+      method: 'PATCH',
+      url: `${pub(a)}/${r.id}`,
+      headers: alice,
+      payload: { data: { b: 2 } },
+    });
+    expect(ok.json().data).toEqual({ a: 1, b: 2 });
+    const bad = await t.inject({
+      method: 'PATCH',
+      url: `${pub(a)}/${r.id}`,
+      headers: alice,
+      payload: { status: 'x', metadata: {} },
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().details.fields).toEqual(['status', 'metadata']);
+    const adm = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/${r.id}`,
+      headers: a.auth,
+      payload: { proofId: 'proof-9', metadata: { m: 1 }, customId: 'X Y' },
+    });
+    expect(adm.json()).toMatchObject({
+      proofId: 'proof-9',
+      scopeType: 'proof',
+      specificity: 50,
+      customIdNormalized: 'x y',
+      metadata: { m: 1 },
+    });
+    expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${r.id}`, headers: bob })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: bob })).statusCode).toBe(404);
+    expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${r.id}`, headers: alice })).json()).toEqual({
+      success: true,
+    });
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: alice })).statusCode).toBe(404);
+    expect((await t.inject({ method: 'POST', url: `${pub(a)}/${r.id}/restore`, headers: alice })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'POST', url: `${admin(a)}/${r.id}/restore`, headers: b.auth })).statusCode).toBe(
+      401,
+    );
+    expect((await t.inject({ method: 'POST', url: `${admin(b)}/${r.id}/restore`, headers: b.auth })).statusCode).toBe(
+      404,
+    );
+    const restored = await t.inject({ method: 'POST', url: `${admin(a)}/${r.id}/restore`, headers: a.auth });
+    expect(restored.statusCode).toBe(200);
+    expect(restored.json().deletedAt).toBeNull();
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${r.id}`, headers: alice })).statusCode).toBe(200);
+  });
+});
+
+describe('upsert and bulk', () => {
+  it('upsert creates then updates by ref, merging sections', async () => {
+    const first = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/upsert`,
+      headers: a.auth,
+      payload: { ref: 'U-1', data: { a: 1 }, productId: 'p' },
+    });
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json()).toMatchObject({ created: true, ref: 'U-1', scopeType: 'product' });
+    const second = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/upsert`,
+      headers: a.auth,
+      payload: { ref: 'U-1', data: { b: 2 }, status: 'archived' },
+    });
+    expect(second.json()).toMatchObject({
+      created: false,
+      id: first.json().id,
+      data: { a: 1, b: 2 },
+      status: 'archived',
+      scopeType: 'product',
+    });
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/upsert`, headers: a.auth, payload: { data: {} } }))
+        .statusCode,
+    ).toBe(400);
+    expect(
+      (await t.inject({ method: 'POST', url: `${pub(a)}/upsert`, headers: alice, payload: { ref: 'x' } })).statusCode,
+    ).toBe(401);
+    expect((await t.inject({ method: 'POST', url: `${admin(a)}/upsert`, payload: { ref: 'x' } })).statusCode).toBe(401);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/upsert`, headers: b.auth, payload: { ref: 'x' } }))
+        .statusCode,
+    ).toBe(401);
+  });
+
+  it('bulk-upsert writes all in one transaction', async () => {
+    const items = Array.from({ length: 500 }, (_, i) => ({ ref: `B-${i}`, recordType: 'bulk', data: { i } }));
+    const res = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: items });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ saved: 500, failed: 0, results: { created: 500, updated: 0 } });
+    const again = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/bulk-upsert`,
+      headers: a.auth,
+      payload: items.slice(0, 3),
+    });
+    expect(again.json().results).toMatchObject({ created: 0, updated: 3 });
+    const tooMany = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/bulk-upsert`,
+      headers: a.auth,
+      payload: [...items, { ref: 'B-500' }],
+    });
+    expect(tooMany.statusCode).toBe(400);
+  });
+
+  it('a bulk-upsert with one invalid item writes nothing and names the item', async () => {
+    const items = [{ ref: 'N-0' }, { ref: 'N-1' }, { ref: 'N-2', startsAt: 'not a date' }, { ref: 'N-3' }];
+    const res = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: items });
+    expect(res.statusCode).toBe(400);
+    expect(JSON.stringify(res.json().details)).toContain('body.2.startsAt');
+    // An item the schema accepts but the database refuses (a NUL character in jsonb) rolls back the items before it.
+    const late = [{ ref: 'N-0' }, { ref: 'N-1' }, { ref: 'N-2', data: { text: 'a\u0000b' } }];
+    const refused = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: late });
+    expect(refused.statusCode, refused.body).toBe(400);
+    expect(refused.json().details).toMatchObject({ index: 2, ref: 'N-2' });
+    expect(refused.json().message).toContain('Item 2');
+    const list = await t.inject({
+      method: 'GET',
+      url: `${admin(a)}?refPrefix=N-&includeDeleted=true`,
+      headers: a.auth,
+    });
+    expect(list.json().data).toHaveLength(0);
+  });
+
+  it('bulk-delete soft-deletes by ids and refs', async () => {
+    const one = await create(a.auth, { ref: 'D-1' });
+    await create(a.auth, { ref: 'D-2' });
+    await create(a.auth, { ref: 'D-3' });
+    const res = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/bulk-delete`,
+      headers: a.auth,
+      payload: { ids: [one.id], refs: ['D-2', 'missing'] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ deleted: 2 });
+    expect(await refs('?refPrefix=D-', a.auth)).toEqual(['D-3']);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/bulk-delete`, headers: a.auth, payload: {} })).statusCode,
+    ).toBe(400);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/bulk-delete`, headers: a.auth, payload: { ids: 'x' } }))
+        .statusCode,
+    ).toBe(400);
+    expect(
+      (await t.inject({ method: 'POST', url: `${pub(a)}/bulk-delete`, headers: alice, payload: { refs: ['D-3'] } }))
+        .statusCode,
+    ).toBe(401);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/bulk-delete`, headers: b.auth, payload: { refs: ['D-3'] } }))
+        .statusCode,
+    ).toBe(401);
+    const foreign = await t.inject({
+      method: 'POST',
+      url: `${admin(b)}/bulk-delete`,
+      headers: b.auth,
+      payload: { refs: ['D-3'] },
+    });
+    expect(foreign.json()).toEqual({ deleted: 0 });
+  });
+
+  it('aggregates records by record_type', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/aggregate`,
+      headers: a.auth,
+      payload: { record_type: 'bulk', groupBy: ['record_type'] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ count: 500, groups: [{ record_type: 'bulk', count: 500 }] });
+    const bad = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/aggregate`,
+      headers: a.auth,
+      payload: { metrics: ['avg_replies'] },
+    });
+    expect(bad.statusCode).toBe(400);
+  });
+});

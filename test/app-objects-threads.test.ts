@@ -1,0 +1,270 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+let alice: { authorization: string };
+let bob: { authorization: string };
+
+const admin = (c: TestCollection) => `/admin/collection/${c.id}/app/forum/threads`;
+const pub = (c: TestCollection) => `/public/collection/${c.id}/app/forum/threads`;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  a = await t.createCollection();
+  b = await t.createCollection();
+  alice = bearer(await t.userToken(a.id, 'alice', 'contact-alice'));
+  bob = bearer(await t.userToken(a.id, 'bob', 'contact-bob'));
+});
+afterAll(() => t.close());
+
+async function create(headers: Record<string, string>, payload: Record<string, unknown>, base = pub(a)) {
+  const res = await t.inject({ method: 'POST', url: base, headers, payload });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+describe('threads', () => {
+  it('creates with every field; public author and owner come from the token', async () => {
+    const th = await create(alice, {
+      visibility: 'public',
+      slug: 'hello',
+      title: 'Hello',
+      body: { text: 'first' },
+      tags: ['intro', 'help'],
+      parentType: 'case',
+      parentId: 'case_x',
+      productId: 'p1',
+      data: { d: 1 },
+      owner: { o: 1 },
+      admin: { a: 1 },
+    });
+    expect(th).toMatchObject({
+      visibility: 'public',
+      slug: 'hello',
+      title: 'Hello',
+      status: 'open',
+      authorId: 'alice',
+      authorType: 'user',
+      contactId: 'contact-alice',
+      parentType: 'case',
+      parentId: 'case_x',
+      replyCount: 0,
+      lastReplyAt: null,
+      body: { text: 'first' },
+      replies: [],
+      tags: ['intro', 'help'],
+      data: { d: 1 },
+      owner: { o: 1 },
+    });
+    expect(th.admin).toBeUndefined();
+    expect(th.id).toMatch(/^thr_/);
+    const adminView = await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth });
+    expect(adminView.json().admin).toEqual({});
+  });
+
+  it('refuses bad input, missing and foreign credentials', async () => {
+    for (const payload of [{ tags: 'x' }, { title: 5 }, { nope: 1 }, { tags: Array(51).fill('t') }]) {
+      expect((await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload })).statusCode).toBe(400);
+    }
+    expect(
+      (await t.inject({ method: 'POST', url: pub(a), headers: alice, payload: { authorId: 'mallory' } })).statusCode,
+    ).toBe(400);
+    expect((await t.inject({ method: 'POST', url: pub(a), payload: {} })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'POST', url: admin(a), headers: b.auth, payload: {} })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: admin(a), headers: b.auth })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url: pub(a) })).statusCode).toBe(401);
+  });
+
+  it('lists with the original filters and visibility', async () => {
+    await create(alice, { visibility: 'public', slug: 'f-1', tags: ['red'], parentType: 'product', parentId: 'p9' });
+    await create(alice, { visibility: 'owner', slug: 'f-2', tags: ['blue'] });
+    await create(a.auth, { visibility: 'admin', slug: 'f-3', tags: ['red'] }, admin(a));
+    const slugs = async (qs: string, headers: Record<string, string>, base = pub(a)) => {
+      const res = await t.inject({ method: 'GET', url: `${base}${qs}`, headers });
+      expect(res.statusCode, res.body).toBe(200);
+      return res
+        .json()
+        .data.map((x: { slug: string }) => x.slug)
+        .filter((s: string) => s?.startsWith('f-'))
+        .sort();
+    };
+    expect(await slugs('', alice)).toEqual(['f-1', 'f-2']);
+    expect(await slugs('', bob)).toEqual(['f-1']);
+    expect(await slugs('', a.auth, admin(a))).toEqual(['f-1', 'f-2', 'f-3']);
+    expect(await slugs('?tag=red', a.auth, admin(a))).toEqual(['f-1', 'f-3']);
+    expect(await slugs('?parentType=product&parentId=p9', bob)).toEqual(['f-1']);
+    expect(await slugs('?authorId=alice&slug=f-2', alice)).toEqual(['f-2']);
+    const sorted = await t.inject({ method: 'GET', url: `${admin(a)}?sort=slug:asc&limit=2`, headers: a.auth });
+    expect(sorted.json().pagination).toMatchObject({ limit: 2, offset: 0, hasMore: true });
+    for (const qs of [
+      '?sort=password:asc',
+      '?sort=slug:sideways',
+      '?limit=501',
+      '?limit=-1',
+      '?createdAt=yesterday',
+      '?unknown=1',
+    ]) {
+      const res = await t.inject({ method: 'GET', url: `${admin(a)}${qs}`, headers: a.auth });
+      expect(res.statusCode, qs).toBe(400);
+    }
+  });
+
+  it('owner updates body, tags, data and owner; other fields are a 400', async () => {
+    const th = await create(alice, { title: 'T', body: { text: 'a' } });
+    const ok = await t.inject({
+      method: 'PATCH',
+      url: `${pub(a)}/${th.id}`,
+      headers: alice,
+      payload: { body: { text: 'b' }, tags: ['x'], data: { k: 1 } },
+    });
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.json()).toMatchObject({ body: { text: 'b' }, tags: ['x'], data: { k: 1 } });
+    const bad = await t.inject({
+      method: 'PATCH',
+      url: `${pub(a)}/${th.id}`,
+      headers: alice,
+      payload: { title: 'new', status: 'closed' },
+    });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().details.fields).toEqual(['title', 'status']);
+    const adminOk = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/${th.id}`,
+      headers: a.auth,
+      payload: { title: 'new', status: 'closed' },
+    });
+    expect(adminOk.json()).toMatchObject({ title: 'new', status: 'closed' });
+    expect(
+      (await t.inject({ method: 'PATCH', url: `${pub(a)}/${th.id}`, headers: bob, payload: { data: {} } })).statusCode,
+    ).toBe(401);
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${th.id}`, headers: bob })).statusCode).toBe(404);
+  });
+
+  it('soft delete hides the thread', async () => {
+    const th = await create(alice, { visibility: 'public' });
+    expect((await t.inject({ method: 'DELETE', url: `${pub(a)}/${th.id}`, headers: bob })).statusCode).toBe(401);
+    const del = await t.inject({ method: 'DELETE', url: `${pub(a)}/${th.id}`, headers: alice });
+    expect(del.json()).toEqual({ success: true });
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/${th.id}`, headers: alice })).statusCode).toBe(404);
+    expect(
+      (await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth })).json().deletedAt,
+    ).not.toBeNull();
+    expect(
+      (await t.inject({ method: 'POST', url: `${pub(a)}/${th.id}/reply`, headers: alice, payload: {} })).statusCode,
+    ).toBe(404);
+  });
+});
+
+describe('replies', () => {
+  it('appends {at, authorId, authorType, ...extra}; users cannot speak for others', async () => {
+    const th = await create(alice, { visibility: 'public' });
+    const r = await t.inject({
+      method: 'POST',
+      url: `${pub(a)}/${th.id}/reply`,
+      headers: bob,
+      payload: { text: 'hi', at: 'fake' },
+    });
+    expect(r.statusCode, r.body).toBe(200);
+    expect(r.json().replyCount).toBe(1);
+    expect(r.json().replies[0]).toMatchObject({ authorId: 'bob', authorType: 'user', text: 'hi' });
+    expect(r.json().replies[0].at).not.toBe('fake');
+    expect(r.json().lastReplyAt).toBe(r.json().replies[0].at);
+    const spoof = await t.inject({
+      method: 'POST',
+      url: `${pub(a)}/${th.id}/reply`,
+      headers: bob,
+      payload: { authorId: 'alice' },
+    });
+    expect(spoof.statusCode).toBe(400);
+    const asAdmin = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/${th.id}/reply`,
+      headers: a.auth,
+      payload: { authorId: 'agent-7', authorType: 'agent', text: 'hello' },
+    });
+    expect(asAdmin.json().replies[1]).toMatchObject({ authorId: 'agent-7', authorType: 'agent' });
+    const hidden = await create(alice, { visibility: 'owner' });
+    expect(
+      (await t.inject({ method: 'POST', url: `${pub(a)}/${hidden.id}/reply`, headers: bob, payload: {} })).statusCode,
+    ).toBe(401);
+    expect((await t.inject({ method: 'POST', url: `${pub(a)}/${hidden.id}/reply`, payload: {} })).statusCode).toBe(401);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(b)}/${hidden.id}/reply`, headers: b.auth, payload: {} }))
+        .statusCode,
+    ).toBe(404);
+    expect(
+      (await t.inject({ method: 'POST', url: `${pub(a)}/${hidden.id}/reply`, headers: alice, payload: [] })).statusCode,
+    ).toBe(400);
+  });
+
+  it('50 concurrent replies give replyCount 50 and 50 stored replies', async () => {
+    const th = await create(alice, { visibility: 'public' });
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        t.inject({ method: 'POST', url: `${pub(a)}/${th.id}/reply`, headers: i % 2 ? alice : bob, payload: { n: i } }),
+      ),
+    );
+    expect(results.map((r) => r.statusCode)).toEqual(Array(50).fill(200));
+    const stored = (await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth })).json();
+    expect(stored.replyCount).toBe(50);
+    expect(stored.replies).toHaveLength(50);
+    expect(new Set(stored.replies.map((r: { n: number }) => r.n)).size).toBe(50);
+  });
+
+  it('a thread full of replies answers 409 (APP_THREAD_MAX_REPLIES)', async () => {
+    // The limit comes from config; a service with a limit of 2 on the same database shows it.
+    const { AppObjectsService } = await import('../src/modules/app-objects/index.ts');
+    const small = new AppObjectsService(t.testDb.db, { ...t.config, env: { APP_THREAD_MAX_REPLIES: '2' } });
+    const caller = { role: 'admin', actorId: 'k' } as const;
+    const th = await small.threads.create(a.id, 'forum', caller, {});
+    await small.threads.reply(a.id, 'forum', th.id as string, caller, {});
+    await small.threads.reply(a.id, 'forum', th.id as string, caller, {});
+    await expect(small.threads.reply(a.id, 'forum', th.id as string, caller, {})).rejects.toMatchObject({
+      statusCode: 409,
+      errorCode: 'CONFLICT',
+    });
+    const stored = await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth });
+    expect(stored.json().replyCount).toBe(2);
+  });
+});
+
+describe('aggregate', () => {
+  it('counts threads with reply metrics, groups and time series; unknown names are a 400', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/aggregate`,
+      headers: a.auth,
+      payload: {
+        groupBy: ['status'],
+        metrics: ['count', 'reply_count'],
+        timeSeriesField: 'created_at',
+        timeSeriesInterval: 'day',
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const body = res.json();
+    expect(body.count).toBeGreaterThan(0);
+    expect(body.total_replies).toBeGreaterThanOrEqual(50);
+    expect(body.groups.reduce((n: number, g: { count: number }) => n + g.count, 0)).toBe(body.count);
+    expect(body.timeSeries[0].period).toMatch(/T00:00:00.000Z$/);
+    for (const payload of [
+      { groupBy: ['password'] },
+      { metrics: ['sum(1)'] },
+      { timeSeriesField: 'x' },
+      { filters: { nope: 1 } },
+      { timeSeriesInterval: 'decade' },
+    ]) {
+      const bad = await t.inject({ method: 'POST', url: `${admin(a)}/aggregate`, headers: a.auth, payload });
+      expect(bad.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const asBob = await t.inject({ method: 'POST', url: `${pub(a)}/aggregate`, headers: bob, payload: {} });
+    expect(asBob.statusCode).toBe(200);
+    expect(asBob.json().count).toBeLessThan(body.count);
+    expect(
+      (await t.inject({ method: 'POST', url: `${admin(a)}/aggregate`, headers: b.auth, payload: {} })).statusCode,
+    ).toBe(401);
+    expect((await t.inject({ method: 'POST', url: `${pub(a)}/aggregate`, payload: {} })).statusCode).toBe(401);
+  });
+});
