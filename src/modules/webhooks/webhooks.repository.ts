@@ -1,0 +1,311 @@
+/** All SQL of the webhooks module: registrations, the event outbox, deliveries, attempts. */
+import sql, { join, raw } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+
+export interface WebhookRow {
+  collection_id: string;
+  id: string;
+  url: string;
+  events: string[];
+  active: boolean;
+  description: string | null;
+  secret: string;
+  consecutive_failures: number;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  collection_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempt_count: number;
+  retries_left: number;
+  next_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+  total?: number;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  trigger: string;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: string;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+const WEBHOOK_COLUMNS = raw(
+  'collection_id, id, url, events, active, description, secret, consecutive_failures, disabled_at, disabled_reason, created_at, updated_at',
+);
+const DELIVERY_COLUMNS = raw(
+  'd.collection_id, d.id, d.webhook_id, d.event_id, e.type AS event_type, d.status, d.attempt_count, d.retries_left, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at',
+);
+
+export async function insertWebhook(
+  db: Queryable,
+  collectionId: string,
+  w: { id: string; url: string; events: string[]; active: boolean; description: string | null; secret: string },
+): Promise<WebhookRow> {
+  const { rows } = await db.query<WebhookRow>(sql`
+    INSERT INTO webhooks (collection_id, id, url, events, active, description, secret)
+    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${w.active}, ${w.description}, ${w.secret})
+    RETURNING ${WEBHOOK_COLUMNS}`);
+  return rows[0];
+}
+
+export async function countWebhooks(db: Queryable, collectionId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    sql`SELECT count(*) AS n FROM webhooks WHERE collection_id = ${collectionId}`,
+  );
+  return rows[0].n;
+}
+
+export async function listWebhooks(db: Queryable, collectionId: string): Promise<WebhookRow[]> {
+  const { rows } = await db.query<WebhookRow>(
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} ORDER BY created_at, id`,
+  );
+  return rows;
+}
+
+export async function findWebhook(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  forUpdate = false,
+): Promise<WebhookRow | undefined> {
+  const { rows } = await db.query<WebhookRow>(
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id} ${raw(forUpdate ? 'FOR UPDATE' : '')}`,
+  );
+  return rows[0];
+}
+
+export async function updateWebhook(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  patch: {
+    url?: string;
+    events?: string[];
+    description?: string | null;
+    active?: boolean;
+    /** Re-enabling: clears the failure count and the disabled marks. */
+    reenable?: boolean;
+    secret?: string;
+  },
+): Promise<WebhookRow | undefined> {
+  const sets = [sql`updated_at = now()`];
+  if (patch.url !== undefined) sets.push(sql`url = ${patch.url}`);
+  if (patch.events !== undefined) sets.push(sql`events = ${JSON.stringify(patch.events)}::jsonb`);
+  if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
+  if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
+  if (patch.reenable) sets.push(sql`consecutive_failures = 0, disabled_at = NULL, disabled_reason = NULL`);
+  if (patch.secret !== undefined) sets.push(sql`secret = ${patch.secret}`);
+  const { rows } = await db.query<WebhookRow>(sql`
+    UPDATE webhooks SET ${join(sets, ', ')}
+    WHERE collection_id = ${collectionId} AND id = ${id}
+    RETURNING ${WEBHOOK_COLUMNS}`);
+  return rows[0];
+}
+
+export async function deleteWebhook(db: Queryable, collectionId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(sql`DELETE FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id}`);
+  return rowCount > 0;
+}
+
+/** Active registrations subscribed to an event type. */
+export async function subscribers(db: Queryable, collectionId: string, type: string): Promise<{ id: string }[]> {
+  const { rows } = await db.query<{ id: string }>(sql`
+    SELECT id FROM webhooks
+    WHERE collection_id = ${collectionId} AND active AND events @> ${JSON.stringify([type])}::jsonb`);
+  return rows;
+}
+
+export async function insertEvent(
+  db: Queryable,
+  collectionId: string,
+  e: { id: string; type: string; body: string; createdAt: Date },
+): Promise<void> {
+  await db.query(sql`
+    INSERT INTO webhook_events (collection_id, id, type, body, created_at)
+    VALUES (${collectionId}, ${e.id}, ${e.type}, ${e.body}, ${e.createdAt})`);
+}
+
+export async function insertDelivery(
+  db: Queryable,
+  collectionId: string,
+  d: { id: string; webhookId: string; eventId: string; retries: number },
+): Promise<void> {
+  await db.query(sql`
+    INSERT INTO webhook_deliveries (collection_id, id, webhook_id, event_id, retries_left, next_attempt_at)
+    VALUES (${collectionId}, ${d.id}, ${d.webhookId}, ${d.eventId}, ${d.retries}, now())`);
+}
+
+/** What one attempt needs: the delivery, its event's body, its registration. */
+export interface DeliveryWork {
+  delivery: DeliveryRow;
+  body: string;
+  webhook: WebhookRow;
+}
+
+export async function loadDeliveryWork(
+  db: Queryable,
+  collectionId: string,
+  deliveryId: string,
+): Promise<DeliveryWork | undefined> {
+  const { rows } = await db.query<DeliveryRow & { body: string }>(sql`
+    SELECT ${DELIVERY_COLUMNS}, e.body
+    FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
+  const r = rows[0];
+  if (!r) return undefined;
+  const webhook = await findWebhook(db, collectionId, r.webhook_id);
+  if (!webhook) return undefined;
+  const { body, ...delivery } = r;
+  return { delivery, body, webhook };
+}
+
+export async function lockDelivery(db: Queryable, collectionId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}
+    FOR UPDATE OF d`);
+  return rows[0];
+}
+
+export async function insertAttempt(
+  db: Queryable,
+  collectionId: string,
+  a: {
+    deliveryId: string;
+    webhookId: string;
+    attempt: number;
+    trigger: string;
+    startedAt: Date;
+    durationMs: number;
+    statusCode: number | null;
+    outcome: string;
+    error: string | null;
+    responseExcerpt: string | null;
+  },
+): Promise<void> {
+  await db.query(sql`
+    INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
+      status_code, outcome, error, response_excerpt)
+    VALUES (${collectionId}, ${a.deliveryId}, ${a.attempt}, ${a.webhookId}, ${a.trigger}, ${a.startedAt}, ${a.durationMs},
+      ${a.statusCode}, ${a.outcome}, ${a.error}, ${a.responseExcerpt})
+    ON CONFLICT DO NOTHING`);
+}
+
+export async function updateDelivery(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  d: {
+    status: DeliveryRow['status'];
+    attemptCount?: number;
+    retriesLeft?: number;
+    nextAttemptAt: Date | null;
+    lastStatusCode?: number | null;
+    lastError?: string | null;
+  },
+): Promise<void> {
+  const sets = [sql`updated_at = now()`, sql`status = ${d.status}`, sql`next_attempt_at = ${d.nextAttemptAt}`];
+  if (d.attemptCount !== undefined) sets.push(sql`attempt_count = ${d.attemptCount}`);
+  if (d.retriesLeft !== undefined) sets.push(sql`retries_left = ${d.retriesLeft}`);
+  if (d.lastStatusCode !== undefined) sets.push(sql`last_status_code = ${d.lastStatusCode}`);
+  if (d.lastError !== undefined) sets.push(sql`last_error = ${d.lastError}`);
+  await db.query(
+    sql`UPDATE webhook_deliveries SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}`,
+  );
+}
+
+/** Success resets the count; returns the registration's state after the change. */
+export async function recordSuccess(db: Queryable, collectionId: string, webhookId: string): Promise<void> {
+  await db.query(sql`
+    UPDATE webhooks SET consecutive_failures = 0
+    WHERE collection_id = ${collectionId} AND id = ${webhookId} AND consecutive_failures <> 0`);
+}
+
+/** Counts one more failure and disables the registration when it reaches `limit`. */
+export async function recordFailure(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  limit: number,
+  reason: string,
+): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
+  const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
+    UPDATE webhooks SET
+      consecutive_failures = consecutive_failures + 1,
+      active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
+      disabled_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE disabled_at END,
+      disabled_reason = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN ${reason} ELSE disabled_reason END,
+      updated_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE updated_at END
+    WHERE collection_id = ${collectionId} AND id = ${webhookId}
+    RETURNING active, consecutive_failures`);
+  return rows[0];
+}
+
+export async function listDeliveries(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  q: { status?: string; eventType?: string; limit: number; offset: number },
+): Promise<{ rows: DeliveryRow[]; total: number }> {
+  const where = [sql`d.collection_id = ${collectionId}`, sql`d.webhook_id = ${webhookId}`];
+  if (q.status) where.push(sql`d.status = ${q.status}`);
+  if (q.eventType) where.push(sql`e.type = ${q.eventType}`);
+  const from = sql`FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE ${join(where, ' AND ')}`;
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS}, count(*) OVER () AS total ${from}
+    ORDER BY d.created_at DESC, d.id DESC LIMIT ${q.limit} OFFSET ${q.offset}`);
+  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
+  const count = await db.query<{ total: number }>(sql`SELECT count(*) AS total ${from}`);
+  return { rows, total: count.rows[0].total };
+}
+
+export async function findDelivery(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE d.collection_id = ${collectionId} AND d.webhook_id = ${webhookId} AND d.id = ${deliveryId}`);
+  return rows[0];
+}
+
+export async function attemptsOf(db: Queryable, collectionId: string, deliveryIds: string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const { rows } = await db.query<AttemptRow>(sql`
+    SELECT delivery_id, attempt, trigger, started_at, duration_ms, status_code, outcome, error, response_excerpt
+    FROM webhook_attempts
+    WHERE collection_id = ${collectionId} AND delivery_id IN (${join(deliveryIds)})
+    ORDER BY delivery_id, attempt`);
+  return rows;
+}
+
+/** Pending deliveries of a registration that is being deleted or disabled. */
+export async function cancelPending(db: Queryable, collectionId: string, webhookId: string, reason: string): Promise<void> {
+  await db.query(sql`
+    UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
+    WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'`);
+}
