@@ -10,7 +10,9 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { LinksService, linksRoutes } from './modules/links/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
+import { WebhooksService, webhooksRoutes } from './modules/webhooks/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { registerOpenApi } from './platform/openapi.ts';
@@ -27,6 +29,8 @@ export interface AppDeps {
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
+  links: LinksService;
+  webhooks: WebhooksService;
 }
 
 declare module 'fastify' {
@@ -54,7 +58,10 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const services: Services = {
     collections: new CollectionsService(db, config),
     locations: new LocationsService(db),
+    links: new LinksService(db, config, app.log),
+    webhooks: new WebhooksService(db, config, app.log),
   };
+  services.links.useEvents(services.webhooks);
   app.decorate('services', services);
 
   registerErrorHandling(app);
@@ -98,6 +105,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     async (scoped) => {
       await scoped.register(collectionsRoutes, { service: services.collections });
       await scoped.register(locationsRoutes, { service: services.locations });
+      await scoped.register(linksRoutes, { service: services.links });
+      await scoped.register(webhooksRoutes, { service: services.webhooks });
     },
     { prefix: config.basePath },
   );

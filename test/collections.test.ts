@@ -9,13 +9,28 @@ afterAll(() => t.close());
 
 describe('collections (super admin)', () => {
   it('creates, refuses a duplicate id, and lists', async () => {
-    const res = await t.inject({ method: 'POST', url: '/platform/collections', headers: superAuth, payload: { id: 'acme', name: 'Acme' } });
+    const res = await t.inject({
+      method: 'POST',
+      url: '/platform/collections',
+      headers: superAuth,
+      payload: { id: 'acme', name: 'Acme' },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toMatchObject({ id: 'acme', name: 'Acme' });
-    const dup = await t.inject({ method: 'POST', url: '/platform/collections', headers: superAuth, payload: { id: 'acme', name: 'Again' } });
+    const dup = await t.inject({
+      method: 'POST',
+      url: '/platform/collections',
+      headers: superAuth,
+      payload: { id: 'acme', name: 'Again' },
+    });
     expect(dup.statusCode).toBe(409);
     expect(dup.json().errorCode).toBe('CONFLICT');
-    const gen = await t.inject({ method: 'POST', url: '/platform/collections', headers: superAuth, payload: { name: 'Generated' } });
+    const gen = await t.inject({
+      method: 'POST',
+      url: '/platform/collections',
+      headers: superAuth,
+      payload: { name: 'Generated' },
+    });
     expect(gen.json().id).toMatch(/^col_/);
     const list = await t.inject({ method: 'GET', url: '/platform/collections', headers: superAuth });
     expect(list.json().items.map((c: { id: string }) => c.id)).toEqual(expect.arrayContaining(['acme', gen.json().id]));
@@ -44,7 +59,12 @@ describe('collections (super admin)', () => {
 describe('admin API keys', () => {
   it('shows the key once, lists without secrets, and revokes at once', async () => {
     const a = await t.createCollection();
-    const created = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/api-keys`, headers: a.auth, payload: { name: 'second' } });
+    const created = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/api-keys`,
+      headers: a.auth,
+      payload: { name: 'second' },
+    });
     expect(created.statusCode).toBe(200);
     const { key, id, prefix } = created.json();
     expect(key).toMatch(/^ck_[A-Za-z0-9_-]{43}$/);
@@ -54,9 +74,17 @@ describe('admin API keys', () => {
     expect(list.body).not.toContain(key);
     expect(list.json().items).toHaveLength(2);
     // Both header forms work.
-    const viaHeader = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: { 'x-api-key': key } });
+    const viaHeader = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/api-keys`,
+      headers: { 'x-api-key': key },
+    });
     expect(viaHeader.statusCode).toBe(200);
-    const revoked = await t.inject({ method: 'DELETE', url: `/admin/collection/${a.id}/api-keys/${id}`, headers: a.auth });
+    const revoked = await t.inject({
+      method: 'DELETE',
+      url: `/admin/collection/${a.id}/api-keys/${id}`,
+      headers: a.auth,
+    });
     expect(revoked.statusCode).toBe(200);
     expect(revoked.json().revokedAt).toBeTruthy();
     const after = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: bearer(key) });
@@ -72,14 +100,23 @@ describe('admin API keys', () => {
     expect(list.json().errorCode).toBe('FORBIDDEN');
     const keys = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: a.auth });
     const victim = keys.json().items[0].id;
-    const revoke = await t.inject({ method: 'DELETE', url: `/admin/collection/${b.id}/api-keys/${victim}`, headers: b.auth });
+    const revoke = await t.inject({
+      method: 'DELETE',
+      url: `/admin/collection/${b.id}/api-keys/${victim}`,
+      headers: b.auth,
+    });
     expect(revoke.statusCode).toBe(404);
     const stillWorks = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: a.auth });
     expect(stillWorks.statusCode).toBe(200);
   });
 
   it('answers 404 to the super admin for a collection that does not exist', async () => {
-    const res = await t.inject({ method: 'POST', url: '/admin/collection/nope/api-keys', headers: superAuth, payload: { name: 'x' } });
+    const res = await t.inject({
+      method: 'POST',
+      url: '/admin/collection/nope/api-keys',
+      headers: superAuth,
+      payload: { name: 'x' },
+    });
     expect(res.statusCode).toBe(404);
   });
 });
@@ -97,19 +134,41 @@ describe('user tokens', () => {
     expect(res.statusCode).toBe(200);
     const { token, expiresAt } = res.json();
     expect(Date.parse(expiresAt) - Date.now()).toBeGreaterThan(100_000);
-    const asAdmin = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: bearer(token) });
+    const asAdmin = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/api-keys`,
+      headers: bearer(token),
+    });
     expect(asAdmin.statusCode).toBe(401);
-    const other = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/user-tokens`, headers: b.auth, payload: { userId: 'u' } });
+    const other = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/user-tokens`,
+      headers: b.auth,
+      payload: { userId: 'u' },
+    });
     expect(other.statusCode).toBe(401);
     const tampered = `${token.slice(0, -2)}xx`;
-    const bad = await t.inject({ method: 'GET', url: `/public/collection/${a.id}/location/none`, headers: bearer(tampered) });
+    const bad = await t.inject({
+      method: 'GET',
+      url: `/public/collection/${a.id}/location/none`,
+      headers: bearer(tampered),
+    });
     expect(bad.statusCode).toBe(401);
-    const badTtl = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/user-tokens`, headers: a.auth, payload: { userId: 'u', ttlSeconds: 1 } });
+    const badTtl = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/user-tokens`,
+      headers: a.auth,
+      payload: { userId: 'u', ttlSeconds: 1 },
+    });
     expect(badTtl.statusCode).toBe(400);
   });
 
   it('refuses a super admin key that is only a prefix of the real one', async () => {
-    const res = await t.inject({ method: 'GET', url: '/platform/collections', headers: bearer(SUPER_KEY.slice(0, -1)) });
+    const res = await t.inject({
+      method: 'GET',
+      url: '/platform/collections',
+      headers: bearer(SUPER_KEY.slice(0, -1)),
+    });
     expect(res.statusCode).toBe(401);
   });
 });

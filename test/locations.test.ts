@@ -15,7 +15,13 @@ beforeAll(async () => {
     method: 'POST',
     url: '/platform/location',
     headers: superAuth,
-    payload: { name: 'Eiffel Tower', category: 'landmark', countryCode: 'fr', countryName: 'France', description: 'Iron lattice tower' },
+    payload: {
+      name: 'Eiffel Tower',
+      category: 'landmark',
+      countryCode: 'fr',
+      countryName: 'France',
+      description: 'Iron lattice tower',
+    },
   });
   expect(g.statusCode).toBe(200);
   globalId = g.json().locationId;
@@ -40,9 +46,19 @@ beforeAll(async () => {
     ['Munich Outlet', 'DE'],
     ['Amsterdam Store', 'NL'],
   ]) {
-    await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/location`, headers: a.auth, payload: { name, countryCode: cc, category: 'store' } });
+    await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/location`,
+      headers: a.auth,
+      payload: { name, countryCode: cc, category: 'store' },
+    });
   }
-  await t.inject({ method: 'POST', url: `/admin/collection/${b.id}/location`, headers: b.auth, payload: { name: 'Berlin Secret Lab' } });
+  await t.inject({
+    method: 'POST',
+    url: `/admin/collection/${b.id}/location`,
+    headers: b.auth,
+    payload: { name: 'Berlin Secret Lab' },
+  });
 });
 afterAll(() => t.close());
 
@@ -69,7 +85,12 @@ describe('create', () => {
   it('needs super admin with features.adminApps for global locations', async () => {
     const noFeature = await createTestApp({ SUPER_ADMIN_FEATURES: '' });
     try {
-      const res = await noFeature.inject({ method: 'POST', url: '/platform/location', headers: superAuth, payload: { name: 'x' } });
+      const res = await noFeature.inject({
+        method: 'POST',
+        url: '/platform/location',
+        headers: superAuth,
+        payload: { name: 'x' },
+      });
       expect(res.statusCode).toBe(401);
       expect(res.json().errorCode).toBe('FORBIDDEN');
     } finally {
@@ -94,7 +115,12 @@ describe('create', () => {
       { name: 'x', unknownField: true },
       { name: 'x'.repeat(301) },
     ]) {
-      const res = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/location`, headers: a.auth, payload });
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/location`,
+        headers: a.auth,
+        payload,
+      });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
       expect(res.json().errorCode).toBe('VALIDATION_FAILED');
     }
@@ -104,10 +130,20 @@ describe('create', () => {
   it('refuses missing and foreign credentials', async () => {
     const none = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/location`, payload: { name: 'x' } });
     expect(none.statusCode).toBe(401);
-    const foreign = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/location`, headers: b.auth, payload: { name: 'x' } });
+    const foreign = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/location`,
+      headers: b.auth,
+      payload: { name: 'x' },
+    });
     expect(foreign.statusCode).toBe(401);
     const token = await t.userToken(a.id, 'u1');
-    const user = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}/location`, headers: bearer(token), payload: { name: 'x' } });
+    const user = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/location`,
+      headers: bearer(token),
+      payload: { name: 'x' },
+    });
     expect(user.statusCode).toBe(401);
   });
 });
@@ -124,14 +160,20 @@ describe('search', () => {
   });
 
   it('serves the same search at /location and /location/search', async () => {
-    const atRoot = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/location?q=store`, headers: a.auth });
+    const atRoot = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/location?q=store`,
+      headers: a.auth,
+    });
     const atSearch = await search('?q=store');
     expect(atRoot.statusCode).toBe(200);
     expect(atRoot.json()).toEqual(atSearch.json());
   });
 
   it('matches q case-insensitively on name and description, and tolerates a small typo', async () => {
-    expect((await search('?q=BERLIN')).json().items.map((l: { name: string }) => l.name)).toEqual(['Berlin Flagship Store']);
+    expect((await search('?q=BERLIN')).json().items.map((l: { name: string }) => l.name)).toEqual([
+      'Berlin Flagship Store',
+    ]);
     expect((await search('?q=largest')).json().count).toBe(1);
     expect((await search('?q=berln')).json().items[0]?.name).toBe('Berlin Flagship Store');
     expect((await search('?q=zzzzqqq')).json()).toEqual({ items: [], count: 0 });
@@ -155,7 +197,15 @@ describe('search', () => {
   });
 
   it('refuses bad query parameters', async () => {
-    for (const qs of ['?limit=0', '?limit=101', '?limit=abc', '?sort=evil', '?offset=-1', `?q=${'x'.repeat(201)}`, '?unknown=1']) {
+    for (const qs of [
+      '?limit=0',
+      '?limit=101',
+      '?limit=abc',
+      '?sort=evil',
+      '?offset=-1',
+      `?q=${'x'.repeat(201)}`,
+      '?unknown=1',
+    ]) {
       const res = await search(qs);
       expect(res.statusCode, qs).toBe(400);
     }
@@ -182,9 +232,17 @@ describe('public reads', () => {
 
   it('refuses a user token of another collection instead of serving it anonymously', async () => {
     const token = await t.userToken(b.id, 'u1');
-    const res = await t.inject({ method: 'GET', url: `/public/collection/${a.id}/location/${ownId}`, headers: bearer(token) });
+    const res = await t.inject({
+      method: 'GET',
+      url: `/public/collection/${a.id}/location/${ownId}`,
+      headers: bearer(token),
+    });
     expect(res.statusCode).toBe(401);
-    const own = await t.inject({ method: 'GET', url: `/public/collection/${b.id}/location/${globalId}`, headers: bearer(token) });
+    const own = await t.inject({
+      method: 'GET',
+      url: `/public/collection/${b.id}/location/${globalId}`,
+      headers: bearer(token),
+    });
     expect(own.statusCode).toBe(200);
   });
 });

@@ -71,13 +71,25 @@ export class WebhookSender {
     try {
       target = new URL(url);
     } catch {
-      return done({ outcome: 'failed', statusCode: null, error: 'invalid URL', responseExcerpt: null, retryAfterMs: null });
+      return done({
+        outcome: 'failed',
+        statusCode: null,
+        error: 'invalid URL',
+        responseExcerpt: null,
+        retryAfterMs: null,
+      });
     }
     if (!this.options.allowPrivateNetworks) {
       const literal = literalHostReason(target.hostname);
       if (literal) {
         const refusal = new RefusedAddressError(target.hostname, literal.address, literal.reason);
-        return done({ outcome: 'refused', statusCode: null, error: refusal.message, responseExcerpt: null, retryAfterMs: null });
+        return done({
+          outcome: 'refused',
+          statusCode: null,
+          error: refusal.message,
+          responseExcerpt: null,
+          retryAfterMs: null,
+        });
       }
     }
     try {
@@ -97,13 +109,23 @@ export class WebhookSender {
       return done({
         outcome: ok ? 'succeeded' : 'failed',
         statusCode: res.statusCode,
-        error: ok ? null : res.statusCode >= 300 && res.statusCode < 400 ? 'redirect not followed' : `HTTP ${res.statusCode}`,
+        error: ok
+          ? null
+          : res.statusCode >= 300 && res.statusCode < 400
+            ? 'redirect not followed'
+            : `HTTP ${res.statusCode}`,
         responseExcerpt: excerpt,
         retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
       const { refused, message } = describe(err);
-      return done({ outcome: refused ? 'refused' : 'failed', statusCode: null, error: message, responseExcerpt: null, retryAfterMs: null });
+      return done({
+        outcome: refused ? 'refused' : 'failed',
+        statusCode: null,
+        error: message,
+        responseExcerpt: null,
+        retryAfterMs: null,
+      });
     }
   }
 

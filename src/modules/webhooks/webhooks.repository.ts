@@ -177,7 +177,11 @@ export async function loadDeliveryWork(
   return { delivery, body, webhook };
 }
 
-export async function lockDelivery(db: Queryable, collectionId: string, deliveryId: string): Promise<DeliveryRow | undefined> {
+export async function lockDelivery(
+  db: Queryable,
+  collectionId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
   const { rows } = await db.query<DeliveryRow>(sql`
     SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
@@ -304,7 +308,12 @@ export async function attemptsOf(db: Queryable, collectionId: string, deliveryId
 }
 
 /** Pending deliveries of a registration that is being deleted or disabled. */
-export async function cancelPending(db: Queryable, collectionId: string, webhookId: string, reason: string): Promise<void> {
+export async function cancelPending(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  reason: string,
+): Promise<void> {
   await db.query(sql`
     UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
     WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'`);

@@ -25,13 +25,24 @@ async function collectionAdminKey(req: FastifyRequest): Promise<void> {
   req.caller = { role: 'admin', actorId: p.keyId };
 }
 
-const conflictResponse = { ...Type.Ref('ErrorBody'), description: 'Conflict: the registration is not active, or the limit is reached' };
+const conflictResponse = {
+  ...Type.Ref('ErrorBody'),
+  description: 'Conflict: the registration is not active, or the limit is reached',
+};
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksService }> = async (app, { service }) => {
   app.decorateRequest('webhookCollectionId', '');
-  for (const schema of [S.CreateWebhookBody, S.UpdateWebhookBody, S.Webhook, S.WebhookList, S.Delivery, S.DeliveryPage]) {
+  for (const schema of [
+    S.CreateWebhookBody,
+    S.UpdateWebhookBody,
+    S.Webhook,
+    S.WebhookList,
+    S.Delivery,
+    S.DeliveryPage,
+  ]) {
     app.addSchema(schema);
   }
+  app.addHook('onClose', () => service.close());
   const tags = ['webhooks'];
   const webhook = { 200: Type.Ref('Webhook'), ...errorResponses };
   const opts = { onRequest: collectionAdminKey };

@@ -36,7 +36,9 @@ export const UpdateWebhookBody = Closed(
   {
     url: Type.Optional(Url),
     events: Type.Optional(Events),
-    active: Type.Optional(Type.Boolean({ description: 'true re-enables a disabled registration and resets its failure count' })),
+    active: Type.Optional(
+      Type.Boolean({ description: 'true re-enables a disabled registration and resets its failure count' }),
+    ),
     description: Type.Optional(Nullable(Description)),
   },
   { $id: 'UpdateWebhookBody', minProperties: 1 },

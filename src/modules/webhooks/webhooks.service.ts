@@ -255,7 +255,12 @@ export class WebhooksService {
     trigger: DeliverPayload['trigger'],
   ): Promise<string> {
     const createdAt = new Date();
-    const envelope: EventEnvelope = { type: e.type, id: newId('evt'), created_at: createdAt.toISOString(), data: e.data };
+    const envelope: EventEnvelope = {
+      type: e.type,
+      id: newId('evt'),
+      created_at: createdAt.toISOString(),
+      data: e.data,
+    };
     await repo.insertEvent(q, collectionId, {
       id: envelope.id,
       type: e.type,
@@ -363,7 +368,9 @@ export class WebhooksService {
     if (!work) return { skipped: 'delivery or registration no longer exists' };
     const { delivery, webhook, body } = work;
     if (delivery.status !== 'pending' || delivery.attempt_count !== payload.attempt - 1) {
-      return { skipped: `attempt ${payload.attempt} is stale (delivery ${delivery.status}, ${delivery.attempt_count} attempts)` };
+      return {
+        skipped: `attempt ${payload.attempt} is stale (delivery ${delivery.status}, ${delivery.attempt_count} attempts)`,
+      };
     }
     if (!webhook.active) {
       await repo.updateDelivery(db, collectionId, delivery.id, {
@@ -415,7 +422,10 @@ export class WebhooksService {
       `${limit} consecutive failed delivery attempts; last: ${result.error ?? 'failed'}`,
     );
     if (state && !state.active && state.consecutive_failures >= limit) {
-      this.log.warn({ collectionId, webhookId: d.webhook_id }, 'webhook registration disabled after consecutive failures');
+      this.log.warn(
+        { collectionId, webhookId: d.webhook_id },
+        'webhook registration disabled after consecutive failures',
+      );
       await repo.cancelPending(tx, collectionId, d.webhook_id, 'registration disabled');
     }
     if (state?.active && d.retries_left > 0) {
