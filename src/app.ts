@@ -10,6 +10,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
+import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { LinksService, linksRoutes } from './modules/links/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { WebhooksService, webhooksRoutes } from './modules/webhooks/index.ts';
@@ -31,6 +32,8 @@ export interface Services {
   locations: LocationsService;
   links: LinksService;
   webhooks: WebhooksService;
+  /** The job engine: modules register their tasks on it in buildApp. */
+  jobs: JobEngine;
 }
 
 declare module 'fastify' {
@@ -60,9 +63,17 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     locations: new LocationsService(db),
     links: new LinksService(db, config, app.log),
     webhooks: new WebhooksService(db, config, app.log),
+    jobs: new JobEngine(db, config, app.log),
   };
   services.links.useEvents(services.webhooks);
+  services.webhooks.useJobs(services.jobs);
   app.decorate('services', services);
+  // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
+  // could not finish) before any onClose hook closes the database.
+  if (config.role !== 'api') {
+    app.addHook('onReady', () => services.jobs.start());
+    app.addHook('preClose', () => services.jobs.stop());
+  }
 
   registerErrorHandling(app);
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
@@ -107,6 +118,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       await scoped.register(locationsRoutes, { service: services.locations });
       await scoped.register(linksRoutes, { service: services.links });
       await scoped.register(webhooksRoutes, { service: services.webhooks });
+      await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },
   );

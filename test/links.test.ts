@@ -217,7 +217,7 @@ describe('clicks', () => {
     });
     expect(res.statusCode).toBe(302);
     await t.inject({ method: 'GET', url: `/l/${link.code}` });
-    const page = await until(async () => {
+    const page: { items: { userAgent: string }[] } = await until(async () => {
       const r = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}/clicks`, headers: a.auth });
       return r.json().total === 2 ? r.json() : undefined;
     }, 'two clicks');

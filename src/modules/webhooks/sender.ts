@@ -61,7 +61,7 @@ export class WebhookSender {
     });
   }
 
-  async send(url: string, headers: Record<string, string>, body: string): Promise<AttemptResult> {
+  async send(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
     const started = performance.now();
     const done = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({
       ...r,
@@ -102,7 +102,9 @@ export class WebhookSender {
           ...headers,
         },
         body,
-        signal: AbortSignal.timeout(this.options.timeoutMs),
+        signal: signal
+          ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)])
+          : AbortSignal.timeout(this.options.timeoutMs),
       });
       const excerpt = await readCapped(res.body, this.options.responseExcerptBytes);
       const ok = res.statusCode >= 200 && res.statusCode < 300;

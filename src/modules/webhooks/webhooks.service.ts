@@ -13,6 +13,7 @@ import type { Config } from '../../config.ts';
 import type { Db, Queryable } from '../../db/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { TaskDefinition } from '../jobs/index.ts';
 import { type AttemptResult, WebhookSender } from './sender.ts';
 import { newSecret, signatureHeaders } from './signing.ts';
 import { literalHostReason } from './ssrf.ts';
@@ -136,9 +137,15 @@ export class WebhooksService {
     });
   }
 
-  /** Connects delivery to the job engine (done once by buildApp). */
-  useJobs(jobs: JobQueue): void {
+  /** Connects delivery to the job engine and registers the delivery task (once, in buildApp). */
+  useJobs(jobs: JobQueue & { registerTask(def: TaskDefinition): void }): void {
     this.jobs = jobs;
+    jobs.registerTask({
+      name: DELIVER_TASK,
+      visible: false,
+      maxAttempts: 5,
+      handler: (ctx) => this.runAttempt(ctx.db, ctx.job.collectionId, parseDeliverPayload(ctx.job.payload), ctx.signal),
+    });
   }
 
   async close(): Promise<void> {
@@ -363,7 +370,12 @@ export class WebhooksService {
   // --- the delivery task -----------------------------------------------------------------
 
   /** Runs one attempt of a delivery; the `webhooks.deliver` task's handler. */
-  async runAttempt(db: Db, collectionId: string, payload: DeliverPayload): Promise<Record<string, unknown>> {
+  async runAttempt(
+    db: Db,
+    collectionId: string,
+    payload: DeliverPayload,
+    signal?: AbortSignal,
+  ): Promise<Record<string, unknown>> {
     const work = await repo.loadDeliveryWork(db, collectionId, payload.deliveryId);
     if (!work) return { skipped: 'delivery or registration no longer exists' };
     const { delivery, webhook, body } = work;
@@ -381,7 +393,14 @@ export class WebhooksService {
       return { skipped: 'registration is not active' };
     }
     const startedAt = new Date();
-    const result = await this.sender.send(webhook.url, signatureHeaders(webhook.secret, delivery.event_id, body), body);
+    const result = await this.sender.send(
+      webhook.url,
+      signatureHeaders(webhook.secret, delivery.event_id, body),
+      body,
+      signal,
+    );
+    // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
+    if (signal?.aborted) throw new Error('worker stopping; attempt abandoned');
     return db.transaction((tx) => this.recordAttempt(tx, collectionId, payload, startedAt, result));
   }
 
@@ -394,7 +413,7 @@ export class WebhooksService {
   ): Promise<Record<string, unknown>> {
     const d = await repo.lockDelivery(tx, collectionId, payload.deliveryId);
     // Another job made this attempt meanwhile (a redeliver racing a retry): keep its record.
-    if (!d || d.status !== 'pending' || d.attempt_count !== payload.attempt - 1) return { skipped: 'raced' };
+    if (d?.status !== 'pending' || d.attempt_count !== payload.attempt - 1) return { skipped: 'raced' };
     await repo.insertAttempt(tx, collectionId, {
       deliveryId: d.id,
       webhookId: d.webhook_id,

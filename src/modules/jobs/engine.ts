@@ -1,0 +1,443 @@
+/**
+ * The job engine: durable background work in a table of ours (`jobs`), on PGlite or PostgreSQL.
+ *
+ * Design
+ * - Life cycle: queued → running → completed; a throwing handler makes the job `errored`
+ *   (retried after an exponential backoff) until `maxAttempts`, then `failed`. A pending
+ *   (queued/errored) job can be `cancelled`. Finished jobs are deleted after the retention.
+ * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) per round flips due rows to
+ *   `running`, stamping `locked_by` (this engine's random id) and `locked_at`. Workers in
+ *   any number of processes share the table without ever claiming one row twice.
+ * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
+ *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
+ *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
+ * - Liveness: a running worker refreshes `locked_at` (heartbeat, every lockTimeout/3). A job
+ *   whose `locked_at` is older than the lock timeout belonged to a dead worker: it is made
+ *   claimable again (the lost attempt counts). Every finishing UPDATE checks `locked_by`, so
+ *   a worker that lost its claim cannot overwrite the new owner's outcome.
+ * - Wake-up: enqueue sends NOTIFY `jobs_new` (inside the caller's transaction, so it fires on
+ *   commit) with the job's due time; every engine LISTENs and claims at once, or arms a
+ *   timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS) is the safety net and
+ *   also runs the lock-timeout sweep and retention.
+ * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
+ *   their signal and releases their claims (queued again, attempt not counted).
+ * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
+ */
+import { randomBytes } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { type Config, intFrom } from '../../config.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import { AppError, badRequest } from '../../platform/errors.ts';
+import * as repo from './jobs.repository.ts';
+
+export interface TaskContext {
+  job: { id: number; collectionId: string; task: string; payload: unknown; attempt: number; maxAttempts: number };
+  /** The engine's database handle (not inside a transaction). */
+  db: Db;
+  /** Aborted when the worker is shutting down and the grace period is over. */
+  signal: AbortSignal;
+  progress(p: { done: number; total?: number; message?: string }): Promise<void>;
+}
+
+export interface TaskDefinition {
+  /** e.g. 'webhooks.deliver', 'interactions.export' */
+  name: string;
+  /** The resolved value is stored as the job's result (JSON). */
+  handler(ctx: TaskContext): Promise<unknown>;
+  /** Listed by GET .../jobs and enqueueable through POST .../async/jobs. Internal tasks: false. */
+  visible: boolean;
+  /** Default from config (JOBS_MAX_ATTEMPTS). */
+  maxAttempts?: number;
+  /** Validates/normalises an API-submitted payload; throw badRequest(...) to refuse it (400). */
+  parsePayload?(payload: unknown): unknown;
+}
+
+export interface EnqueueOptions {
+  task: string;
+  payload?: unknown;
+  runAt?: Date;
+  priority?: number;
+  key?: string;
+  queueName?: string;
+  maxAttempts?: number;
+}
+
+export type EngineLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
+
+export interface JobsConfig {
+  /** Jobs one process runs at the same time. */
+  concurrency: number;
+  pollIntervalMs: number;
+  lockTimeoutMs: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  retentionMs: number;
+  stopTimeoutMs: number;
+}
+
+export function jobsConfig(config: Config): JobsConfig {
+  const env = config.env;
+  return {
+    concurrency: intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000),
+    pollIntervalMs: intFrom(env, 'JOBS_POLL_INTERVAL_MS', 2000, 10),
+    lockTimeoutMs: intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100),
+    maxAttempts: intFrom(env, 'JOBS_MAX_ATTEMPTS', 5, 1, 100),
+    backoffBaseMs: intFrom(env, 'JOBS_BACKOFF_BASE_MS', 1000, 0),
+    backoffMaxMs: intFrom(env, 'JOBS_BACKOFF_MAX_MS', 3_600_000, 0),
+    retentionMs: intFrom(env, 'JOBS_RETENTION_HOURS', 7 * 24, 0, 24 * 3650) * 3_600_000,
+    // A little under the process's own shutdown budget, so releasing claims still fits in it.
+    stopTimeoutMs: intFrom(env, 'JOBS_STOP_TIMEOUT_MS', Math.max(0, config.shutdownTimeoutMs - 2000), 0),
+  };
+}
+
+export const JOBS_CHANNEL = 'jobs_new';
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const SWEEP_EVERY_MS = 60_000;
+const PROGRESS_MIN_INTERVAL_MS = 200;
+const MAX_ERROR_LENGTH = 4000;
+
+interface Running {
+  row: repo.JobRow;
+  lastProgress: repo.JobProgress | null;
+  done: Promise<void>;
+}
+
+export class JobEngine {
+  readonly settings: JobsConfig;
+  /** Identifies this engine's claims in `locked_by`. */
+  readonly workerId = `w_${randomBytes(6).toString('hex')}`;
+  private readonly tasks = new Map<string, TaskDefinition>();
+  private readonly running = new Map<number, Running>();
+  private started = false;
+  private stopping = false;
+  private pumping = false;
+  private pumpAgain = false;
+  private readonly abort = new AbortController();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeAt = Number.POSITIVE_INFINITY;
+  private lastSweep = 0;
+  private unlisten: (() => Promise<void>) | undefined;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly db: Db,
+    config: Config,
+    private readonly log: EngineLogger,
+  ) {
+    this.settings = jobsConfig(config);
+  }
+
+  registerTask(def: TaskDefinition): void {
+    if (!/^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*$/.test(def.name))
+      throw new Error(`Task name "${def.name}" must be dotted lowerCamel words, e.g. "records.import"`);
+    if (this.tasks.has(def.name)) throw new Error(`Task "${def.name}" is already registered`);
+    this.tasks.set(def.name, def);
+  }
+
+  task(name: string): TaskDefinition | undefined {
+    return this.tasks.get(name);
+  }
+
+  /** Names of the tasks the API may enqueue and list. */
+  visibleTasks(): string[] {
+    return [...this.tasks.values()]
+      .filter((t) => t.visible)
+      .map((t) => t.name)
+      .sort();
+  }
+
+  /** Enqueue inside the caller's transaction (outbox pattern) or on the db. Unknown task → throws. */
+  async enqueue(
+    q: Queryable,
+    collectionId: string,
+    options: EnqueueOptions,
+  ): Promise<{ id: number; task: string; runAt: Date; key: string | null }> {
+    const def = this.tasks.get(options.task);
+    if (!def) {
+      const known = [...this.tasks.keys()].sort();
+      throw badRequest(`Unknown task "${options.task}"; known tasks: ${known.join(', ') || '(none)'}`, {
+        knownTasks: known,
+      });
+    }
+    if (options.runAt && Number.isNaN(options.runAt.getTime())) throw badRequest('runAt is not a valid date');
+    const priority = options.priority ?? 0;
+    if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
+    const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
+    const row = await repo.enqueue(q, collectionId, {
+      task: def.name,
+      payload: options.payload ?? null,
+      runAt: options.runAt ?? null,
+      priority,
+      key: options.key ?? null,
+      queueName: options.queueName ?? null,
+      maxAttempts,
+      visible: def.visible,
+    });
+    const due = row.run_at.getTime();
+    // Inside a transaction the notification is delivered at commit, never before.
+    await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, String(due)]);
+    if (q === this.db) this.wake(due);
+    return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+  }
+
+  /** Begins claiming with the configured concurrency (no-op if already started). */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.unlisten = await this.db.listen(JOBS_CHANNEL, (payload) => {
+      const due = Number(payload);
+      this.wake(Number.isFinite(due) ? due : Date.now());
+    });
+    this.pollTimer = setInterval(() => void this.tick(), this.settings.pollIntervalMs);
+    this.pollTimer.unref();
+    const beat = Math.max(50, Math.floor(this.settings.lockTimeoutMs / 3));
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), beat);
+    this.heartbeatTimer.unref();
+    void this.tick();
+  }
+
+  /** Stops claiming, lets running jobs finish within `timeoutMs`, then releases the rest. */
+  async stop(timeoutMs = this.settings.stopTimeoutMs): Promise<void> {
+    if (!this.started || this.stopping) return;
+    this.stopping = true;
+    clearInterval(this.pollTimer);
+    clearTimeout(this.wakeTimer);
+    await this.unlisten?.().catch(() => {});
+    const finished = this.whenIdle();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      finished.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      this.abort.abort(new Error('worker shutting down'));
+      const ids = [...this.running.keys()];
+      const released = await repo.release(this.db, this.workerId, ids).catch((err) => {
+        this.log.error({ err }, 'jobs: could not release claims on shutdown');
+        return 0;
+      });
+      if (released > 0) await this.db.notify(JOBS_CHANNEL, String(Date.now())).catch(() => {});
+      this.log.warn({ released, ids }, 'jobs: shutdown timeout; released unfinished jobs');
+    }
+    clearInterval(this.heartbeatTimer);
+    this.log.info({ workerId: this.workerId }, 'jobs: worker stopped');
+  }
+
+  /** Runs the housekeeping now: lock-timeout reclaim and retention. Returns what it did. */
+  async sweep(): Promise<{ reclaimed: number; deleted: number }> {
+    this.lastSweep = Date.now();
+    const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
+    if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
+    let deleted = 0;
+    for (;;) {
+      const n = await repo.deleteFinished(this.db, this.settings.retentionMs);
+      deleted += n;
+      if (n < 1000) break;
+    }
+    return { reclaimed, deleted };
+  }
+
+  /** Number of jobs this engine is running now. */
+  get activeCount(): number {
+    return this.running.size;
+  }
+
+  private whenIdle(): Promise<void> {
+    if (this.running.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private async tick(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
+      const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
+      if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
+      if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
+    } catch (err) {
+      this.log.error({ err }, 'jobs: sweep failed');
+    }
+    await this.pump();
+  }
+
+  private async heartbeat(): Promise<void> {
+    if (this.running.size === 0) return;
+    await repo.touchLocks(this.db, this.workerId).catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
+  }
+
+  /** Claim now when `due` has come; otherwise arm one timer for the earliest future job. */
+  private wake(due: number): void {
+    if (!this.started || this.stopping) return;
+    const delay = due - Date.now();
+    if (delay <= 5) {
+      void this.pump();
+      return;
+    }
+    if (due >= this.wakeAt) return;
+    clearTimeout(this.wakeTimer);
+    this.wakeAt = due;
+    this.wakeTimer = setTimeout(
+      () => {
+        this.wakeAt = Number.POSITIVE_INFINITY;
+        void this.pump();
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
+    this.wakeTimer.unref();
+  }
+
+  /** Claims while there are free slots and due jobs. Re-entrant calls fold into one more round. */
+  private async pump(): Promise<void> {
+    if (!this.started || this.stopping) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        while (!this.stopping && this.running.size < this.settings.concurrency && this.tasks.size > 0) {
+          const rows = await this.claim(this.settings.concurrency - this.running.size);
+          if (this.stopping) {
+            // Claimed while stop() began: hand them straight back.
+            if (rows.length > 0)
+              await repo.release(
+                this.db,
+                this.workerId,
+                rows.map((r) => r.id),
+              );
+            break;
+          }
+          for (const row of rows) this.run(row);
+          if (rows.length === 0) break;
+        }
+      } while (this.pumpAgain && !this.stopping);
+    } catch (err) {
+      this.log.error({ err }, 'jobs: claim failed');
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private async claim(limit: number): Promise<repo.JobRow[]> {
+    const tasks = [...this.tasks.keys()];
+    const rows = await repo.claimFree(this.db, this.workerId, tasks, limit);
+    if (rows.length >= limit || !(await repo.hasQueuedInQueues(this.db))) return rows;
+    const queued = await this.db.transaction(async (tx) => {
+      await repo.lockQueueClaims(tx);
+      return repo.claimQueued(tx, this.workerId, tasks, limit - rows.length);
+    });
+    return rows.concat(queued);
+  }
+
+  private run(row: repo.JobRow): void {
+    const entry: Running = { row, lastProgress: row.progress, done: Promise.resolve() };
+    this.running.set(row.id, entry);
+    entry.done = this.execute(entry).finally(() => {
+      this.running.delete(row.id);
+      if (this.running.size === 0) {
+        for (const resolve of this.idleWaiters.splice(0)) resolve();
+      }
+      void this.pump();
+    });
+  }
+
+  private async execute(entry: Running): Promise<void> {
+    const { row } = entry;
+    const def = this.tasks.get(row.task);
+    let lastWrite = 0;
+    const ctx: TaskContext = {
+      job: {
+        id: row.id,
+        collectionId: row.collection_id,
+        task: row.task,
+        payload: row.payload,
+        attempt: row.attempts,
+        maxAttempts: row.max_attempts,
+      },
+      db: this.db,
+      signal: this.abort.signal,
+      progress: async (p) => {
+        const progress: repo.JobProgress = { done: p.done };
+        if (p.total !== undefined) progress.total = p.total;
+        if (p.message !== undefined) progress.message = p.message.slice(0, 500);
+        entry.lastProgress = progress;
+        // Throttled: the final value is written with the outcome anyway.
+        const now = Date.now();
+        if (now - lastWrite < PROGRESS_MIN_INTERVAL_MS) return;
+        lastWrite = now;
+        await repo.setProgress(this.db, row.collection_id, row.id, this.workerId, progress);
+      },
+    };
+    let outcome: { ok: true; result: string } | { ok: false; error: string };
+    try {
+      if (!def) throw new Error(`Task "${row.task}" is not registered in this worker`);
+      const value = await def.handler(ctx);
+      const result = JSON.stringify(value ?? null);
+      if (result === undefined) throw new Error('The task returned a value that is not JSON');
+      outcome = { ok: true, result };
+    } catch (err) {
+      outcome = { ok: false, error: describeError(err) };
+    }
+    try {
+      if (outcome.ok) {
+        const kept = await repo.complete(
+          this.db,
+          row.collection_id,
+          row.id,
+          this.workerId,
+          outcome.result,
+          entry.lastProgress,
+        );
+        if (!kept) this.log.warn({ jobId: row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
+      } else if (this.abort.signal.aborted) {
+        // Interrupted by shutdown, not a failure of the job: stop() releases it.
+        this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
+      } else {
+        const delay = this.backoff(row.attempts);
+        const r = await repo.fail(
+          this.db,
+          row.collection_id,
+          row.id,
+          this.workerId,
+          outcome.error,
+          delay,
+          entry.lastProgress,
+        );
+        this.log.warn(
+          { jobId: row.id, task: row.task, attempt: row.attempts, status: r?.status, error: outcome.error },
+          'jobs: attempt failed',
+        );
+        if (r?.status === 'errored') this.wake(r.run_at.getTime());
+      }
+      // The next job of a named queue is now claimable, possibly by another process.
+      if (row.queue_name !== null) await this.db.notify(JOBS_CHANNEL, String(Date.now()));
+    } catch (err) {
+      // The lock timeout will hand the job to another worker.
+      this.log.error({ err, jobId: row.id }, 'jobs: could not record the outcome');
+    }
+  }
+
+  /** Exponential with ±20% jitter: base·2^(attempt−1), capped. */
+  backoff(attempt: number): number {
+    const { backoffBaseMs: base, backoffMaxMs: max } = this.settings;
+    const raw = Math.min(max, base * 2 ** Math.min(attempt - 1, 40));
+    return Math.round(raw * (0.8 + Math.random() * 0.4));
+  }
+}
+
+function describeError(err: unknown): string {
+  let text: string;
+  if (err instanceof AppError) text = `${err.errorCode}: ${err.message}`;
+  else if (err instanceof Error) text = err.message || err.name;
+  else text = String(err);
+  return text.slice(0, MAX_ERROR_LENGTH);
+}

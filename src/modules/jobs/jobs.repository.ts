@@ -1,0 +1,277 @@
+/**
+ * All SQL of the jobs module: the engine's claim/finish statements and the API's reads.
+ * Times come from the database clock (`now()`), so every worker process agrees on them.
+ */
+import sql, { join, raw } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+
+export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
+export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
+
+export interface JobProgress {
+  done: number;
+  total?: number;
+  message?: string;
+}
+
+export interface JobRow {
+  collection_id: string;
+  id: number;
+  task: string;
+  payload: unknown;
+  priority: number;
+  run_at: Date;
+  key: string | null;
+  queue_name: string | null;
+  status: JobStatus;
+  attempts: number;
+  max_attempts: number;
+  last_error: string | null;
+  progress: JobProgress | null;
+  result: unknown;
+  visible: boolean;
+  locked_at: Date | null;
+  locked_by: string | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+const COLUMNS = raw(
+  'collection_id, id, task, payload, priority, run_at, key, queue_name, status, attempts, max_attempts, last_error, progress, result, visible, locked_at, locked_by, created_at, updated_at, finished_at',
+);
+const J_COLUMNS = raw(
+  'j.collection_id, j.id, j.task, j.payload, j.priority, j.run_at, j.key, j.queue_name, j.status, j.attempts, j.max_attempts, j.last_error, j.progress, j.result, j.visible, j.locked_at, j.locked_by, j.created_at, j.updated_at, j.finished_at',
+);
+
+const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+export interface NewJob {
+  task: string;
+  payload: unknown;
+  runAt: Date | null;
+  priority: number;
+  key: string | null;
+  queueName: string | null;
+  maxAttempts: number;
+  visible: boolean;
+}
+
+/**
+ * Inserts a job, or, when a pending (queued or errored) job of the collection has the same
+ * key, replaces that job's definition and makes it fresh again (attempts reset).
+ */
+export async function enqueue(
+  q: Queryable,
+  collectionId: string,
+  j: NewJob,
+): Promise<{ id: number; task: string; run_at: Date; key: string | null }> {
+  const { rows } = await q.query<{ id: number; task: string; run_at: Date; key: string | null }>(sql`
+    INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
+    VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
+      ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
+    ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
+    DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
+      priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
+      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
+      updated_at = now()
+    RETURNING id, task, run_at, key`);
+  return rows[0];
+}
+
+/** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
+export async function claimFree(q: Queryable, workerId: string, tasks: string[], limit: number): Promise<JobRow[]> {
+  const { rows } = await q.query<JobRow>(sql`
+    WITH next AS (
+      SELECT collection_id, id FROM jobs
+      WHERE status IN ('queued', 'errored') AND run_at <= now() AND queue_name IS NULL
+        AND task = ANY(${tasks}::text[])
+      ORDER BY priority DESC, run_at, id
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
+      updated_at = now()
+    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
+    RETURNING ${J_COLUMNS}`);
+  return rows;
+}
+
+/**
+ * Claims due jobs that are the head of their named queue while no job of that queue runs.
+ * The caller holds `QUEUE_CLAIM_LOCK` for the transaction: with the lock taken first, this
+ * statement's snapshot sees every earlier queue claim as committed, so two workers can never
+ * both start a job of one queue.
+ */
+export async function claimQueued(q: Queryable, workerId: string, tasks: string[], limit: number): Promise<JobRow[]> {
+  const { rows } = await q.query<JobRow>(sql`
+    WITH next AS (
+      SELECT j.collection_id, j.id FROM jobs j
+      WHERE j.status IN ('queued', 'errored') AND j.run_at <= now() AND j.queue_name IS NOT NULL
+        AND j.task = ANY(${tasks}::text[])
+        AND NOT EXISTS (
+          SELECT 1 FROM jobs o
+          WHERE o.collection_id = j.collection_id AND o.queue_name = j.queue_name
+            AND o.status IN ('queued', 'errored', 'running') AND (o.status = 'running' OR o.id < j.id))
+      ORDER BY j.priority DESC, j.run_at, j.id
+      LIMIT ${limit}
+      FOR UPDATE OF j SKIP LOCKED
+    )
+    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
+      updated_at = now()
+    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
+    RETURNING ${J_COLUMNS}`);
+  return rows;
+}
+
+/** Any pending job in a named queue at all? Lets workers skip the queue claim when there is none. */
+export async function hasQueuedInQueues(q: Queryable): Promise<boolean> {
+  const { rows } = await q.query<{ one: number }>(sql`
+    SELECT 1 AS one FROM jobs WHERE queue_name IS NOT NULL AND status IN ('queued', 'errored') AND run_at <= now() LIMIT 1`);
+  return rows.length > 0;
+}
+
+export const QUEUE_CLAIM_LOCK = 727_011_300;
+
+export async function lockQueueClaims(q: Queryable): Promise<void> {
+  await q.query(sql`SELECT pg_advisory_xact_lock(${QUEUE_CLAIM_LOCK})`);
+}
+
+/** Heartbeat: the worker is alive; its claims stay its own. */
+export async function touchLocks(q: Queryable, workerId: string): Promise<void> {
+  await q.query(sql`UPDATE jobs SET locked_at = now() WHERE locked_by = ${workerId} AND status = 'running'`);
+}
+
+export async function setProgress(
+  q: Queryable,
+  collectionId: string,
+  id: number,
+  workerId: string,
+  progress: JobProgress,
+): Promise<void> {
+  await q.query(sql`
+    UPDATE jobs SET progress = ${json(progress)}::jsonb, updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
+}
+
+/** Records success. False when the claim was lost (lock timed out and another worker took it). */
+export async function complete(
+  q: Queryable,
+  collectionId: string,
+  id: number,
+  workerId: string,
+  result: string,
+  progress: JobProgress | null,
+): Promise<boolean> {
+  const { rowCount } = await q.query(sql`
+    UPDATE jobs SET status = 'completed', result = ${result}::jsonb, progress = coalesce(${json(progress)}::jsonb, progress),
+      finished_at = now(), locked_at = NULL, locked_by = NULL, updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
+  return rowCount > 0;
+}
+
+/** Records a failed attempt: errored (retry after `delayMs`) or failed (attempts exhausted). */
+export async function fail(
+  q: Queryable,
+  collectionId: string,
+  id: number,
+  workerId: string,
+  error: string,
+  delayMs: number,
+  progress: JobProgress | null,
+): Promise<{ status: JobStatus; run_at: Date } | undefined> {
+  const { rows } = await q.query<{ status: JobStatus; run_at: Date }>(sql`
+    UPDATE jobs SET
+      status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'errored' END,
+      run_at = CASE WHEN attempts >= max_attempts THEN run_at
+                    ELSE now() + make_interval(secs => ${delayMs / 1000}::double precision) END,
+      finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+      last_error = ${error}, progress = coalesce(${json(progress)}::jsonb, progress),
+      locked_at = NULL, locked_by = NULL, updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'
+    RETURNING status, run_at`);
+  return rows[0];
+}
+
+/**
+ * Gives back claims a stopping worker could not finish: queued again at once, and the
+ * interrupted attempt is not counted against the job. `ids` limits it to some jobs.
+ */
+export async function release(q: Queryable, workerId: string, ids?: number[]): Promise<number> {
+  const only = ids ? sql`AND id = ANY(${ids}::bigint[])` : sql``;
+  const { rowCount } = await q.query(sql`
+    UPDATE jobs SET status = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
+      locked_at = NULL, locked_by = NULL, updated_at = now()
+    WHERE locked_by = ${workerId} AND status = 'running' ${only}`);
+  return rowCount;
+}
+
+/**
+ * Jobs whose worker stopped heart-beating for `lockTimeoutMs` (it died or lost the database):
+ * the attempt counts as failed; the job is retried at once, or failed if attempts are spent.
+ */
+export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promise<number> {
+  const { rowCount } = await q.query(sql`
+    UPDATE jobs SET
+      status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'errored' END,
+      finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+      last_error = 'The worker running this job stopped responding (lock timeout)',
+      run_at = now(), locked_at = NULL, locked_by = NULL, updated_at = now()
+    WHERE status = 'running' AND locked_at < now() - make_interval(secs => ${lockTimeoutMs / 1000}::double precision)`);
+  return rowCount;
+}
+
+/** Retention: finished jobs older than the period are removed (reads then answer 404). */
+export async function deleteFinished(q: Queryable, retentionMs: number, batch = 1000): Promise<number> {
+  const { rowCount } = await q.query(sql`
+    DELETE FROM jobs WHERE (collection_id, id) IN (
+      SELECT collection_id, id FROM jobs
+      WHERE finished_at IS NOT NULL
+        AND finished_at < now() - make_interval(secs => ${retentionMs / 1000}::double precision)
+      LIMIT ${batch})`);
+  return rowCount;
+}
+
+export async function findVisible(q: Queryable, collectionId: string, id: number): Promise<JobRow | undefined> {
+  const { rows } = await q.query<JobRow>(
+    sql`SELECT ${COLUMNS} FROM jobs WHERE collection_id = ${collectionId} AND id = ${id} AND visible`,
+  );
+  return rows[0];
+}
+
+export interface ListFilter {
+  state?: JobStatus;
+  task?: string;
+  from?: string;
+  to?: string;
+  limit: number;
+  offset: number;
+}
+
+/** The collection's visible jobs, newest first; `from`/`to` bound the creation time. */
+export async function listVisible(q: Queryable, collectionId: string, f: ListFilter): Promise<JobRow[]> {
+  const where = [sql`collection_id = ${collectionId}`, sql`visible`];
+  if (f.state) where.push(sql`status = ${f.state}`);
+  if (f.task) where.push(sql`task = ${f.task}`);
+  if (f.from) where.push(sql`created_at >= ${f.from}::timestamptz`);
+  if (f.to) where.push(sql`created_at < ${f.to}::timestamptz`);
+  const { rows } = await q.query<JobRow>(sql`
+    SELECT ${COLUMNS} FROM jobs WHERE ${join(where, ' AND ')}
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${f.limit} OFFSET ${f.offset}`);
+  return rows;
+}
+
+/** Cancels a pending visible job; returns the row either way so the caller can explain a refusal. */
+export async function cancel(
+  q: Queryable,
+  collectionId: string,
+  id: number,
+): Promise<{ row: JobRow | undefined; cancelled: boolean }> {
+  const { rows } = await q.query<JobRow>(sql`
+    UPDATE jobs SET status = 'cancelled', finished_at = now(), updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${id} AND visible AND status IN ('queued', 'errored')
+    RETURNING ${COLUMNS}`);
+  if (rows[0]) return { row: rows[0], cancelled: true };
+  return { row: await findVisible(q, collectionId, id), cancelled: false };
+}

@@ -1,0 +1,86 @@
+import { Type } from 'typebox';
+import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { JOB_STATUSES } from './jobs.repository.ts';
+
+export const JobStatus = Type.Union(
+  JOB_STATUSES.map((s) => Type.Literal(s)),
+  {
+    $id: 'JobStatus',
+    description:
+      'queued (waiting), running, errored (an attempt failed; will retry), completed, failed (attempts exhausted), cancelled',
+  },
+);
+
+export const JobProgress = Closed({
+  done: Type.Number(),
+  total: Type.Optional(Type.Number()),
+  message: Type.Optional(Type.String()),
+});
+
+export const Job = Closed(
+  {
+    id: Type.Integer(),
+    task: Type.String(),
+    payload: Type.Unknown({ description: 'As enqueued' }),
+    priority: Type.Integer({ description: 'Higher runs first' }),
+    runAt: Timestamp,
+    createdAt: Timestamp,
+    attempts: Type.Integer({ description: 'Attempts started so far' }),
+    maxAttempts: Type.Integer(),
+    lastError: Nullable(Type.String()),
+    lockedAt: Nullable(Timestamp),
+    key: Nullable(Type.String()),
+    queueName: Nullable(Type.String()),
+    status: Type.Ref('JobStatus'),
+    progress: Nullable(JobProgress),
+    result: Type.Unknown({ description: 'What the task returned; null until completed' }),
+    finishedAt: Nullable(Timestamp),
+  },
+  { $id: 'Job' },
+);
+export type Job = Type.Static<typeof Job>;
+
+export const JobsPage = Closed(
+  { items: Type.Array(Type.Ref('Job')), limit: Type.Integer(), offset: Type.Integer() },
+  { $id: 'JobsPage' },
+);
+
+const Name = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
+
+export const EnqueueAsyncJobRequest = Closed(
+  {
+    task: Type.String({ minLength: 1, maxLength: 100, description: 'A registered visible task' }),
+    payload: Type.Optional(OpenObject({ description: 'Task input; checked by the task' })),
+    runAt: Type.Optional(Type.String({ format: 'date-time', description: 'Not before this time; default now' })),
+    priority: Type.Optional(
+      Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Higher runs first' }),
+    ),
+    key: Type.Optional(Name('Idempotency key: a pending job with this key is updated instead of duplicated')),
+    queueName: Type.Optional(Name('Jobs of one named queue run one at a time, in enqueue order')),
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 25 })),
+  },
+  { $id: 'EnqueueAsyncJobRequest' },
+);
+export type EnqueueAsyncJobRequest = Type.Static<typeof EnqueueAsyncJobRequest>;
+
+export const EnqueueAsyncJobResponse = Closed(
+  { id: Type.Integer(), task: Type.String(), runAt: Timestamp, key: Nullable(Type.String()) },
+  { $id: 'EnqueueAsyncJobResponse' },
+);
+export type EnqueueAsyncJobResponse = Type.Static<typeof EnqueueAsyncJobResponse>;
+
+export const JobsQuery = Closed({
+  state: Type.Optional(Type.Ref('JobStatus')),
+  task: Type.Optional(Type.String({ maxLength: 100 })),
+  from: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after' })),
+  to: Type.Optional(Type.String({ format: 'date-time', description: 'Created before' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+});
+export type JobsQuery = Type.Static<typeof JobsQuery>;
+
+export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
+export const JobParams = Type.Object({
+  collectionId: CollectionIdParam,
+  jobId: Type.String({ pattern: '^[0-9]{1,15}$', description: 'Numeric job id' }),
+});

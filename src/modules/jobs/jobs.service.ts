@@ -1,0 +1,81 @@
+/**
+ * The jobs API's rules: what may be enqueued through the API (visible tasks, payload checked
+ * by the task), which jobs a collection sees (its visible ones), and cancellation.
+ */
+import type { Db } from '../../db/index.ts';
+import { badRequest, conflict, notFound } from '../../platform/errors.ts';
+import type { JobEngine } from './engine.ts';
+import * as repo from './jobs.repository.ts';
+import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery } from './jobs.schema.ts';
+
+export function toJob(r: repo.JobRow): Job {
+  return {
+    id: r.id,
+    task: r.task,
+    payload: r.payload,
+    priority: r.priority,
+    runAt: r.run_at.toISOString(),
+    createdAt: r.created_at.toISOString(),
+    attempts: r.attempts,
+    maxAttempts: r.max_attempts,
+    lastError: r.last_error,
+    lockedAt: r.locked_at?.toISOString() ?? null,
+    key: r.key,
+    queueName: r.queue_name,
+    status: r.status,
+    progress: r.progress,
+    result: r.result ?? null,
+    finishedAt: r.finished_at?.toISOString() ?? null,
+  };
+}
+
+export class JobsService {
+  constructor(
+    private readonly db: Db,
+    private readonly engine: JobEngine,
+  ) {}
+
+  async enqueue(collectionId: string, body: EnqueueAsyncJobRequest): Promise<EnqueueAsyncJobResponse> {
+    const def = this.engine.task(body.task);
+    if (!def?.visible) {
+      const known = this.engine.visibleTasks();
+      throw badRequest(`Unknown task "${body.task}"; known tasks: ${known.join(', ') || '(none)'}`, {
+        knownTasks: known,
+      });
+    }
+    const payload = def.parsePayload ? def.parsePayload(body.payload ?? {}) : (body.payload ?? {});
+    const res = await this.engine.enqueue(this.db, collectionId, {
+      task: def.name,
+      payload,
+      runAt: body.runAt ? new Date(body.runAt) : undefined,
+      priority: body.priority,
+      key: body.key,
+      queueName: body.queueName,
+      maxAttempts: body.maxAttempts,
+    });
+    return { id: res.id, task: res.task, runAt: res.runAt.toISOString(), key: res.key };
+  }
+
+  async get(collectionId: string, jobId: string): Promise<Job> {
+    const row = await repo.findVisible(this.db, collectionId, Number(jobId));
+    if (!row) throw notFound('Job');
+    return toJob(row);
+  }
+
+  async list(collectionId: string, q: JobsQuery): Promise<{ items: Job[]; limit: number; offset: number }> {
+    const limit = q.limit ?? 20;
+    const offset = q.offset ?? 0;
+    if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw badRequest('from must not be after to');
+    const state = q.state as repo.JobStatus | undefined;
+    const rows = await repo.listVisible(this.db, collectionId, { ...q, state, limit, offset });
+    return { items: rows.map(toJob), limit, offset };
+  }
+
+  /** Only a pending job (queued or errored, waiting for a retry) can be cancelled. */
+  async cancel(collectionId: string, jobId: string): Promise<Job> {
+    const { row, cancelled } = await repo.cancel(this.db, collectionId, Number(jobId));
+    if (!row) throw notFound('Job');
+    if (!cancelled) throw conflict(`A ${row.status} job cannot be cancelled`, { status: row.status });
+    return toJob(row);
+  }
+}

@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { enqueue, getJob, sleep, waitForStatus } from './helpers/jobs.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+const attemptsSeen = new Map<number, number>();
+const queueLog: { id: number; event: 'start' | 'end' }[] = [];
+const startedAt = new Map<number, number>();
+
+beforeAll(async () => {
+  t = await createTestApp({ JOBS_BACKOFF_BASE_MS: '20', JOBS_POLL_INTERVAL_MS: '200', JOBS_CONCURRENCY: '4' });
+  const engine = t.app.services.jobs;
+  engine.registerTask({
+    name: 'test.echo',
+    visible: true,
+    async handler(ctx) {
+      startedAt.set(ctx.job.id, Date.now());
+      await ctx.progress({ done: 1, total: 2, message: 'half way' });
+      await ctx.progress({ done: 2, total: 2 });
+      return { echo: ctx.job.payload, attempt: ctx.job.attempt };
+    },
+  });
+  engine.registerTask({
+    name: 'test.flaky',
+    visible: true,
+    async handler(ctx) {
+      const n = (attemptsSeen.get(ctx.job.id) ?? 0) + 1;
+      attemptsSeen.set(ctx.job.id, n);
+      const failures = (ctx.job.payload as { failures: number }).failures;
+      if (n <= failures) throw new Error(`boom ${n}`);
+      return { succeededOnAttempt: ctx.job.attempt };
+    },
+  });
+  engine.registerTask({
+    name: 'test.queued',
+    visible: true,
+    async handler(ctx) {
+      queueLog.push({ id: ctx.job.id, event: 'start' });
+      await sleep(15);
+      queueLog.push({ id: ctx.job.id, event: 'end' });
+      return null;
+    },
+  });
+  engine.registerTask({
+    name: 'test.strict',
+    visible: true,
+    parsePayload(payload) {
+      const p = payload as { n?: unknown };
+      if (typeof p.n !== 'number') throw Object.assign(new Error('payload.n must be a number'), { statusCode: 400 });
+      return { n: p.n };
+    },
+    async handler(ctx) {
+      return ctx.job.payload;
+    },
+  });
+  engine.registerTask({ name: 'test.internal', visible: false, handler: async () => 'hidden' });
+  a = await t.createCollection();
+  b = await t.createCollection();
+});
+afterAll(() => t.close());
+
+describe('lifecycle', () => {
+  it('runs a job to completed with its result and progress', async () => {
+    const res = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/async/jobs`,
+      headers: a.auth,
+      payload: { task: 'test.echo', payload: { hello: 'world' } },
+    });
+    expect(res.statusCode).toBe(202);
+    const created = res.json();
+    expect(created).toMatchObject({ task: 'test.echo', key: null });
+    expect(typeof created.id).toBe('number');
+    expect(Number.isNaN(Date.parse(created.runAt))).toBe(false);
+    const job = await waitForStatus(t, a, created.id, ['completed']);
+    expect(job).toMatchObject({
+      id: created.id,
+      task: 'test.echo',
+      payload: { hello: 'world' },
+      priority: 0,
+      attempts: 1,
+      maxAttempts: 5,
+      lastError: null,
+      lockedAt: null,
+      key: null,
+      queueName: null,
+      status: 'completed',
+      progress: { done: 2, total: 2 },
+      result: { echo: { hello: 'world' }, attempt: 1 },
+    });
+    expect(Date.parse(job.finishedAt)).toBeGreaterThanOrEqual(Date.parse(job.createdAt));
+    const viaAsync = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/async/jobs/${created.id}`,
+      headers: a.auth,
+    });
+    expect(viaAsync.statusCode).toBe(200);
+    expect(viaAsync.json()).toEqual(job);
+  });
+
+  it('retries an errored job with backoff, then completes it', async () => {
+    const { id } = await enqueue(t, a, { task: 'test.flaky', payload: { failures: 2 } });
+    const job = await waitForStatus(t, a, id, ['completed']);
+    expect(job.attempts).toBe(3);
+    expect(job.result).toEqual({ succeededOnAttempt: 3 });
+    expect(job.lastError).toBe('boom 2');
+    expect(attemptsSeen.get(id)).toBe(3);
+  });
+
+  it('shows errored between attempts and fails after maxAttempts', async () => {
+    const { id } = await enqueue(t, a, { task: 'test.flaky', payload: { failures: 99 }, maxAttempts: 3 });
+    const job = await waitForStatus(t, a, id, ['failed']);
+    expect(job).toMatchObject({ status: 'failed', attempts: 3, maxAttempts: 3, lastError: 'boom 3', result: null });
+    expect(job.finishedAt).not.toBeNull();
+    expect(attemptsSeen.get(id)).toBe(3);
+  });
+
+  it('cancels a queued job, which then never runs; a finished job cannot be cancelled', async () => {
+    const runAt = new Date(Date.now() + 60_000).toISOString();
+    const { id } = await enqueue(t, a, { task: 'test.echo', payload: {}, runAt });
+    const cancel = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/jobs/${id}/cancel`,
+      headers: a.auth,
+    });
+    expect(cancel.statusCode).toBe(200);
+    expect(cancel.json()).toMatchObject({ id, status: 'cancelled' });
+    expect(cancel.json().finishedAt).not.toBeNull();
+    const again = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/jobs/${id}/cancel`,
+      headers: a.auth,
+    });
+    expect(again.statusCode).toBe(409);
+    expect(again.json()).toMatchObject({ errorCode: 'CONFLICT', details: { status: 'cancelled' } });
+    expect(startedAt.has(id)).toBe(false);
+  });
+});
+
+describe('enqueue options', () => {
+  it('key: a second enqueue with the same key updates the queued job', async () => {
+    const runAt = new Date(Date.now() + 60_000).toISOString();
+    const first = await enqueue(t, a, { task: 'test.echo', payload: { v: 1 }, key: 'k-1', runAt });
+    const second = await enqueue(t, a, { task: 'test.echo', payload: { v: 2 }, key: 'k-1', runAt, priority: 5 });
+    expect(second.id).toBe(first.id);
+    expect(second.key).toBe('k-1');
+    const job = await getJob(t, a, first.id);
+    expect(job).toMatchObject({ payload: { v: 2 }, priority: 5, key: 'k-1', status: 'queued' });
+    // The same key in another collection is another job.
+    const other = await enqueue(t, b, { task: 'test.echo', payload: { v: 3 }, key: 'k-1', runAt });
+    expect(other.id).not.toBe(first.id);
+    // Once it has run, the key is free again: a new job.
+    const now = await enqueue(t, a, { task: 'test.echo', payload: { v: 4 }, key: 'k-1' });
+    expect(now.id).toBe(first.id);
+    await waitForStatus(t, a, first.id, ['completed']);
+    const fresh = await enqueue(t, a, { task: 'test.echo', payload: { v: 5 }, key: 'k-1' });
+    expect(fresh.id).not.toBe(first.id);
+    expect((await waitForStatus(t, a, fresh.id, ['completed'])).result.echo).toEqual({ v: 5 });
+  });
+
+  it('queueName: jobs of one queue run one at a time, in enqueue order', async () => {
+    const ids: number[] = [];
+    for (let i = 0; i < 6; i++) ids.push((await enqueue(t, a, { task: 'test.queued', queueName: 'serial' })).id);
+    await waitForStatus(t, a, ids[5], ['completed']);
+    for (const id of ids) expect((await getJob(t, a, id)).status).toBe('completed');
+    const expected = ids.flatMap((id) => [
+      { id, event: 'start' },
+      { id, event: 'end' },
+    ]);
+    expect(queueLog).toEqual(expected);
+  });
+
+  it('runAt: a job does not start before its time', async () => {
+    const runAt = new Date(Date.now() + 400);
+    const { id } = await enqueue(t, a, { task: 'test.echo', runAt: runAt.toISOString() });
+    expect((await getJob(t, a, id)).status).toBe('queued');
+    const job = await waitForStatus(t, a, id, ['completed']);
+    expect(startedAt.get(id)).toBeGreaterThanOrEqual(runAt.getTime());
+    expect(job.runAt).toBe(runAt.toISOString());
+  });
+});
+
+describe('validation and access', () => {
+  it('refuses an unknown or internal task with 400 naming the known ones', async () => {
+    for (const task of ['nope.task', 'test.internal']) {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/async/jobs`,
+        headers: a.auth,
+        payload: { task },
+      });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().message).toContain('test.echo');
+      expect(res.json().details.knownTasks).toEqual(expect.arrayContaining(['test.echo', 'test.flaky']));
+      expect(res.json().details.knownTasks).not.toContain('test.internal');
+    }
+  });
+});
