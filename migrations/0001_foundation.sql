@@ -26,8 +26,9 @@ CREATE TABLE api_keys (
 CREATE UNIQUE INDEX api_keys_hash ON api_keys (key_hash);
 
 -- Locations: collection_id is NULL for global (platform) locations, the one deliberate
--- exception to "every tenant row has a collection". search_text feeds the trigram index
--- that keeps `q` fast on large tables (ILIKE and word similarity both use it).
+-- exception to "every tenant row has a collection". Two trigram indexes keep `q` fast on
+-- large tables: search_text serves the substring match on name and description, lower(name)
+-- the typo-tolerant word-similarity fallback (cheap to recheck because names are short).
 CREATE TABLE locations (
   id text PRIMARY KEY,
   collection_id text REFERENCES collections(id) ON DELETE CASCADE,
@@ -48,3 +49,4 @@ CREATE TABLE locations (
 );
 CREATE INDEX locations_scope_name ON locations (collection_id, name, id);
 CREATE INDEX locations_search_trgm ON locations USING gin (search_text gin_trgm_ops);
+CREATE INDEX locations_name_trgm ON locations USING gin (lower(name) gin_trgm_ops);

@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openDatabase } from './db/index.ts';
-import { CollectionsService } from './modules/collections/index.ts';
+import { CollectionsService, generatedSuperAdminKey } from './modules/collections/index.ts';
 import { AppError } from './platform/errors.ts';
 
 const USAGE = `usage: npm run cli -- <command> [options]
@@ -21,7 +21,9 @@ const USAGE = `usage: npm run cli -- <command> [options]
   collection:list                           list collections
   key:create --collection ID [--name N]     create an admin API key (printed once)
   token:issue --collection ID --user U [--contact C] [--ttl SECONDS]
-                                            issue a user token for public routes`;
+                                            issue a user token for public routes
+  super-key                                 show the super admin key generated at first start
+                                            (only when SUPER_ADMIN_KEY is unset)`;
 
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
@@ -53,6 +55,11 @@ async function main(): Promise<number> {
     switch (command) {
       case 'migrate':
         out = { migrated: true };
+        break;
+      case 'super-key':
+        out = config.superAdminKey
+          ? { superAdminKey: 'set by SUPER_ADMIN_KEY' }
+          : { superAdminKey: (await generatedSuperAdminKey(db)).key };
         break;
       case 'collection:create':
         out = await collections.createCollection({ id: values.id, name: need(values.name, '--name') });

@@ -9,6 +9,7 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
 import { migrate, openDatabase } from './db/index.ts';
+import { generatedSuperAdminKey } from './modules/collections/index.ts';
 
 function parseRoleFlag(argv: string[]): Role | undefined {
   const i = argv.indexOf('--role');
@@ -18,10 +19,22 @@ function parseRoleFlag(argv: string[]): Role | undefined {
 
 async function main(): Promise<void> {
   const roleFlag = parseRoleFlag(process.argv.slice(2));
-  const config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
+  let config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
   const db = await openDatabase(config);
   await migrate(db);
+  let generatedKey: string | undefined;
+  if (!config.superAdminKey) {
+    const { key, generated } = await generatedSuperAdminKey(db);
+    config = { ...config, superAdminKey: key };
+    if (generated) generatedKey = key;
+  }
   const app = await buildApp({ config, db });
+  if (generatedKey) {
+    app.log.warn(
+      { superAdminKey: generatedKey },
+      'SUPER_ADMIN_KEY is unset: generated a super admin key and stored it in the database. It is printed only now (`npm run cli -- super-key` shows it again). Set SUPER_ADMIN_KEY in production.',
+    );
+  }
   app.addHook('onClose', async () => {
     await db.close();
   });

@@ -43,6 +43,17 @@ const toApiKey = (r: repo.ApiKeyRow): ApiKey => ({
   revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
 });
 
+/**
+ * Zero-set-up runs need a super admin to create the first collection. When SUPER_ADMIN_KEY is
+ * unset, one is generated on first start and stored with the platform settings; `generated`
+ * tells the caller whether to print it (only the first time). Production sets its own.
+ */
+export async function generatedSuperAdminKey(db: Db): Promise<{ key: string; generated: boolean }> {
+  const candidate = `sa_${randomBytes(24).toString('base64url')}`;
+  const key = await repo.settingOrInsert(db, 'generated_super_admin_key', candidate);
+  return { key, generated: key === candidate };
+}
+
 const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
 function sameSecret(a: string, b: string): boolean {

@@ -6,4 +6,4 @@
  * - super admin: the platform operator's key from SUPER_ADMIN_KEY, with a feature map.
  */
 export { collectionsRoutes } from './collections.routes.ts';
-export { type ApiKey, type Collection, CollectionsService } from './collections.service.ts';
+export { type ApiKey, type Collection, CollectionsService, generatedSuperAdminKey } from './collections.service.ts';

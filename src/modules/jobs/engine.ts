@@ -330,12 +330,12 @@ export class JobEngine {
   private async claim(limit: number): Promise<repo.JobRow[]> {
     const tasks = [...this.tasks.keys()];
     const rows = await repo.claimFree(this.db, this.workerId, tasks, limit);
-    if (rows.length >= limit || !(await repo.hasQueuedInQueues(this.db))) return rows;
-    const queued = await this.db.transaction(async (tx) => {
+    // Named-queue jobs are looked at once free ones run out (the pump loops until a round is empty).
+    if (rows.length > 0 || !(await repo.hasQueuedInQueues(this.db))) return rows;
+    return this.db.transaction(async (tx) => {
       await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, this.workerId, tasks, limit - rows.length);
+      return repo.claimQueued(tx, this.workerId, tasks, limit);
     });
-    return rows.concat(queued);
   }
 
   private run(row: repo.JobRow): void {

@@ -1,5 +1,5 @@
 /** All SQL of the locations module. */
-import sql, { join, raw } from 'sql-template-tag';
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import type { LocationPayload, LocationSearchQuery } from './locations.schema.ts';
 
@@ -72,20 +72,16 @@ const ORDER = {
   countryName: raw('country_name NULLS LAST, name, id'),
 } as const;
 
-export async function search(
+export interface SearchPage {
+  rows: LocationRow[];
+  total: number;
+}
+
+async function searchWhere(
   db: Queryable,
-  collectionId: string,
+  where: Sql[],
   q: LocationSearchQuery & { limit: number; offset: number },
-): Promise<{ rows: LocationRow[]; total: number }> {
-  const where = [sql`(collection_id = ${collectionId} OR collection_id IS NULL)`];
-  const term = q.q?.trim().toLowerCase();
-  if (term) {
-    // Substring match, or a close word match for small typos; both served by the trigram index.
-    where.push(sql`(search_text LIKE ${`%${escapeLike(term)}%`} OR search_text %> ${term})`);
-  }
-  if (q.category) where.push(sql`lower(category) = lower(${q.category})`);
-  if (q.countryCode) where.push(sql`country_code = upper(${q.countryCode})`);
-  if (q.countryName) where.push(sql`lower(country_name) = lower(${q.countryName})`);
+): Promise<SearchPage> {
   const { rows } = await db.query<LocationRow>(sql`
     SELECT ${COLUMNS}, count(*) OVER () AS total FROM locations
     WHERE ${join(where, ' AND ')}
@@ -96,4 +92,26 @@ export async function search(
     sql`SELECT count(*) AS total FROM locations WHERE ${join(where, ' AND ')}`,
   );
   return { rows, total: count.rows[0].total };
+}
+
+/**
+ * The collection's and the global locations matching the filters. `q` is first a
+ * case-insensitive substring of name or description; only when nothing matches that way is
+ * it tried as a near match of the name (small typos). Doing both in one OR makes PostgreSQL
+ * recheck word similarity on every row: two orders of magnitude slower on 100,000 rows.
+ */
+export async function search(
+  db: Queryable,
+  collectionId: string,
+  q: LocationSearchQuery & { limit: number; offset: number },
+): Promise<SearchPage> {
+  const where = [sql`(collection_id = ${collectionId} OR collection_id IS NULL)`];
+  if (q.category) where.push(sql`lower(category) = lower(${q.category})`);
+  if (q.countryCode) where.push(sql`country_code = upper(${q.countryCode})`);
+  if (q.countryName) where.push(sql`lower(country_name) = lower(${q.countryName})`);
+  const term = q.q?.trim().toLowerCase();
+  if (!term) return searchWhere(db, where, q);
+  const exact = await searchWhere(db, [...where, sql`search_text LIKE ${`%${escapeLike(term)}%`}`], q);
+  if (exact.total > 0) return exact;
+  return searchWhere(db, [...where, sql`lower(name) %> ${term}`], q);
 }

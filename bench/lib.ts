@@ -1,0 +1,169 @@
+/**
+ * Shared bench machinery. Every scenario is measured against a baseline measured in the same
+ * run on the same machine, and reported as a ratio, because absolute numbers on a shared 2-core
+ * box mean little while ratios travel. The service runs as a real child process (`src/server.ts`)
+ * so that the load generator (this process) and the server do not share an event loop.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { spawnTs as spawnProcess } from '../test/helpers/process.ts';
+
+export { freePort, ROOT } from '../test/helpers/process.ts';
+export const SUPER_KEY = 'bench-super-admin-key-0123456789';
+export const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface Row {
+  scenario: string;
+  rps?: number;
+  p50?: number;
+  p99?: number;
+  baseline?: string;
+  ratio?: number;
+  note?: string;
+}
+
+import type { RunningProcess } from '../test/helpers/process.ts';
+
+export type { RunningProcess };
+
+/** Spawns a TypeScript entry point with tsx and waits until `readyPath` answers 200. */
+export function spawnTs(entry: string, env: Record<string, string>, readyPath = '/healthz', args: string[] = []) {
+  return spawnProcess(entry, { env, readyPath, args, stdio: 'inherit' });
+}
+
+/** The real service as a child process. */
+export function startService(env: Record<string, string>): Promise<RunningProcess> {
+  return spawnTs('src/server.ts', { SUPER_ADMIN_KEY: SUPER_KEY, RATE_LIMIT_MAX: '1000000000', ...env }, '/readyz');
+}
+
+export interface BenchDatabase {
+  /** Env for the service: DATABASE_URL (PostgreSQL, private schema) or DATA_DIR (PGlite). */
+  env: Record<string, string>;
+  /** Connection string with the schema on its search_path (PostgreSQL only). */
+  url?: string;
+  drop(): Promise<void>;
+}
+
+export async function benchDatabase(backend: 'postgres' | 'pglite'): Promise<BenchDatabase> {
+  if (backend === 'pglite') {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-pglite-'));
+    return { env: { DATA_DIR: dir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const u = new URL(PG_URL);
+  u.searchParams.set('options', `-c search_path=${schema},public`);
+  const url = u.toString();
+  return {
+    env: { DATABASE_URL: url },
+    url,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: PG_URL });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}
+
+export interface LoadOptions {
+  url: string;
+  method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  headers?: Record<string, string>;
+  body?: string;
+  /** Called per request to vary the path or body. */
+  setupRequest?: (req: { path: string; body?: string }) => { path: string; body?: string };
+  connections?: number;
+  durationSeconds?: number;
+  /** Expected status (default 2xx); anything else is counted and reported. */
+  expectStatus?: number;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  unexpected: number;
+}
+
+export async function load(o: LoadOptions): Promise<LoadResult> {
+  let unexpected = 0;
+  const result = await autocannon({
+    url: o.url,
+    connections: o.connections ?? 20,
+    duration: o.durationSeconds ?? Number(process.env.BENCH_SECONDS ?? 8),
+    method: o.method ?? 'GET',
+    headers: { ...(o.body ? { 'content-type': 'application/json' } : {}), ...(o.headers ?? {}) },
+    body: o.body,
+    requests: o.setupRequest
+      ? [{ setupRequest: (req: { path: string; body?: string }) => ({ ...req, ...o.setupRequest!(req) }) }]
+      : undefined,
+    // autocannon's own redirect handling is off: a 302 is an answer, not an instruction.
+    followRedirects: false,
+  } as autocannon.Options);
+  const expected = o.expectStatus;
+  if (expected !== undefined) {
+    const counts = result.statusCodeStats as unknown as Record<string, { count: number }>;
+    for (const [code, { count }] of Object.entries(counts ?? {})) if (Number(code) !== expected) unexpected += count;
+  } else {
+    unexpected = result.non2xx;
+  }
+  unexpected += result.errors + result.timeouts;
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, unexpected };
+}
+
+export function row(scenario: string, r: LoadResult, baseline?: { name: string; result: LoadResult }): Row {
+  const out: Row = { scenario, rps: r.rps, p50: r.p50, p99: r.p99 };
+  if (baseline) {
+    out.baseline = baseline.name;
+    out.ratio = r.rps / baseline.result.rps;
+  }
+  if (r.unexpected > 0) out.note = `${r.unexpected} unexpected responses`;
+  return out;
+}
+
+const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
+
+export function printTable(title: string, rows: Row[]): void {
+  console.log(`\n## ${title}\n`);
+  console.log('| scenario | req/s | p50 ms | p99 ms | baseline | ratio | note |');
+  console.log('|---|---:|---:|---:|---|---:|---|');
+  for (const r of rows) {
+    console.log(
+      `| ${r.scenario} | ${fmt(r.rps)} | ${fmt(r.p50, 1)} | ${fmt(r.p99, 1)} | ${r.baseline ?? ''} | ${fmt(r.ratio, 2)} | ${r.note ?? ''} |`,
+    );
+  }
+}
+
+/** Super admin JSON call against a running service. */
+export async function call<T = Record<string, unknown>>(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  credential = SUPER_KEY,
+): Promise<T> {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${credential}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+  return JSON.parse(text) as T;
+}
+
+/** Creates a collection and an admin key on a running service. */
+export async function seedCollection(base: string, id: string): Promise<{ id: string; key: string }> {
+  await call(base, 'POST', '/platform/collections', { id, name: id });
+  const key = await call<{ key: string }>(base, 'POST', `/admin/collection/${id}/api-keys`, { name: 'bench' });
+  return { id, key: key.key };
+}

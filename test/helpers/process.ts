@@ -1,0 +1,87 @@
+/**
+ * Real child processes of the service, for tests where a process boundary is the subject
+ * (restarts, kill -9) and for the bench. Starts `src/server.ts` (or another entry) through tsx.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function waitForOk(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`process exited (${child.exitCode ?? child.signalCode}) before ${url} answered`);
+    }
+    try {
+      const res = await fetch(url);
+      if (res.ok) return;
+    } catch {}
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+}
+
+export interface RunningProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  /** SIGTERM and wait for exit: the graceful path. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait for exit: the crash path. */
+  kill(): Promise<void>;
+}
+
+export interface SpawnOptions {
+  env?: Record<string, string>;
+  readyPath?: string;
+  args?: string[];
+  port?: number;
+  /** Where the child's output goes; tests keep it quiet, the bench shows it. */
+  stdio?: 'inherit' | 'ignore';
+}
+
+export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<RunningProcess> {
+  const port = o.port ?? (await freePort());
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...(o.args ?? [])], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...o.env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', o.stdio ?? 'ignore', o.stdio ?? 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const waitExit = () => new Promise<void>((resolve) => (exited() ? resolve() : child.once('exit', () => resolve())));
+  try {
+    await waitForOk(`${url}${o.readyPath ?? '/healthz'}`, child);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    url,
+    port,
+    child,
+    async stop() {
+      if (!exited()) child.kill('SIGTERM');
+      await waitExit();
+      return child.exitCode;
+    },
+    async kill() {
+      if (!exited()) child.kill('SIGKILL');
+      await waitExit();
+    },
+  };
+}
