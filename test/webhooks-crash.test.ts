@@ -71,18 +71,25 @@ async function call(base: string, method: string, path: string, body?: unknown, 
 }
 
 describe('webhook delivery survives kill -9 of the worker', () => {
-  it('delivers every event at least once after a restart', async () => {
+  it('delivers every event at least once after a restart', { timeout: 180_000 }, async () => {
     let worker = await start('all');
     let api = onPostgres ? await start('api') : worker;
     expect((await call(api.url, 'POST', '/platform/collections', { id: 'crashhooks', name: 'C' })).status).toBe(200);
-    const key = (await call(api.url, 'POST', '/admin/collection/crashhooks/api-keys', { name: 'k' })).body.key as string;
+    const key = (await call(api.url, 'POST', '/admin/collection/crashhooks/api-keys', { name: 'k' })).body
+      .key as string;
     rx.answer('/crash', { hang: true });
     const hook = await call(api.url, 'POST', '/v1/webhooks', { url: `${rx.url}/crash`, events: ['link.created'] }, key);
     expect(hook.status).toBe(200);
 
     const linkIds: string[] = [];
     for (let i = 0; i < EVENTS; i++) {
-      const res = await call(api.url, 'POST', '/admin/collection/crashhooks/links', { url: `https://e.example/${i}` }, key);
+      const res = await call(
+        api.url,
+        'POST',
+        '/admin/collection/crashhooks/links',
+        { url: `https://e.example/${i}` },
+        key,
+      );
       expect(res.status).toBe(200);
       linkIds.push(res.body.id as string);
     }
@@ -96,7 +103,12 @@ describe('webhook delivery survives kill -9 of the worker', () => {
     if (!onPostgres) api = worker;
     const delivered = await waitFor(
       async () => {
-        const ids = new Set(rx.on('/crash').filter((r) => r.at > killedAt).map((r) => r.body.data.link_id as string));
+        const ids = new Set(
+          rx
+            .on('/crash')
+            .filter((r) => r.at > killedAt)
+            .map((r) => r.body.data.link_id as string),
+        );
         return linkIds.every((id) => ids.has(id)) ? ids : undefined;
       },
       60_000,
