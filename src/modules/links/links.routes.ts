@@ -126,9 +126,8 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         params: S.RedirectParams,
         response: {
           302: Type.Null({ description: 'Redirect; the destination is in Location' }),
-          404: errorResponses[404],
+          ...errorResponses,
           410: { ...Type.Ref('ErrorBody'), description: 'The link has expired' },
-          429: errorResponses[429],
         },
       },
     },

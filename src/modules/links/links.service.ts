@@ -372,8 +372,13 @@ export class LinksService {
       });
     } catch (err) {
       if (tries > 1) return this.writeBatch(batch, tries - 1);
-      // A batch can fail as a whole only on a database error: keep the rest flowing.
-      this.log.error({ err, clicks: batch.length }, 'could not store a batch of clicks');
+      // One bad click (its link's collection removed meanwhile) must not sink the others:
+      // store them one by one, and give up only on the ones that still fail.
+      if (batch.length > 1) {
+        for (const one of batch) await this.writeBatch([one], 1);
+        return;
+      }
+      this.log.error({ err, linkId: batch[0]?.linkId }, 'could not store a click');
     }
   }
 }
