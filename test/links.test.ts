@@ -7,10 +7,26 @@ let a: TestCollection;
 let b: TestCollection;
 
 beforeAll(async () => {
-  t = await createTestApp({ TRUSTED_PROXIES: '127.0.0.1,10.0.0.0/8', CLICK_FLUSH_MS: '5' });
+  // ROLE=api: no workers, so the deliveries these events queue stay queued (delivery is
+  // webhooks.test.ts's subject); events are stored only for subscribed registrations.
+  t = await createTestApp({ TRUSTED_PROXIES: '127.0.0.1,10.0.0.0/8', CLICK_FLUSH_MS: '5', ROLE: 'api' });
   a = await t.createCollection();
   b = await t.createCollection();
+  await subscribe(a);
 });
+
+async function subscribe(c: TestCollection) {
+  const res = await t.inject({
+    method: 'POST',
+    url: '/v1/webhooks',
+    headers: c.auth,
+    payload: {
+      url: 'https://receiver.example/hook',
+      events: ['link.created', 'link.updated', 'link.deleted', 'link.clicked'],
+    },
+  });
+  expect(res.statusCode).toBe(200);
+}
 afterAll(() => t.close());
 
 const base = (c: TestCollection) => `/admin/collection/${c.id}/links`;
@@ -284,6 +300,11 @@ describe('clicks', () => {
 describe('events (outbox)', () => {
   it('writes link.created/updated/deleted with the seed envelope in the change’s transaction', async () => {
     const c = await t.createCollection();
+    // Without a subscribed registration nothing is stored.
+    const unheard = (await create({ url: 'https://ev.example/' }, c)).json();
+    await t.inject({ method: 'DELETE', url: `${base(c)}/${unheard.id}`, headers: c.auth });
+    expect(await events(c.id)).toEqual([]);
+    await subscribe(c);
     const link = (await create({ url: 'https://ev.example/', code: `ev-${c.id}` }, c)).json();
     await t.inject({
       method: 'PATCH',

@@ -12,9 +12,11 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
   for (const schema of [S.CreateLinkBody, S.UpdateLinkBody, S.Link, S.LinkPage, S.Click, S.ClickPage]) {
     app.addSchema(schema);
   }
-  // The service's lifecycle rides on the app's: subscribe to changes when ready, flush
-  // buffered clicks before the database is closed.
+  // The service's lifecycle rides on the app's: subscribe to changes when ready; flush
+  // buffered clicks before any onClose hook closes the database (preClose), and once more
+  // for clicks of requests that were still in flight then.
   app.addHook('onReady', () => service.start());
+  app.addHook('preClose', () => service.flush());
   app.addHook('onClose', () => service.stop());
   const tags = ['links'];
   const link = { 200: Type.Ref('Link'), ...errorResponses };

@@ -124,39 +124,50 @@ export async function deleteWebhook(db: Queryable, collectionId: string, id: str
   return rowCount > 0;
 }
 
-/** Active registrations subscribed to an event type. */
-export async function subscribers(db: Queryable, collectionId: string, type: string): Promise<{ id: string }[]> {
-  const { rows } = await db.query<{ id: string }>(sql`
-    SELECT id FROM webhooks
-    WHERE collection_id = ${collectionId} AND active AND events @> ${JSON.stringify([type])}::jsonb`);
+/** Active registrations of a collection with the event types each subscribes to. */
+export async function activeSubscriptions(
+  db: Queryable,
+  collectionId: string,
+): Promise<{ id: string; events: string[] }[]> {
+  const { rows } = await db.query<{ id: string; events: string[] }>(
+    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active`,
+  );
   return rows;
 }
 
-export async function insertEvent(
+/** Writes events in one statement. */
+export async function insertEvents(
   db: Queryable,
   collectionId: string,
-  e: { id: string; type: string; body: string; createdAt: Date },
+  events: { id: string; type: string; body: string; createdAt: Date }[],
 ): Promise<void> {
-  await db.query(sql`
-    INSERT INTO webhook_events (collection_id, id, type, body, created_at)
-    VALUES (${collectionId}, ${e.id}, ${e.type}, ${e.body}, ${e.createdAt})`);
+  if (events.length === 0) return;
+  const values = events.map((e) => sql`(${collectionId}, ${e.id}, ${e.type}, ${e.body}, ${e.createdAt})`);
+  await db.query(
+    sql`INSERT INTO webhook_events (collection_id, id, type, body, created_at) VALUES ${join(values, ', ')}`,
+  );
 }
 
-export async function insertDelivery(
+/** Writes deliveries in one statement. */
+export async function insertDeliveries(
   db: Queryable,
   collectionId: string,
-  d: { id: string; webhookId: string; eventId: string; retries: number },
+  deliveries: { id: string; webhookId: string; eventId: string; retries: number }[],
 ): Promise<void> {
+  if (deliveries.length === 0) return;
+  const values = deliveries.map(
+    (d) => sql`(${collectionId}, ${d.id}, ${d.webhookId}, ${d.eventId}, ${d.retries}, now())`,
+  );
   await db.query(sql`
     INSERT INTO webhook_deliveries (collection_id, id, webhook_id, event_id, retries_left, next_attempt_at)
-    VALUES (${collectionId}, ${d.id}, ${d.webhookId}, ${d.eventId}, ${d.retries}, now())`);
+    VALUES ${join(values, ', ')}`);
 }
 
 /** What one attempt needs: the delivery, its event's body, its registration. */
 export interface DeliveryWork {
   delivery: DeliveryRow;
   body: string;
-  webhook: WebhookRow;
+  webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'>;
 }
 
 export async function loadDeliveryWork(
@@ -164,17 +175,57 @@ export async function loadDeliveryWork(
   collectionId: string,
   deliveryId: string,
 ): Promise<DeliveryWork | undefined> {
-  const { rows } = await db.query<DeliveryRow & { body: string }>(sql`
-    SELECT ${DELIVERY_COLUMNS}, e.body
+  const { rows } = await db.query<
+    DeliveryRow & { body: string; w_url: string; w_secret: string; w_active: boolean }
+  >(sql`
+    SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active
     FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    JOIN webhooks w ON w.collection_id = d.collection_id AND w.id = d.webhook_id
     WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
   const r = rows[0];
   if (!r) return undefined;
-  const webhook = await findWebhook(db, collectionId, r.webhook_id);
-  if (!webhook) return undefined;
-  const { body, ...delivery } = r;
-  return { delivery, body, webhook };
+  const { body, w_url, w_secret, w_active, ...delivery } = r;
+  return { delivery, body, webhook: { url: w_url, secret: w_secret, active: w_active } };
+}
+
+/**
+ * Records a successful attempt in one statement (the hot path): the attempt row, the
+ * delivery's final state and the registration's failure count reset. Nothing is written when
+ * the delivery is no longer waiting for this attempt (a duplicate or stale job).
+ */
+export async function recordSuccessfulAttempt(
+  db: Queryable,
+  collectionId: string,
+  a: {
+    deliveryId: string;
+    attempt: number;
+    trigger: string;
+    startedAt: Date;
+    durationMs: number;
+    statusCode: number;
+    responseExcerpt: string | null;
+  },
+): Promise<boolean> {
+  const { rows } = await db.query<{ n: number }>(sql`
+    WITH d AS (
+      UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = ${a.attempt}, next_attempt_at = NULL,
+        last_status_code = ${a.statusCode}, last_error = NULL, updated_at = now()
+      WHERE collection_id = ${collectionId} AND id = ${a.deliveryId} AND status = 'pending'
+        AND attempt_count = ${a.attempt - 1}
+      RETURNING webhook_id
+    ), ins AS (
+      INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
+        status_code, outcome, response_excerpt)
+      SELECT ${collectionId}, ${a.deliveryId}, ${a.attempt}, d.webhook_id, ${a.trigger}, ${a.startedAt}, ${a.durationMs},
+        ${a.statusCode}, 'succeeded', ${a.responseExcerpt} FROM d
+      ON CONFLICT DO NOTHING
+    ), w AS (
+      UPDATE webhooks SET consecutive_failures = 0
+      WHERE collection_id = ${collectionId} AND id IN (SELECT webhook_id FROM d) AND consecutive_failures <> 0
+    )
+    SELECT count(*) AS n FROM d`);
+  return rows[0].n > 0;
 }
 
 export async function lockDelivery(
@@ -235,13 +286,6 @@ export async function updateDelivery(
   await db.query(
     sql`UPDATE webhook_deliveries SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}`,
   );
-}
-
-/** Success resets the count; returns the registration's state after the change. */
-export async function recordSuccess(db: Queryable, collectionId: string, webhookId: string): Promise<void> {
-  await db.query(sql`
-    UPDATE webhooks SET consecutive_failures = 0
-    WHERE collection_id = ${collectionId} AND id = ${webhookId} AND consecutive_failures <> 0`);
 }
 
 /** Counts one more failure and disables the registration when it reaches `limit`. */

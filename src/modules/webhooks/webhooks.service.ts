@@ -238,53 +238,52 @@ export class WebhooksService {
 
   /**
    * Writes events and queues their deliveries. Call inside the transaction of the change
-   * that caused them (`q` is that transaction).
+   * that caused them (`q` is that transaction). Returns the ids of the events stored (those
+   * with at least one active subscribed registration).
    */
   async publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<string[]> {
-    const subscribersByType = new Map<string, { id: string }[]>();
-    const ids: string[] = [];
-    for (const e of events) {
-      let subs = subscribersByType.get(e.type);
-      if (!subs) {
-        subs = await repo.subscribers(q, collectionId, e.type);
-        subscribersByType.set(e.type, subs);
-      }
-      ids.push(await this.writeEvent(q, collectionId, e, subs, 'automatic'));
-    }
-    return ids;
+    if (events.length === 0) return [];
+    const subscriptions = await repo.activeSubscriptions(q, collectionId);
+    const written = await this.writeEvents(q, collectionId, events, (type) =>
+      subscriptions.filter((s) => s.events.includes(type)).map((s) => s.id),
+    );
+    return written.eventIds;
   }
 
-  private async writeEvent(
+  /** One statement for the events, one for their deliveries, then one job per delivery. */
+  private async writeEvents(
     q: Queryable,
     collectionId: string,
-    e: NewEvent,
-    subscribers: { id: string }[],
-    trigger: DeliverPayload['trigger'],
-  ): Promise<string> {
+    events: NewEvent[],
+    recipients: (type: string) => string[],
+    trigger: DeliverPayload['trigger'] = 'automatic',
+  ): Promise<{ eventIds: string[]; deliveryIds: string[] }> {
     const createdAt = new Date();
-    const envelope: EventEnvelope = {
-      type: e.type,
-      id: newId('evt'),
-      created_at: createdAt.toISOString(),
-      data: e.data,
-    };
-    await repo.insertEvent(q, collectionId, {
-      id: envelope.id,
-      type: e.type,
-      body: JSON.stringify(envelope),
-      createdAt,
-    });
-    for (const s of subscribers) {
-      const deliveryId = newId('dlv');
-      await repo.insertDelivery(q, collectionId, {
-        id: deliveryId,
-        webhookId: s.id,
-        eventId: envelope.id,
-        retries: this.settings.maxRetries,
+    // An event nobody is subscribed to is not stored: the outbox holds what must be sent.
+    const rows = events
+      .filter((e) => recipients(e.type).length > 0)
+      .map((e) => {
+        const envelope: EventEnvelope = {
+          type: e.type,
+          id: newId('evt'),
+          created_at: createdAt.toISOString(),
+          data: e.data,
+        };
+        return { id: envelope.id, type: e.type, body: JSON.stringify(envelope), createdAt };
       });
-      await this.enqueue(q, collectionId, { deliveryId, attempt: 1, trigger });
-    }
-    return envelope.id;
+    if (rows.length === 0) return { eventIds: [], deliveryIds: [] };
+    await repo.insertEvents(q, collectionId, rows);
+    const deliveries = rows.flatMap((r) =>
+      recipients(r.type).map((webhookId) => ({
+        id: newId('dlv'),
+        webhookId,
+        eventId: r.id,
+        retries: this.settings.maxRetries,
+      })),
+    );
+    await repo.insertDeliveries(q, collectionId, deliveries);
+    for (const d of deliveries) await this.enqueue(q, collectionId, { deliveryId: d.id, attempt: 1, trigger });
+    return { eventIds: rows.map((r) => r.id), deliveryIds: deliveries.map((d) => d.id) };
   }
 
   private async enqueue(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void> {
@@ -299,21 +298,14 @@ export class WebhooksService {
       const w = await repo.findWebhook(tx, collectionId, id, true);
       if (!w) throw notFound('Webhook');
       if (!w.active) throw conflict('The registration is not active; re-enable it with PATCH {"active": true} first');
-      const eventId = await this.writeEvent(
+      const written = await this.writeEvents(
         tx,
         collectionId,
-        {
-          type: TEST_EVENT_TYPE,
-          data: { webhook_id: w.id, message: 'This is a test event sent on request.' },
-        },
-        [{ id: w.id }],
+        [{ type: TEST_EVENT_TYPE, data: { webhook_id: w.id, message: 'This is a test event sent on request.' } }],
+        () => [w.id],
         'test',
       );
-      const { rows } = await tx.query<{ id: string }>(
-        'SELECT id FROM webhook_deliveries WHERE collection_id = $1 AND event_id = $2',
-        [collectionId, eventId],
-      );
-      return rows[0].id;
+      return written.deliveryIds[0];
     });
     return this.getDelivery(collectionId, id, deliveryId);
   }
@@ -401,10 +393,22 @@ export class WebhooksService {
     );
     // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
     if (signal?.aborted) throw new Error('worker stopping; attempt abandoned');
-    return db.transaction((tx) => this.recordAttempt(tx, collectionId, payload, startedAt, result));
+    if (result.outcome === 'succeeded') {
+      const recorded = await repo.recordSuccessfulAttempt(db, collectionId, {
+        deliveryId: delivery.id,
+        attempt: payload.attempt,
+        trigger: payload.trigger,
+        startedAt,
+        durationMs: result.durationMs,
+        statusCode: result.statusCode!,
+        responseExcerpt: result.responseExcerpt,
+      });
+      return recorded ? { outcome: 'succeeded', statusCode: result.statusCode } : { skipped: 'raced' };
+    }
+    return db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result));
   }
 
-  private async recordAttempt(
+  private async recordFailedAttempt(
     tx: Queryable,
     collectionId: string,
     payload: DeliverPayload,
@@ -427,11 +431,6 @@ export class WebhooksService {
       responseExcerpt: result.responseExcerpt,
     });
     const base = { attemptCount: payload.attempt, lastStatusCode: result.statusCode, lastError: result.error };
-    if (result.outcome === 'succeeded') {
-      await repo.updateDelivery(tx, collectionId, d.id, { ...base, status: 'succeeded', nextAttemptAt: null });
-      await repo.recordSuccess(tx, collectionId, d.webhook_id);
-      return { outcome: 'succeeded', statusCode: result.statusCode };
-    }
     const limit = this.settings.disableAfterFailures;
     const state = await repo.recordFailure(
       tx,
