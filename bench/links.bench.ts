@@ -11,7 +11,18 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { benchDatabase, call, load, printTable, type Row, row, seedCollection, spawnTs, startService } from './lib.ts';
+import {
+  benchDatabase,
+  call,
+  type LoadResult,
+  load,
+  printTable,
+  type Row,
+  row,
+  seedCollection,
+  spawnTs,
+  startService,
+} from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
 const HOOKS = Number(process.env.BENCH_HOOKS ?? 10);
@@ -54,15 +65,13 @@ const database = await benchDatabase(backend);
 const rx = await receiver();
 try {
   const rows: Row[] = [];
-  const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });
-  const bareResult = await load({ url: `${bare.url}/x`, expectStatus: 302 });
-  await bare.stop();
-  rows.push(row('baseline: bare Fastify 302', bareResult));
-
+  // The machine is shared: baseline and service are measured in alternation, ROUNDS times
+  // each, and each side's best round is kept, so a burst of outside load skews neither.
+  const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
   const service = await startService({
     ...database.env,
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    JOBS_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '16',
+    JOBS_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '32',
     LOG_LEVEL: 'warn',
   });
   try {
@@ -74,8 +83,18 @@ try {
       { url: DESTINATION },
       c.key,
     );
-    const redirect = await load({ url: `${service.url}/l/${link.code}`, expectStatus: 302 });
-    rows.push(row('GET /l/{code} (302, click captured)', redirect, { name: 'bare Fastify 302', result: bareResult }));
+    const best = (a: LoadResult | undefined, b: LoadResult) => (!a || b.rps > a.rps ? b : a);
+    let bareResult: LoadResult | undefined;
+    let redirect: LoadResult | undefined;
+    for (let round = 0; round < ROUNDS; round++) {
+      const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });
+      bareResult = best(bareResult, await load({ url: `${bare.url}/x`, expectStatus: 302 }));
+      await bare.stop();
+      redirect = best(redirect, await load({ url: `${service.url}/l/${link.code}`, expectStatus: 302 }));
+      await sleep(1000); // let the click backlog drain between rounds
+    }
+    rows.push(row('baseline: bare Fastify 302', bareResult!));
+    rows.push(row('GET /l/{code} (302, click captured)', redirect!, { name: 'bare Fastify 302', result: bareResult! }));
 
     // Let the click backlog drain before measuring deliveries, so the two do not mix.
     await sleep(2000);
