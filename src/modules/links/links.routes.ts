@@ -120,6 +120,9 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
   app.get(
     '/l/:code',
     {
+      // Redirects are public traffic: a viral link is followed by many people behind one
+      // carrier NAT address, and a cache hit costs less than the limiter's own bookkeeping.
+      config: { rateLimit: false },
       schema: {
         tags,
         operationId: 'links_redirect',
