@@ -100,7 +100,8 @@ async function finalDeliveries(c: TestCollection, hookId: string, count: number)
       const items = await deliveries(c, hookId);
       return items.length >= count && items.every((d) => d.status !== 'pending') ? items : undefined;
     },
-    20_000,
+    // Generous: a hanging receiver costs 4 timeouts, and CI machines are shared.
+    60_000,
     `${count} final deliveries of ${hookId}`,
   );
 }
