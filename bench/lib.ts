@@ -120,6 +120,35 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, unexpected };
 }
 
+/**
+ * Runs several load functions in interleaved rounds (A, B, C, A, B, C, ...) and returns each
+ * one's median round. Background load on a shared machine then hits baseline and subject
+ * alike, instead of whichever happened to run during a busy minute.
+ */
+export async function interleaved<K extends string>(
+  subjects: Record<K, () => Promise<LoadResult>>,
+  rounds = Number(process.env.BENCH_ROUNDS ?? 3),
+): Promise<Record<K, LoadResult>> {
+  const results = {} as Record<K, LoadResult[]>;
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, run] of Object.entries(subjects) as [K, () => Promise<LoadResult>][]) {
+      const result = await run();
+      results[name] = [...(results[name] ?? []), result];
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const out = {} as Record<K, LoadResult>;
+  for (const [name, rs] of Object.entries(results) as [K, LoadResult[]][]) {
+    out[name] = {
+      rps: median(rs.map((x) => x.rps)),
+      p50: median(rs.map((x) => x.p50)),
+      p99: median(rs.map((x) => x.p99)),
+      unexpected: rs.reduce((n, x) => n + x.unexpected, 0),
+    };
+  }
+  return out;
+}
+
 export function row(scenario: string, r: LoadResult, baseline?: { name: string; result: LoadResult }): Row {
   const out: Row = { scenario, rps: r.rps, p50: r.p50, p99: r.p99 };
   if (baseline) {

@@ -39,6 +39,8 @@ export interface Services {
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+    /** Resolves once no request handler is running (or after timeoutMs). */
+    drain(timeoutMs: number): Promise<void>;
   }
 }
 
@@ -76,6 +78,19 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   }
 
   registerErrorHandling(app);
+  // Handlers still running for a client that hung up keep no socket open, so the server's own
+  // close does not wait for them; this count lets shutdown wait before closing the database.
+  let inFlight = 0;
+  app.addHook('onRequest', async () => {
+    inFlight++;
+  });
+  app.addHook('onSend', async () => {
+    inFlight = Math.max(0, inFlight - 1);
+  });
+  app.decorate('drain', async (timeoutMs: number) => {
+    const until = Date.now() + timeoutMs;
+    while (inFlight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  });
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
   app.removeContentTypeParser('text/plain');
   app.addHook('onRequest', async (req, reply) => {

@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     );
   }
   app.addHook('onClose', async () => {
+    await app.drain(config.shutdownTimeoutMs);
     await db.close();
   });
 
