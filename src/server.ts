@@ -4,7 +4,8 @@
  * finish (bounded by SHUTDOWN_TIMEOUT_MS), then closes the database cleanly.
  *
  * Roles: `all` (default) serves HTTP and runs background workers in one process; `api`
- * serves HTTP only; `worker` runs background work only (still exposing /healthz).
+ * serves HTTP only; `worker` runs background work only (no HTTP listener; supervise the
+ * process). Workers start on app ready and stop first on close (see buildApp).
  */
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
@@ -64,7 +65,7 @@ async function main(): Promise<void> {
   const storage = config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}`;
   if (config.role === 'worker') {
     await app.ready();
-    app.log.info({ role: config.role, storage }, 'worker started');
+    app.log.info({ role: config.role, storage, concurrency: app.services.jobs.settings.concurrency }, 'worker started');
     return;
   }
   await app.listen({ port: config.port, host: config.host });

@@ -109,7 +109,7 @@ describe('lifecycle', () => {
     expect(attemptsSeen.get(id)).toBe(3);
   });
 
-  it('shows errored between attempts and fails after maxAttempts', async () => {
+  it('fails after maxAttempts, keeping the last error', async () => {
     const { id } = await enqueue(t, a, { task: 'test.flaky', payload: { failures: 99 }, maxAttempts: 3 });
     const job = await waitForStatus(t, a, id, ['failed']);
     expect(job).toMatchObject({ status: 'failed', attempts: 3, maxAttempts: 3, lastError: 'boom 3', result: null });
@@ -195,6 +195,161 @@ describe('validation and access', () => {
       expect(res.json().message).toContain('test.echo');
       expect(res.json().details.knownTasks).toEqual(expect.arrayContaining(['test.echo', 'test.flaky']));
       expect(res.json().details.knownTasks).not.toContain('test.internal');
+    }
+  });
+});
+
+describe('access and isolation', () => {
+  let jobOfA: number;
+  beforeAll(async () => {
+    jobOfA = (await enqueue(t, a, { task: 'test.echo', runAt: new Date(Date.now() + 600_000).toISOString() })).id;
+  });
+
+  const routes = (collectionId: string, id: number) => [
+    { method: 'POST' as const, url: `/admin/collection/${collectionId}/async/jobs`, payload: { task: 'test.echo' } },
+    { method: 'GET' as const, url: `/admin/collection/${collectionId}/async/jobs/${id}` },
+    { method: 'GET' as const, url: `/admin/collection/${collectionId}/jobs/${id}` },
+    { method: 'GET' as const, url: `/admin/collection/${collectionId}/jobs` },
+    { method: 'POST' as const, url: `/admin/collection/${collectionId}/jobs/${id}/cancel` },
+  ];
+
+  it('answers 401 without a credential and with another collection’s key', async () => {
+    for (const r of routes(a.id, jobOfA)) {
+      const none = await t.inject(r);
+      expect(none.statusCode, `${r.method} ${r.url}`).toBe(401);
+      const other = await t.inject({ ...r, headers: b.auth });
+      expect(other.statusCode, `${r.method} ${r.url}`).toBe(401);
+    }
+    expect((await getJob(t, a, jobOfA)).status).toBe('queued');
+  });
+
+  it('never shows or touches another collection’s job (404), nor lists it', async () => {
+    for (const r of routes(b.id, jobOfA).slice(1)) {
+      if (r.url.endsWith('/jobs')) continue;
+      const res = await t.inject({ ...r, headers: b.auth });
+      expect(res.statusCode, `${r.method} ${r.url}`).toBe(404);
+    }
+    const list = await t.inject({ method: 'GET', url: `/admin/collection/${b.id}/jobs?limit=100`, headers: b.auth });
+    expect(list.statusCode).toBe(200);
+    expect(list.json().items.map((j: { id: number }) => j.id)).not.toContain(jobOfA);
+    expect((await getJob(t, a, jobOfA)).status).toBe('queued');
+  });
+
+  it('does not list or show internal jobs', async () => {
+    const { id } = await t.app.services.jobs.enqueue(t.testDb.db, a.id, { task: 'test.internal' });
+    const res = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs/${id}`, headers: a.auth });
+    expect(res.statusCode).toBe(404);
+    const list = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs?limit=100`, headers: a.auth });
+    expect(list.json().items.map((j: { id: number }) => j.id)).not.toContain(id);
+    expect(list.json().items.every((j: { task: string }) => j.task !== 'test.internal')).toBe(true);
+  });
+});
+
+describe('bad input', () => {
+  it('refuses malformed enqueue bodies with 400 and enqueues nothing', async () => {
+    const before = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs?limit=100`, headers: a.auth });
+    for (const payload of [
+      {},
+      { task: 'test.echo', extra: 1 },
+      { task: 'test.echo', runAt: 'tomorrow' },
+      { task: 'test.echo', priority: 1.5 },
+      { task: 'test.echo', payload: [1, 2] },
+      { task: 'test.echo', maxAttempts: 0 },
+      { task: 'test.echo', key: '' },
+      { task: 'test.echo', queueName: 'x'.repeat(201) },
+      { task: 'test.strict', payload: { n: 'not a number' } },
+    ]) {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/async/jobs`,
+        headers: a.auth,
+        payload,
+      });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const after = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs?limit=100`, headers: a.auth });
+    expect(after.json().items.length).toBe(before.json().items.length);
+  });
+
+  it('a task’s parsePayload normalises an accepted payload', async () => {
+    const { id } = await enqueue(t, a, { task: 'test.strict', payload: { n: 7, dropped: true } });
+    expect((await waitForStatus(t, a, id, ['completed'])).result).toEqual({ n: 7 });
+  });
+
+  it('refuses bad ids and query strings with 400', async () => {
+    for (const url of [
+      `/admin/collection/${a.id}/jobs/abc`,
+      `/admin/collection/${a.id}/async/jobs/-1`,
+      `/admin/collection/${a.id}/jobs/1234567890123456789`,
+      `/admin/collection/${a.id}/jobs?state=done`,
+      `/admin/collection/${a.id}/jobs?limit=0`,
+      `/admin/collection/${a.id}/jobs?limit=101`,
+      `/admin/collection/${a.id}/jobs?offset=-1`,
+      `/admin/collection/${a.id}/jobs?from=yesterday`,
+      `/admin/collection/${a.id}/jobs?from=2030-01-02T00:00:00Z&to=2030-01-01T00:00:00Z`,
+      `/admin/collection/${a.id}/jobs?unknown=1`,
+    ]) {
+      const res = await t.inject({ method: 'GET', url, headers: a.auth });
+      expect(res.statusCode, url).toBe(400);
+    }
+    const missing = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs/999999999`, headers: a.auth });
+    expect(missing.statusCode).toBe(404);
+  });
+});
+
+describe('list', () => {
+  it('filters by state, task and creation window, newest first, with limit and offset', async () => {
+    const c = await t.createCollection();
+    const done = await enqueue(t, c, { task: 'test.echo', payload: { i: 1 } });
+    await waitForStatus(t, c, done.id, ['completed']);
+    const failed = await enqueue(t, c, { task: 'test.flaky', payload: { failures: 9 }, maxAttempts: 1 });
+    await waitForStatus(t, c, failed.id, ['failed']);
+    const later = new Date(Date.now() + 600_000).toISOString();
+    const queued = await enqueue(t, c, { task: 'test.echo', runAt: later });
+    const list = async (qs: string) => {
+      const res = await t.inject({ method: 'GET', url: `/admin/collection/${c.id}/jobs${qs}`, headers: c.auth });
+      expect(res.statusCode, qs).toBe(200);
+      return res.json();
+    };
+    const all = await list('');
+    expect(all).toMatchObject({ limit: 20, offset: 0 });
+    expect(all.items.map((j: { id: number }) => j.id)).toEqual([queued.id, failed.id, done.id]);
+    expect((await list('?state=completed')).items.map((j: { id: number }) => j.id)).toEqual([done.id]);
+    expect((await list('?state=failed')).items[0]).toMatchObject({ id: failed.id, lastError: 'boom 1', attempts: 1 });
+    expect((await list('?task=test.flaky')).items.map((j: { id: number }) => j.id)).toEqual([failed.id]);
+    expect((await list('?state=queued&task=test.echo')).items.map((j: { id: number }) => j.id)).toEqual([queued.id]);
+    const page = await list('?limit=1&offset=1');
+    expect(page).toMatchObject({ limit: 1, offset: 1 });
+    expect(page.items.map((j: { id: number }) => j.id)).toEqual([failed.id]);
+    const created = (await getJob(t, c, failed.id)).createdAt;
+    const from = await list(`?from=${encodeURIComponent(created)}`);
+    expect(from.items.map((j: { id: number }) => j.id)).toEqual([queued.id, failed.id]);
+    const to = await list(`?to=${encodeURIComponent(created)}`);
+    expect(to.items.map((j: { id: number }) => j.id)).toEqual([done.id]);
+    expect((await list('?from=2999-01-01T00:00:00Z')).items).toEqual([]);
+  });
+});
+
+describe('roles', () => {
+  it('ROLE=api runs no workers: jobs stay queued for a worker process', async () => {
+    const api = await createTestApp({ ROLE: 'api' });
+    try {
+      let ran = false;
+      api.app.services.jobs.registerTask({
+        name: 'test.echo',
+        visible: true,
+        handler: async () => {
+          ran = true;
+        },
+      });
+      const c = await api.createCollection();
+      const { id } = await enqueue(api, c, { task: 'test.echo' });
+      await sleep(300);
+      expect((await getJob(api, c, id)).status).toBe('queued');
+      expect(ran).toBe(false);
+      expect(api.app.services.jobs.activeCount).toBe(0);
+    } finally {
+      await api.close();
     }
   });
 });

@@ -29,6 +29,26 @@ export interface Queryable {
 /** A transaction's handle: queries, plus multi-statement `exec` for migrations. */
 export interface Tx extends Queryable {
   exec(text: string): Promise<void>;
+  /**
+   * Runs `fn` once the transaction has committed (never when it rolls back): for signals that
+   * must not fire early, such as waking job workers. Errors thrown by `fn` are ignored.
+   */
+  afterCommit(fn: () => void): void;
+}
+
+/** Collects after-commit callbacks of one transaction and runs them once it committed. */
+function commitHooks() {
+  const hooks: (() => void)[] = [];
+  return {
+    add: (fn: () => void) => void hooks.push(fn),
+    run() {
+      for (const fn of hooks) {
+        try {
+          fn();
+        } catch {}
+      }
+    },
+  };
 }
 
 export interface Db extends Queryable {
@@ -66,7 +86,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { ra
     extensions: { pg_trgm },
     parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) },
   });
-  const wrap = (q: Pick<PGlite, 'query' | 'exec'>): Tx => ({
+  const wrap = (q: Pick<PGlite, 'query' | 'exec'>, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
       const [t, p] = split(text, params);
       const res = await q.query<T>(t, p);
@@ -75,6 +95,7 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { ra
     async exec(text: string) {
       await q.exec(text);
     },
+    afterCommit: onCommit,
   });
   const base = wrap(pglite);
   return {
@@ -84,8 +105,11 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { ra
     async exec(text) {
       await pglite.exec(text);
     },
-    transaction(fn) {
-      return pglite.transaction((tx) => fn(wrap(tx)));
+    async transaction(fn) {
+      const hooks = commitHooks();
+      const result = await pglite.transaction((tx) => fn(wrap(tx, hooks.add)));
+      hooks.run();
+      return result;
     },
     async listen(channel, onPayload) {
       const unsub = await pglite.listen(channel, onPayload);
@@ -121,7 +145,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   pool.on('error', () => {});
   let listener: pg.Client | undefined;
   const handlers = new Map<string, Set<(payload: string) => void>>();
-  const wrap = (q: pg.Pool | pg.PoolClient): Tx => ({
+  const wrap = (q: pg.Pool | pg.PoolClient, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
       const [t, p] = split(text, params);
       const res = await q.query(t, p);
@@ -130,6 +154,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     async exec(text: string) {
       await q.query(text);
     },
+    afterCommit: onCommit,
   });
   const base = wrap(pool);
   await pool.query('SELECT 1');
@@ -142,10 +167,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     },
     async transaction(fn) {
       const client = await pool.connect();
+      const hooks = commitHooks();
       try {
         await client.query('BEGIN');
-        const result = await fn(wrap(client));
+        const result = await fn(wrap(client, hooks.add));
         await client.query('COMMIT');
+        hooks.run();
         return result;
       } catch (err) {
         await client.query('ROLLBACK').catch(() => {});

@@ -22,8 +22,9 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-export function startWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'test/helpers/worker-process.ts')], {
+/** Starts `entry` (default: the JobEngine worker of test/helpers/worker-process.ts). */
+export function startWorker(env: Record<string, string>, entry = 'test/helpers/worker-process.ts'): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

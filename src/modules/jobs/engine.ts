@@ -15,10 +15,14 @@
  *   whose `locked_at` is older than the lock timeout belonged to a dead worker: it is made
  *   claimable again (the lost attempt counts). Every finishing UPDATE checks `locked_by`, so
  *   a worker that lost its claim cannot overwrite the new owner's outcome.
- * - Wake-up: enqueue sends NOTIFY `jobs_new` (inside the caller's transaction, so it fires on
- *   commit) with the job's due time; every engine LISTENs and claims at once, or arms a
- *   timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS) is the safety net and
- *   also runs the lock-timeout sweep and retention.
+ * - Wake-up: once an enqueue has committed (right away on the db, after commit through
+ *   `tx.afterCommit` inside the caller's transaction) the engine sends NOTIFY `jobs_new` with
+ *   the due times, one NOTIFY per event-loop turn however many jobs; every engine LISTENs and
+ *   claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
+ *   is the safety net (a process that dies between commit and NOTIFY) and also runs the
+ *   lock-timeout sweep, retention and arms the timer for the next future job.
+ * - Liveness details: each claim carries its own expiry (`lock_expires_at` = claim or last
+ *   heartbeat + the claiming worker's lock timeout), so workers with different settings agree.
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
  *   their signal and releases their claims (queued again, attempt not counted).
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
@@ -26,7 +30,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Config, intFrom } from '../../config.ts';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Db, Queryable, Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
 import * as repo from './jobs.repository.ts';
 
@@ -121,6 +125,12 @@ export class JobEngine {
   private lastSweep = 0;
   private unlisten: (() => Promise<void>) | undefined;
   private idleWaiters: (() => void)[] = [];
+  /** Might a named-queue job be claimable? Saves a query per claim round when none are. */
+  private queueHint = true;
+  private pumpScheduled = false;
+  private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
+  private completions: { row: repo.JobRow; result: unknown; progress: repo.JobProgress | null; done: () => void }[] =
+    [];
 
   constructor(
     private readonly db: Db,
@@ -178,9 +188,12 @@ export class JobEngine {
       visible: def.visible,
     });
     const due = row.run_at.getTime();
-    // Inside a transaction the notification is delivered at commit, never before.
-    await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, String(due)]);
-    if (q === this.db) this.wake(due);
+    const inQueue = row.queue_name !== null;
+    const announce = () => this.announce(due, inQueue);
+    if (q === this.db) announce();
+    else if (typeof (q as Partial<Tx>).afterCommit === 'function') (q as Tx).afterCommit(announce);
+    // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
+    else await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${due}${inQueue ? ':q' : ''}`]);
     return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
   }
 
@@ -189,8 +202,11 @@ export class JobEngine {
     if (this.started) return;
     this.started = true;
     this.unlisten = await this.db.listen(JOBS_CHANNEL, (payload) => {
-      const due = Number(payload);
-      this.wake(Number.isFinite(due) ? due : Date.now());
+      // "<due epoch ms>[,<due>…]", with ":q" when a job is in a named queue.
+      if (payload.endsWith(':q')) this.queueHint = true;
+      const dues = payload.replace(/:q$/, '').split(',').map(Number).filter(Number.isFinite);
+      if (dues.length === 0) dues.push(Date.now());
+      for (const due of dues) this.wake(due);
     });
     this.pollTimer = setInterval(() => void this.tick(), this.settings.pollIntervalMs);
     this.pollTimer.unref();
@@ -207,6 +223,8 @@ export class JobEngine {
     clearInterval(this.pollTimer);
     clearTimeout(this.wakeTimer);
     await this.unlisten?.().catch(() => {});
+    // A claim round in flight hands back what it claimed once it sees `stopping`.
+    while (this.pumping) await new Promise((resolve) => setTimeout(resolve, 5));
     const finished = this.whenIdle();
     let timer: NodeJS.Timeout | undefined;
     const timedOut = await Promise.race([
@@ -223,7 +241,7 @@ export class JobEngine {
         this.log.error({ err }, 'jobs: could not release claims on shutdown');
         return 0;
       });
-      if (released > 0) await this.db.notify(JOBS_CHANNEL, String(Date.now())).catch(() => {});
+      if (released > 0) await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`).catch(() => {});
       this.log.warn({ released, ids }, 'jobs: shutdown timeout; released unfinished jobs');
     }
     clearInterval(this.heartbeatTimer);
@@ -256,20 +274,26 @@ export class JobEngine {
 
   private async tick(): Promise<void> {
     if (this.stopping) return;
+    this.queueHint = true;
     try {
       // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
       const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
       if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
       if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
+      // Arm the timer for the next job in the future, so `runAt` is kept to the millisecond.
+      const next = await repo.nextDue(this.db);
+      if (next !== undefined) this.wake(next);
     } catch (err) {
-      this.log.error({ err }, 'jobs: sweep failed');
+      if (!this.stopping) this.log.error({ err }, 'jobs: sweep failed');
     }
     await this.pump();
   }
 
   private async heartbeat(): Promise<void> {
     if (this.running.size === 0) return;
-    await repo.touchLocks(this.db, this.workerId).catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
+    await repo
+      .touchLocks(this.db, this.workerId, this.settings.lockTimeoutMs)
+      .catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
   }
 
   /** Claim now when `due` has come; otherwise arm one timer for the earliest future job. */
@@ -277,7 +301,7 @@ export class JobEngine {
     if (!this.started || this.stopping) return;
     const delay = due - Date.now();
     if (delay <= 5) {
-      void this.pump();
+      this.schedulePump();
       return;
     }
     if (due >= this.wakeAt) return;
@@ -291,6 +315,43 @@ export class JobEngine {
       Math.min(delay, MAX_TIMER_MS),
     );
     this.wakeTimer.unref();
+  }
+
+  /**
+   * Tells every engine that jobs were committed: this one directly, the others through one
+   * NOTIFY per turn of the event loop however many jobs were enqueued in it. (A NOTIFY inside
+   * each enqueuing transaction would serialise their commits on PostgreSQL's notify lock.)
+   */
+  private announce(due: number, inQueue: boolean): void {
+    if (inQueue) this.queueHint = true;
+    this.wake(due);
+    const pending = this.pendingNotify;
+    if (pending) {
+      pending.dues.add(due);
+      pending.queued ||= inQueue;
+      return;
+    }
+    this.pendingNotify = { dues: new Set([due]), queued: inQueue };
+    setImmediate(() => {
+      const p = this.pendingNotify as { dues: Set<number>; queued: boolean };
+      this.pendingNotify = undefined;
+      const now = Date.now();
+      const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
+      // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
+      const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
+      const payload = `${dues.join(',')}${p.queued ? ':q' : ''}`;
+      this.db.notify(JOBS_CHANNEL, payload).catch((err) => this.log.warn({ err }, 'jobs: NOTIFY failed'));
+    });
+  }
+
+  /** Coalesces a burst of wake-ups (notifications, finished jobs) into one claim round. */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      void this.pump();
+    });
   }
 
   /** Claims while there are free slots and due jobs. Re-entrant calls fold into one more round. */
@@ -321,7 +382,8 @@ export class JobEngine {
         }
       } while (this.pumpAgain && !this.stopping);
     } catch (err) {
-      this.log.error({ err }, 'jobs: claim failed');
+      // While stopping, the database may already be closing: nothing to report.
+      if (!this.stopping) this.log.error({ err }, 'jobs: claim failed');
     } finally {
       this.pumping = false;
     }
@@ -329,13 +391,18 @@ export class JobEngine {
 
   private async claim(limit: number): Promise<repo.JobRow[]> {
     const tasks = [...this.tasks.keys()];
-    const rows = await repo.claimFree(this.db, this.workerId, tasks, limit);
-    // Named-queue jobs are looked at once free ones run out (the pump loops until a round is empty).
-    if (rows.length > 0 || !(await repo.hasQueuedInQueues(this.db))) return rows;
-    return this.db.transaction(async (tx) => {
+    const rows = await repo.claimFree(this.db, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
+    // Named-queue jobs are looked at once free ones run out (the pump loops until a round is
+    // empty), and only when one may be due: hinted by a notification, a finished queue job or the poll.
+    if (rows.length > 0 || !this.queueHint) return rows;
+    this.queueHint = false;
+    if (!(await repo.hasQueuedInQueues(this.db))) return rows;
+    const queued = await this.db.transaction(async (tx) => {
       await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, this.workerId, tasks, limit);
+      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
     });
+    if (queued.length > 0) this.queueHint = true;
+    return queued;
   }
 
   private run(row: repo.JobRow): void {
@@ -346,7 +413,7 @@ export class JobEngine {
       if (this.running.size === 0) {
         for (const resolve of this.idleWaiters.splice(0)) resolve();
       }
-      void this.pump();
+      this.schedulePump();
     });
   }
 
@@ -377,27 +444,18 @@ export class JobEngine {
         await repo.setProgress(this.db, row.collection_id, row.id, this.workerId, progress);
       },
     };
-    let outcome: { ok: true; result: string } | { ok: false; error: string };
+    let outcome: { ok: true; value: unknown } | { ok: false; error: string };
     try {
       if (!def) throw new Error(`Task "${row.task}" is not registered in this worker`);
-      const value = await def.handler(ctx);
-      const result = JSON.stringify(value ?? null);
-      if (result === undefined) throw new Error('The task returned a value that is not JSON');
-      outcome = { ok: true, result };
+      const value = (await def.handler(ctx)) ?? null;
+      if (JSON.stringify(value) === undefined) throw new Error('The task returned a value that is not JSON');
+      outcome = { ok: true, value };
     } catch (err) {
       outcome = { ok: false, error: describeError(err) };
     }
     try {
       if (outcome.ok) {
-        const kept = await repo.complete(
-          this.db,
-          row.collection_id,
-          row.id,
-          this.workerId,
-          outcome.result,
-          entry.lastProgress,
-        );
-        if (!kept) this.log.warn({ jobId: row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
+        await this.complete(row, outcome.value, entry.lastProgress);
       } else if (this.abort.signal.aborted) {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
@@ -419,10 +477,40 @@ export class JobEngine {
         if (r?.status === 'errored') this.wake(r.run_at.getTime());
       }
       // The next job of a named queue is now claimable, possibly by another process.
-      if (row.queue_name !== null) await this.db.notify(JOBS_CHANNEL, String(Date.now()));
+      if (row.queue_name !== null) await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`);
     } catch (err) {
       // The lock timeout will hand the job to another worker.
       this.log.error({ err, jobId: row.id }, 'jobs: could not record the outcome');
+    }
+  }
+
+  /**
+   * Successes finishing in the same turn of the event loop are recorded in one statement:
+   * with many short jobs this halves the round trips per job.
+   */
+  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<void> {
+    return new Promise((done) => {
+      this.completions.push({ row, result, progress, done });
+      if (this.completions.length === 1) setImmediate(() => void this.flushCompletions());
+    });
+  }
+
+  private async flushCompletions(): Promise<void> {
+    const batch = this.completions.splice(0);
+    try {
+      const kept = await repo.completeMany(
+        this.db,
+        this.workerId,
+        batch.map((c) => ({ collectionId: c.row.collection_id, id: c.row.id, result: c.result, progress: c.progress })),
+      );
+      for (const c of batch)
+        if (!kept.has(c.row.id))
+          this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
+    } catch (err) {
+      // The lock timeout will hand these jobs to another worker (at least once).
+      this.log.error({ err, jobIds: batch.map((c) => c.row.id) }, 'jobs: could not record completions');
+    } finally {
+      for (const c of batch) c.done();
     }
   }
 

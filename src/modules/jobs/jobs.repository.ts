@@ -45,6 +45,7 @@ const J_COLUMNS = raw(
 );
 
 const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
 
 export interface NewJob {
   task: string;
@@ -65,8 +66,14 @@ export async function enqueue(
   q: Queryable,
   collectionId: string,
   j: NewJob,
-): Promise<{ id: number; task: string; run_at: Date; key: string | null }> {
-  const { rows } = await q.query<{ id: number; task: string; run_at: Date; key: string | null }>(sql`
+): Promise<{ id: number; task: string; run_at: Date; key: string | null; queue_name: string | null }> {
+  const { rows } = await q.query<{
+    id: number;
+    task: string;
+    run_at: Date;
+    key: string | null;
+    queue_name: string | null;
+  }>(sql`
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
       ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
@@ -75,12 +82,18 @@ export async function enqueue(
       priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
       visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
       updated_at = now()
-    RETURNING id, task, run_at, key`);
+    RETURNING id, task, run_at, key, queue_name`);
   return rows[0];
 }
 
 /** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
-export async function claimFree(q: Queryable, workerId: string, tasks: string[], limit: number): Promise<JobRow[]> {
+export async function claimFree(
+  q: Queryable,
+  workerId: string,
+  lockTimeoutMs: number,
+  tasks: string[],
+  limit: number,
+): Promise<JobRow[]> {
   const { rows } = await q.query<JobRow>(sql`
     WITH next AS (
       SELECT collection_id, id FROM jobs
@@ -91,7 +104,7 @@ export async function claimFree(q: Queryable, workerId: string, tasks: string[],
       FOR UPDATE SKIP LOCKED
     )
     UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
-      updated_at = now()
+      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
     RETURNING ${J_COLUMNS}`);
   return rows;
@@ -103,7 +116,13 @@ export async function claimFree(q: Queryable, workerId: string, tasks: string[],
  * statement's snapshot sees every earlier queue claim as committed, so two workers can never
  * both start a job of one queue.
  */
-export async function claimQueued(q: Queryable, workerId: string, tasks: string[], limit: number): Promise<JobRow[]> {
+export async function claimQueued(
+  q: Queryable,
+  workerId: string,
+  lockTimeoutMs: number,
+  tasks: string[],
+  limit: number,
+): Promise<JobRow[]> {
   const { rows } = await q.query<JobRow>(sql`
     WITH next AS (
       SELECT j.collection_id, j.id FROM jobs j
@@ -118,7 +137,7 @@ export async function claimQueued(q: Queryable, workerId: string, tasks: string[
       FOR UPDATE OF j SKIP LOCKED
     )
     UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
-      updated_at = now()
+      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
     RETURNING ${J_COLUMNS}`);
   return rows;
@@ -131,15 +150,25 @@ export async function hasQueuedInQueues(q: Queryable): Promise<boolean> {
   return rows.length > 0;
 }
 
+/** When the next pending job falls due (epoch ms), if any is in the future. */
+export async function nextDue(q: Queryable): Promise<number | undefined> {
+  const { rows } = await q.query<{ due: number | null }>(sql`
+    SELECT (extract(epoch FROM min(run_at)) * 1000)::float8 AS due FROM jobs
+    WHERE status IN ('queued', 'errored') AND run_at > now()`);
+  return rows[0]?.due ?? undefined;
+}
+
 export const QUEUE_CLAIM_LOCK = 727_011_300;
 
 export async function lockQueueClaims(q: Queryable): Promise<void> {
   await q.query(sql`SELECT pg_advisory_xact_lock(${QUEUE_CLAIM_LOCK})`);
 }
 
-/** Heartbeat: the worker is alive; its claims stay its own. */
-export async function touchLocks(q: Queryable, workerId: string): Promise<void> {
-  await q.query(sql`UPDATE jobs SET locked_at = now() WHERE locked_by = ${workerId} AND status = 'running'`);
+/** Heartbeat: the worker is alive; its claims stay its own for another lock timeout. */
+export async function touchLocks(q: Queryable, workerId: string, lockTimeoutMs: number): Promise<void> {
+  await q.query(sql`
+    UPDATE jobs SET locked_at = now(), lock_expires_at = now() + ${interval(lockTimeoutMs)}
+    WHERE locked_by = ${workerId} AND status = 'running'`);
 }
 
 export async function setProgress(
@@ -154,20 +183,23 @@ export async function setProgress(
     WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
 }
 
-/** Records success. False when the claim was lost (lock timed out and another worker took it). */
-export async function complete(
+/**
+ * Records successes, several in one statement. Returns the ids recorded; a missing one had
+ * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
+ */
+export async function completeMany(
   q: Queryable,
-  collectionId: string,
-  id: number,
   workerId: string,
-  result: string,
-  progress: JobProgress | null,
-): Promise<boolean> {
-  const { rowCount } = await q.query(sql`
-    UPDATE jobs SET status = 'completed', result = ${result}::jsonb, progress = coalesce(${json(progress)}::jsonb, progress),
-      finished_at = now(), locked_at = NULL, locked_by = NULL, updated_at = now()
-    WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
-  return rowCount > 0;
+  done: { collectionId: string; id: number; result: unknown; progress: JobProgress | null }[],
+): Promise<Set<number>> {
+  const { rows } = await q.query<{ id: number }>(sql`
+    UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
+      finished_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
+    FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
+      AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
+    WHERE j.collection_id = d."collectionId" AND j.id = d.id AND j.locked_by = ${workerId} AND j.status = 'running'
+    RETURNING j.id`);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Records a failed attempt: errored (retry after `delayMs`) or failed (attempts exhausted). */
@@ -187,7 +219,7 @@ export async function fail(
                     ELSE now() + make_interval(secs => ${delayMs / 1000}::double precision) END,
       finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
       last_error = ${error}, progress = coalesce(${json(progress)}::jsonb, progress),
-      locked_at = NULL, locked_by = NULL, updated_at = now()
+      locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'
     RETURNING status, run_at`);
   return rows[0];
@@ -201,14 +233,15 @@ export async function release(q: Queryable, workerId: string, ids?: number[]): P
   const only = ids ? sql`AND id = ANY(${ids}::bigint[])` : sql``;
   const { rowCount } = await q.query(sql`
     UPDATE jobs SET status = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
-      locked_at = NULL, locked_by = NULL, updated_at = now()
+      locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     WHERE locked_by = ${workerId} AND status = 'running' ${only}`);
   return rowCount;
 }
 
 /**
- * Jobs whose worker stopped heart-beating for `lockTimeoutMs` (it died or lost the database):
- * the attempt counts as failed; the job is retried at once, or failed if attempts are spent.
+ * Jobs whose worker stopped heart-beating (it died or lost the database) until their claim
+ * expired: the attempt counts as failed; the job is retried at once, or failed if attempts
+ * are spent. `lockTimeoutMs` only applies to claims that carry no expiry of their own.
  */
 export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promise<number> {
   const { rowCount } = await q.query(sql`
@@ -216,8 +249,8 @@ export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promi
       status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'errored' END,
       finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
       last_error = 'The worker running this job stopped responding (lock timeout)',
-      run_at = now(), locked_at = NULL, locked_by = NULL, updated_at = now()
-    WHERE status = 'running' AND locked_at < now() - make_interval(secs => ${lockTimeoutMs / 1000}::double precision)`);
+      run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
+    WHERE status = 'running' AND coalesce(lock_expires_at, locked_at + ${interval(lockTimeoutMs)}) < now()`);
   return rowCount;
 }
 

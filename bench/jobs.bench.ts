@@ -1,0 +1,183 @@
+/**
+ * Job engine scenarios on PostgreSQL, against pg-boss 10 on the same database in the same run:
+ * - throughput of no-op jobs end to end (first enqueue → last completed) with 1 and 4 worker
+ *   processes (JOBS_CONCURRENCY=8 each; pg-boss batchSize 8);
+ * - pickup latency of a single job on idle workers (enqueue committed → handler started),
+ *   p50/p99 over sequential jobs. Ours is woken by LISTEN/NOTIFY; pg-boss polls.
+ * Workers are real child processes (test/helpers/worker-process.ts runs our JobEngine).
+ * Env: BENCH_JOBS (default 5000), BENCH_PICKUPS (default 200).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import PgBoss from 'pg-boss';
+import { loadConfig } from '../src/config.ts';
+import { type Db, migrate, openPostgres } from '../src/db/index.ts';
+import { type EngineLogger, JobEngine } from '../src/modules/jobs/index.ts';
+import { startWorker, type WorkerProcess } from '../test/helpers/processes.ts';
+import { benchDatabase, PG_URL, printTable, type Row } from './lib.ts';
+
+const JOBS = Number(process.env.BENCH_JOBS ?? 5000);
+const PICKUPS = Number(process.env.BENCH_PICKUPS ?? 200);
+const CONCURRENCY = 8;
+const ENQUEUERS = 16;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} } as unknown as EngineLogger;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+
+async function inParallel(n: number, workers: number, fn: (i: number) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs = 600_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error('timed out');
+    await sleep(10);
+  }
+}
+
+async function stopAll(workers: WorkerProcess[]) {
+  for (const w of workers) w.child.kill('SIGTERM');
+  await Promise.all(workers.map((w) => w.exited));
+}
+
+interface Engine {
+  name: string;
+  spawn(): WorkerProcess;
+  enqueueNoop(i: number): Promise<unknown>;
+  completedNoops(): Promise<number>;
+  enqueuePickup(i: number): Promise<unknown>;
+  reset(): Promise<void>;
+}
+
+async function ours(db: Db, url: string): Promise<Engine> {
+  const engine = new JobEngine(db, loadConfig({}), quiet);
+  engine.registerTask({ name: 'test.noop', visible: false, handler: async () => null });
+  engine.registerTask({ name: 'test.sleep', visible: true, handler: async () => null });
+  await db.query("INSERT INTO collections (id, name) VALUES ('bench', 'Bench')");
+  return {
+    name: 'ours (LISTEN/NOTIFY)',
+    spawn: () =>
+      startWorker({ DATABASE_URL: url, JOBS_CONCURRENCY: String(CONCURRENCY), JOBS_POLL_INTERVAL_MS: '2000' }),
+    enqueueNoop: () => engine.enqueue(db, 'bench', { task: 'test.noop' }),
+    completedNoops: async () =>
+      (
+        await db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM jobs WHERE task = 'test.noop' AND status = 'completed'",
+        )
+      ).rows[0].n,
+    enqueuePickup: () => engine.enqueue(db, 'bench', { task: 'test.sleep', payload: { ms: 0 } }),
+    reset: async () => void (await db.query('DELETE FROM jobs')),
+  };
+}
+
+async function pgBoss(schema: string): Promise<Engine & { close(): Promise<void> }> {
+  const boss = new PgBoss({ connectionString: PG_URL, schema, supervise: false, schedule: false, max: 20 });
+  boss.on('error', () => {});
+  await boss.start();
+  await boss.createQueue('noop');
+  await boss.createQueue('sleep');
+  const client = new pg.Pool({ connectionString: PG_URL, max: 2 });
+  return {
+    name: 'pg-boss 10.4 (polling 0.5 s)',
+    spawn: () =>
+      startWorker({ PG_URL, PGBOSS_SCHEMA: schema, JOBS_CONCURRENCY: String(CONCURRENCY) }, 'bench/pgboss-worker.ts'),
+    enqueueNoop: () => boss.send('noop', {}),
+    completedNoops: async () =>
+      (await client.query(`SELECT count(*)::int AS n FROM ${schema}.job WHERE name = 'noop' AND state = 'completed'`))
+        .rows[0].n as number,
+    enqueuePickup: (i) => boss.send('sleep', { n: i }),
+    reset: async () => void (await client.query(`DELETE FROM ${schema}.job`)),
+    close: async () => {
+      await client.end();
+      await boss.stop({ graceful: false, close: true, wait: true });
+    },
+  };
+}
+
+async function throughput(e: Engine, processes: number): Promise<Row> {
+  await e.reset();
+  const workers = Array.from({ length: processes }, () => e.spawn());
+  await Promise.all(workers.map((w) => w.waitFor((ev) => ev.event === 'ready', 60_000)));
+  const t0 = performance.now();
+  await inParallel(JOBS, ENQUEUERS, (i) => e.enqueueNoop(i));
+  const enqueued = performance.now();
+  await waitUntil(async () => (await e.completedNoops()) >= JOBS);
+  const seconds = (performance.now() - t0) / 1000;
+  await stopAll(workers);
+  return {
+    scenario: `${e.name}: ${JOBS} no-op jobs, ${processes} worker process${processes > 1 ? 'es' : ''}`,
+    rps: JOBS / seconds,
+    note: `jobs/s end to end; enqueue alone took ${((enqueued - t0) / 1000).toFixed(1)} s`,
+  };
+}
+
+async function pickup(e: Engine): Promise<Row> {
+  await e.reset();
+  const [w] = [e.spawn()];
+  await w.waitFor((ev) => ev.event === 'ready', 60_000);
+  await sleep(500);
+  const pickups: number[] = [];
+  const endToEnd: number[] = [];
+  for (let i = 0; i < PICKUPS; i++) {
+    const t0 = Date.now();
+    const res = (await e.enqueuePickup(i)) as { id?: number } | string;
+    const committed = Date.now();
+    const id = typeof res === 'object' && res !== null ? res.id : i;
+    const started = await w.waitFor((ev) => ev.event === 'start' && ev.id === id, 10_000);
+    pickups.push((started.at as number) - committed);
+    endToEnd.push((started.at as number) - t0);
+    await sleep(5);
+  }
+  await stopAll([w]);
+  return {
+    scenario: `${e.name}: pickup latency, ${PICKUPS} single jobs`,
+    p50: pct(pickups, 50),
+    p99: pct(pickups, 99),
+    note: `ms from enqueue committed to handler start; including the enqueue call p50 ${pct(endToEnd, 50)}, p99 ${pct(endToEnd, 99)}`,
+  };
+}
+
+const bench = await benchDatabase('postgres');
+const bossSchema = `pgboss_${randomBytes(4).toString('hex')}`;
+const db = await openPostgres({ connectionString: bench.url as string, max: ENQUEUERS });
+try {
+  await migrate(db);
+  const engines: Engine[] = [await ours(db, bench.url as string)];
+  let boss: Awaited<ReturnType<typeof pgBoss>> | undefined;
+  try {
+    boss = await pgBoss(bossSchema);
+    engines.push(boss);
+  } catch (err) {
+    console.error(`pg-boss baseline unavailable: ${String(err)}`);
+  }
+  const rows: Row[] = [];
+  for (const processes of [1, 4]) {
+    const base = engines[1] ? await throughput(engines[1], processes) : undefined;
+    const r = await throughput(engines[0], processes);
+    if (base) {
+      r.baseline = 'pg-boss';
+      r.ratio = (r.rps as number) / (base.rps as number);
+      rows.push(base);
+    }
+    rows.push(r);
+  }
+  for (const e of engines) rows.push(await pickup(e));
+  printTable('Jobs (PostgreSQL)', rows);
+  await boss?.close();
+} finally {
+  await db.close();
+  await bench.drop();
+  const c = new pg.Client({ connectionString: PG_URL });
+  await c.connect();
+  await c.query(`DROP SCHEMA IF EXISTS ${bossSchema} CASCADE`);
+  await c.end();
+}

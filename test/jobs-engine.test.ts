@@ -1,0 +1,268 @@
+/**
+ * The engine through its in-process interface: outbox enqueue, priorities, progress while
+ * running, heartbeats versus the lock timeout, graceful stop, retention.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { type EngineLogger, JobEngine, type TaskContext } from '../src/modules/jobs/index.ts';
+import { badRequest } from '../src/platform/errors.ts';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { getJob, sleep, waitFor, waitForStatus } from './helpers/jobs.ts';
+
+let t: TestApp;
+let a: TestCollection;
+const quiet = { debug() {}, info() {}, warn() {}, error() {} } as unknown as EngineLogger;
+const engines: JobEngine[] = [];
+
+/** A second engine on the test database with its own tasks (the app's engine does not know them). */
+function engineWith(env: Record<string, string> = {}): JobEngine {
+  const e = new JobEngine(
+    t.testDb.db,
+    loadConfig({ JOBS_POLL_INTERVAL_MS: '100', JOBS_BACKOFF_BASE_MS: '10', ...env }),
+    quiet,
+  );
+  engines.push(e);
+  return e;
+}
+
+beforeAll(async () => {
+  t = await createTestApp({ JOBS_POLL_INTERVAL_MS: '100' });
+  a = await t.createCollection();
+});
+afterAll(async () => {
+  for (const e of engines) await e.stop(100);
+  await t.close();
+});
+
+describe('enqueue', () => {
+  it('inside a transaction: nothing if it rolls back; runs once it commits', async () => {
+    const ran: number[] = [];
+    const e = engineWith();
+    e.registerTask({ name: 'outbox.one', visible: true, handler: async (ctx) => void ran.push(ctx.job.id) });
+    await e.start();
+    const db = t.testDb.db;
+    let rolledBack = 0;
+    await db
+      .transaction(async (tx) => {
+        rolledBack = (await e.enqueue(tx, a.id, { task: 'outbox.one' })).id;
+        throw new Error('abort the business change');
+      })
+      .catch(() => {});
+    const committed = await db.transaction(async (tx) => (await e.enqueue(tx, a.id, { task: 'outbox.one' })).id);
+    await waitForStatus(t, a, committed, ['completed']);
+    expect(ran).toEqual([committed]);
+    const rows = await db.query('SELECT id FROM jobs WHERE id = $1', [rolledBack]);
+    expect(rows.rows).toEqual([]);
+  });
+
+  it('tx.afterCommit callbacks (the wake-up signal) run after a commit, never after a rollback', async () => {
+    const calls: string[] = [];
+    const db = t.testDb.db;
+    await db.transaction(async (tx) => {
+      tx.afterCommit(() => calls.push('committed'));
+      await tx.query('SELECT 1');
+      expect(calls).toEqual([]);
+    });
+    expect(calls).toEqual(['committed']);
+    await db
+      .transaction(async (tx) => {
+        tx.afterCommit(() => calls.push('rolled back'));
+        throw new Error('rollback');
+      })
+      .catch(() => {});
+    expect(calls).toEqual(['committed']);
+  });
+
+  it('refuses an unknown task naming the known ones; refuses bad task names and duplicates', async () => {
+    const e = engineWith();
+    e.registerTask({ name: 'known.task', visible: false, handler: async () => null });
+    await expect(e.enqueue(t.testDb.db, a.id, { task: 'nope' })).rejects.toMatchObject({
+      statusCode: 400,
+      details: { knownTasks: ['known.task'] },
+    });
+    expect(() => e.registerTask({ name: 'known.task', visible: false, handler: async () => null })).toThrow(/already/);
+    expect(() => e.registerTask({ name: 'Bad Name', visible: false, handler: async () => null })).toThrow();
+  });
+});
+
+describe('claiming', () => {
+  it('runs higher priority first, then earlier runAt', async () => {
+    const order: number[] = [];
+    const e = engineWith({ JOBS_CONCURRENCY: '1' });
+    e.registerTask({ name: 'prio.task', visible: true, handler: async (ctx) => void order.push(ctx.job.id) });
+    const db = t.testDb.db;
+    const low = (await e.enqueue(db, a.id, { task: 'prio.task', priority: 0 })).id;
+    const high = (await e.enqueue(db, a.id, { task: 'prio.task', priority: 10 })).id;
+    const mid = (await e.enqueue(db, a.id, { task: 'prio.task', priority: 5 })).id;
+    const midEarlier = (
+      await e.enqueue(db, a.id, { task: 'prio.task', priority: 5, runAt: new Date(Date.now() - 60_000) })
+    ).id;
+    await e.start();
+    await waitForStatus(t, a, low, ['completed']);
+    expect(order).toEqual([high, midEarlier, mid, low]);
+  });
+
+  it('reports progress while running; a running job cannot be cancelled', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const e = engineWith();
+    e.registerTask({
+      name: 'progress.task',
+      visible: true,
+      async handler(ctx: TaskContext) {
+        await ctx.progress({ done: 1, total: 3, message: 'first of three' });
+        await gate;
+        await ctx.progress({ done: 3, total: 3 });
+        return { ok: true };
+      },
+    });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'progress.task' });
+    const running = await waitFor(async () => {
+      const job = await getJob(t, a, id);
+      return job.progress ? job : undefined;
+    });
+    expect(running).toMatchObject({
+      status: 'running',
+      attempts: 1,
+      progress: { done: 1, total: 3, message: 'first of three' },
+    });
+    expect(running.lockedAt).not.toBeNull();
+    const cancel = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/jobs/${id}/cancel`,
+      headers: a.auth,
+    });
+    expect(cancel.statusCode).toBe(409);
+    release();
+    const done = await waitForStatus(t, a, id, ['completed']);
+    expect(done).toMatchObject({ progress: { done: 3, total: 3 }, result: { ok: true }, lockedAt: null });
+  });
+
+  it('a live worker keeps a job longer than the lock timeout (heartbeat): it runs once', async () => {
+    let runs = 0;
+    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
+    const other = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
+    for (const engine of [e, other])
+      engine.registerTask({
+        name: 'slow.task',
+        visible: true,
+        async handler() {
+          runs++;
+          await sleep(2500);
+          return runs;
+        },
+      });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'slow.task' });
+    await waitForStatus(t, a, id, ['running']);
+    await other.start();
+    const job = await waitForStatus(t, a, id, ['completed', 'errored', 'failed']);
+    expect(job).toMatchObject({ status: 'completed', attempts: 1, result: 1 });
+    expect(runs).toBe(1);
+  });
+
+  it('an attempt that throws leaves the job errored until its backoff has passed, then retried', async () => {
+    const e = engineWith({ JOBS_BACKOFF_BASE_MS: '1500' });
+    let calls = 0;
+    e.registerTask({
+      name: 'retry.once',
+      visible: true,
+      async handler() {
+        calls++;
+        if (calls === 1) throw new Error('first attempt fails');
+        return { calls };
+      },
+    });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'retry.once' });
+    const errored = await waitForStatus(t, a, id, ['errored', 'completed']);
+    expect(errored).toMatchObject({ status: 'errored', attempts: 1, lastError: 'first attempt fails', lockedAt: null });
+    expect(Date.parse(errored.runAt)).toBeGreaterThan(Date.parse(errored.createdAt));
+    const done = await waitForStatus(t, a, id, ['completed']);
+    expect(done).toMatchObject({ attempts: 2, result: { calls: 2 } });
+  });
+
+  it('a result that is not JSON fails the attempt; a task error keeps its message', async () => {
+    const e = engineWith();
+    e.registerTask({ name: 'bad.result', visible: true, maxAttempts: 1, handler: async () => 10n });
+    e.registerTask({
+      name: 'bad.input',
+      visible: true,
+      maxAttempts: 1,
+      handler: async () => {
+        throw badRequest('row 3 has no id');
+      },
+    });
+    await e.start();
+    const x = await e.enqueue(t.testDb.db, a.id, { task: 'bad.result' });
+    const y = await e.enqueue(t.testDb.db, a.id, { task: 'bad.input' });
+    expect((await waitForStatus(t, a, x.id, ['failed'])).lastError).toMatch(/BigInt/);
+    expect((await waitForStatus(t, a, y.id, ['failed'])).lastError).toBe('BAD_REQUEST: row 3 has no id');
+  });
+});
+
+describe('stop', () => {
+  it('lets a running job finish within the timeout', async () => {
+    const e = engineWith();
+    e.registerTask({
+      name: 'stop.short',
+      visible: true,
+      async handler() {
+        await sleep(300);
+        return 'finished';
+      },
+    });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'stop.short' });
+    await waitForStatus(t, a, id, ['running']);
+    await e.stop(5000);
+    expect(await getJob(t, a, id)).toMatchObject({ status: 'completed', result: 'finished' });
+  });
+
+  it('releases a job it could not finish: queued again, attempt not counted, signal aborted', async () => {
+    let aborted = false;
+    const e = engineWith();
+    e.registerTask({
+      name: 'stop.long',
+      visible: true,
+      async handler(ctx) {
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve()));
+        aborted = ctx.signal.aborted;
+        throw new Error('interrupted');
+      },
+    });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'stop.long' });
+    await waitForStatus(t, a, id, ['running']);
+    await e.stop(200);
+    expect(aborted).toBe(true);
+    await sleep(50);
+    expect(await getJob(t, a, id)).toMatchObject({ status: 'queued', attempts: 0, lockedAt: null, lastError: null });
+    // No longer claiming: stays queued.
+    await sleep(300);
+    expect((await getJob(t, a, id)).status).toBe('queued');
+  });
+});
+
+describe('retention', () => {
+  it('removes finished jobs after the retention period; reads then answer 404', async () => {
+    const e = engineWith({ JOBS_RETENTION_HOURS: '0' });
+    e.registerTask({ name: 'retain.me', visible: true, handler: async () => 'x' });
+    await e.start();
+    const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'retain.me' });
+    const pending = await e.enqueue(t.testDb.db, a.id, {
+      task: 'retain.me',
+      runAt: new Date(Date.now() + 600_000),
+    });
+    await waitForStatus(t, a, id, ['completed']);
+    await sleep(5);
+    const { deleted } = await e.sweep();
+    expect(deleted).toBeGreaterThanOrEqual(1);
+    const res = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs/${id}`, headers: a.auth });
+    expect(res.statusCode).toBe(404);
+    expect((await getJob(t, a, pending.id)).status).toBe('queued');
+  });
+});
