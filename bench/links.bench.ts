@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import {
   benchDatabase,
   call,
-  type LoadResult,
+  interleaved,
   load,
   printTable,
   type Row,
@@ -65,15 +65,13 @@ const database = await benchDatabase(backend);
 const rx = await receiver();
 try {
   const rows: Row[] = [];
-  // The machine is shared: baseline and service are measured in alternation, ROUNDS times
-  // each, and each side's best round is kept, so a burst of outside load skews neither.
-  const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
   const service = await startService({
     ...database.env,
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     JOBS_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '32',
     LOG_LEVEL: 'warn',
   });
+  const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });
   try {
     const c = await seedCollection(service.url, 'benchlinks');
     const link = await call<{ code: string }>(
@@ -83,18 +81,23 @@ try {
       { url: DESTINATION },
       c.key,
     );
-    const best = (a: LoadResult | undefined, b: LoadResult) => (!a || b.rps > a.rps ? b : a);
-    let bareResult: LoadResult | undefined;
-    let redirect: LoadResult | undefined;
-    for (let round = 0; round < ROUNDS; round++) {
-      const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });
-      bareResult = best(bareResult, await load({ url: `${bare.url}/x`, expectStatus: 302 }));
-      await bare.stop();
-      redirect = best(redirect, await load({ url: `${service.url}/l/${link.code}`, expectStatus: 302 }));
-      await sleep(1000); // let the click backlog drain between rounds
-    }
-    rows.push(row('baseline: bare Fastify 302', bareResult!));
-    rows.push(row('GET /l/{code} (302, click captured)', redirect!, { name: 'bare Fastify 302', result: bareResult! }));
+    // Interleaved rounds, medians (bench/lib.ts): outside load hits both sides alike.
+    const measured = await interleaved({
+      bare: () => load({ url: `${bare.url}/x`, expectStatus: 302 }),
+      redirect: async () => {
+        const r = await load({ url: `${service.url}/l/${link.code}`, expectStatus: 302 });
+        await sleep(1000); // let the click backlog drain before the next round
+        return r;
+      },
+    });
+    await bare.stop();
+    rows.push(row('baseline: bare Fastify 302', measured.bare));
+    rows.push(
+      row('GET /l/{code} (302, click captured)', measured.redirect, {
+        name: 'bare Fastify 302',
+        result: measured.bare,
+      }),
+    );
 
     // Let the click backlog drain before measuring deliveries, so the two do not mix.
     await sleep(2000);
@@ -156,6 +159,7 @@ try {
       note: 'target p50 < 100 ms',
     });
   } finally {
+    await bare.stop();
     await service.stop();
   }
   printTable(`Links and webhooks (${backend})`, rows);
