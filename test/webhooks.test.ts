@@ -478,3 +478,20 @@ describe('redelivery and duplicates', () => {
     expect((await api(a, 'GET', `/v1/webhooks/${hook.id}/deliveries/${failed.id}`)).json().attemptCount).toBe(5);
   });
 });
+
+describe('delivery log retention', () => {
+  it('deletes finished deliveries past the retention, never waiting ones', async () => {
+    const c = await t.createCollection();
+    const hook = await register(c, '/retention', ['link.created']);
+    await sendTest(c, hook);
+    await sendTest(c, hook);
+    const [waiting, done] = await finalDeliveries(c, hook.id, 2);
+    // As if the first still waited for a retry.
+    await t.testDb.db.query("UPDATE webhook_deliveries SET status = 'pending' WHERE id = $1", [waiting.id]);
+    expect(await t.app.services.webhooks.prune(Date.now())).toBe(0);
+    expect(await t.app.services.webhooks.prune(Date.now() + 31 * 86_400_000)).toBeGreaterThanOrEqual(1);
+    const left = await deliveries(c, hook.id);
+    expect(left.map((d) => d.id)).toEqual([waiting.id]);
+    expect((await api(c, 'GET', `/v1/webhooks/${hook.id}/deliveries/${done.id}`)).statusCode).toBe(404);
+  });
+});

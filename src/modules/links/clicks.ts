@@ -107,11 +107,19 @@ export function proxyGeo(headers: Record<string, string | string[] | undefined>)
 
 const BOT = /bot|crawl|spider|slurp|facebookexternalhit|preview|curl|wget|python-requests|httpclient|headless/i;
 
+/** Parsing is regex-heavy and a few user agents make most of the traffic: remember them. */
+const deviceCache = new Map<string, string>();
+const DEVICE_CACHE_MAX = 2000;
+
 export function deviceType(userAgent: string): string {
   if (!userAgent) return '';
-  if (BOT.test(userAgent)) return 'bot';
-  const type = new UAParser(userAgent).getDevice().type;
-  return type ?? 'desktop';
+  let type = deviceCache.get(userAgent);
+  if (type === undefined) {
+    type = BOT.test(userAgent) ? 'bot' : (new UAParser(userAgent).getDevice().type ?? 'desktop');
+    if (deviceCache.size >= DEVICE_CACHE_MAX) deviceCache.clear();
+    deviceCache.set(userAgent, type);
+  }
+  return type;
 }
 
 /** A GeoLite2/GeoIP2 City (or Country) database, read once into memory. */

@@ -19,6 +19,8 @@ export interface WebhooksConfig {
   responseExcerptBytes: number;
   /** Registrations per collection. */
   maxRegistrations: number;
+  /** Finished deliveries (and their events and attempts) are deleted after this long. */
+  logRetentionMs: number;
 }
 
 export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
@@ -33,5 +35,6 @@ export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
     disableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 1000),
     responseExcerptBytes: intFrom(env, 'WEBHOOK_RESPONSE_EXCERPT_BYTES', 2048, 0, 65_536),
     maxRegistrations: intFrom(env, 'WEBHOOK_MAX_REGISTRATIONS', 50, 1, 10_000),
+    logRetentionMs: intFrom(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
   };
 }

@@ -362,3 +362,20 @@ export async function cancelPending(
     UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
     WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'`);
 }
+
+/**
+ * Deletes events older than `before` whose deliveries are all final, with their deliveries
+ * and attempts (cascade), at most `limit` at a time. Returns how many events went.
+ */
+export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(sql`
+    DELETE FROM webhook_events e
+    WHERE (e.collection_id, e.id) IN (
+      SELECT ev.collection_id, ev.id FROM webhook_events ev
+      WHERE ev.created_at < ${before}
+        AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries d
+          WHERE d.collection_id = ev.collection_id AND d.event_id = ev.id AND d.status = 'pending')
+      LIMIT ${limit})`);
+  return rowCount;
+}

@@ -42,6 +42,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
   ]) {
     app.addSchema(schema);
   }
+  app.addHook('onReady', async () => service.startHousekeeping());
   app.addHook('onClose', () => service.close());
   const tags = ['webhooks'];
   const webhook = { 200: Type.Ref('Webhook'), ...errorResponses };

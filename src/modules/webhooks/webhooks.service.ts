@@ -124,12 +124,15 @@ export class WebhooksService {
   private readonly sender: WebhookSender;
   private jobs: JobQueue | undefined;
 
+  private readonly role: Config['role'];
+
   constructor(
     private readonly db: Db,
-    config: Pick<Config, 'env'>,
+    config: Pick<Config, 'env'> & Partial<Pick<Config, 'role'>>,
     private readonly log: Log,
   ) {
     this.settings = webhooksConfig(config);
+    this.role = config.role ?? 'all';
     this.sender = new WebhookSender({
       allowPrivateNetworks: this.settings.allowPrivateNetworks,
       timeoutMs: this.settings.timeoutMs,
@@ -148,7 +151,31 @@ export class WebhooksService {
     });
   }
 
+  private pruneTimer: NodeJS.Timeout | undefined;
+
+  /** In worker processes (ROLE all or worker): delete finished deliveries past the retention, hourly. */
+  startHousekeeping(): void {
+    if (this.pruneTimer || this.role === 'api') return;
+    const run = () =>
+      void this.prune().catch((err: unknown) => this.log.warn({ err }, 'webhooks: pruning the delivery log failed'));
+    this.pruneTimer = setInterval(run, 3_600_000);
+    this.pruneTimer.unref();
+    run();
+  }
+
+  /** Deletes events older than the retention whose deliveries are all final. */
+  async prune(now = Date.now()): Promise<number> {
+    const before = new Date(now - this.settings.logRetentionMs);
+    let total = 0;
+    for (;;) {
+      const n = await repo.pruneEvents(this.db, before, 1000);
+      total += n;
+      if (n < 1000) return total;
+    }
+  }
+
   async close(): Promise<void> {
+    clearInterval(this.pruneTimer);
     await this.sender.close();
   }
 
