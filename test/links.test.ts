@@ -265,6 +265,27 @@ describe('clicks', () => {
     });
   });
 
+  it('stores clicks still buffered when the app is stopped gracefully', async () => {
+    const s = await createTestApp({ CLICK_FLUSH_MS: '60000', ROLE: 'api' });
+    try {
+      const c = await s.createCollection();
+      const link = (
+        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://bye.example/' } })
+      ).json();
+      for (let i = 0; i < 5; i++)
+        expect((await s.inject({ method: 'GET', url: `/l/${link.code}` })).statusCode).toBe(302);
+      const count = async () =>
+        (await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE link_id = $1', [link.id]))
+          .rows[0].n;
+      expect(await count()).toBe(0); // still in memory: the flush interval is a minute
+      await s.app.close();
+      expect(await count()).toBe(5);
+    } finally {
+      await s.app.close();
+      await s.testDb.drop();
+    }
+  });
+
   it('believes forwarding headers only from trusted proxies', () => {
     const trusted = parseTrustedProxies('10.0.0.0/8, 192.168.1.1');
     expect(clientAddress('198.51.100.7', '1.2.3.4', trusted)).toEqual({ ip: '198.51.100.7', viaTrustedProxy: false });
