@@ -14,7 +14,9 @@ import { CollectionsService, collectionsRoutes } from './modules/collections/ind
 import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
 import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
+import { LinksService, linksRoutes } from './modules/links/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
+import { WebhooksService, webhooksRoutes } from './modules/webhooks/index.ts';
 import { credentialOf, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { registerOpenApi } from './platform/openapi.ts';
@@ -34,6 +36,8 @@ export interface Services {
   appObjects: AppObjectsService;
   interactions: InteractionsService;
   journeys: JourneysService;
+  links: LinksService;
+  webhooks: WebhooksService;
   /** The job engine: modules register their tasks on it in buildApp. */
   jobs: JobEngine;
 }
@@ -68,8 +72,12 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     appObjects: new AppObjectsService(db, config),
     interactions: new InteractionsService(db, config),
     journeys: new JourneysService(db, config),
+    links: new LinksService(db, config, app.log),
+    webhooks: new WebhooksService(db, config, app.log),
     jobs: new JobEngine(db, config, app.log),
   };
+  services.links.useEvents(services.webhooks);
+  services.webhooks.useJobs(services.jobs);
   app.decorate('services', services);
   registerAppObjectTasks(services.jobs, services.appObjects);
   services.jobs.registerTask(exportTaskDefinition());
@@ -137,6 +145,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       await scoped.register(appObjectsRoutes, { service: services.appObjects });
       await scoped.register(interactionsRoutes, { service: services.interactions, db });
       await scoped.register(journeysRoutes, { service: services.journeys });
+      await scoped.register(linksRoutes, { service: services.links });
+      await scoped.register(webhooksRoutes, { service: services.webhooks });
       await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
     },
     { prefix: config.basePath },

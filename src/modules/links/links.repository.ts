@@ -1,0 +1,202 @@
+/** All SQL of the links module. */
+import sql, { join, raw } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+
+/** Channel on which a changed code is announced, so every process drops it from its cache. */
+export const LINKS_CHANNEL = 'links_changed';
+
+export interface LinkRow {
+  collection_id: string;
+  id: string;
+  code: string;
+  destination_url: string;
+  title: string | null;
+  tags: string[];
+  expires_at: Date | null;
+  clicks: number;
+  created_by: string;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+  total?: number;
+}
+
+export interface ClickRow {
+  id: number;
+  clicked_at: Date;
+  ip_address: string;
+  user_agent: string;
+  referer: string;
+  country: string;
+  city: string;
+  device_type: string;
+  total?: number;
+}
+
+export interface NewClick {
+  collectionId: string;
+  linkId: string;
+  clickedAt: Date;
+  ipAddress: string;
+  userAgent: string;
+  referer: string;
+  country: string;
+  city: string;
+  deviceType: string;
+}
+
+const COLUMNS = raw(
+  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, created_by, created_at, updated_at, deleted_at',
+);
+
+/** Inserts a link unless its code is taken (then undefined: the caller decides). */
+export async function insertLink(
+  db: Queryable,
+  collectionId: string,
+  l: {
+    id: string;
+    code: string;
+    destinationUrl: string;
+    title: string | null;
+    tags: string[];
+    expiresAt: Date | null;
+    createdBy: string;
+  },
+): Promise<LinkRow | undefined> {
+  const { rows } = await db.query<LinkRow>(sql`
+    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, created_by)
+    VALUES (${collectionId}, ${l.id}, ${l.code}, ${l.destinationUrl}, ${l.title}, ${JSON.stringify(l.tags)}::jsonb,
+      ${l.expiresAt}, ${l.createdBy})
+    ON CONFLICT (code) DO NOTHING
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+export async function findLink(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  forUpdate = false,
+): Promise<LinkRow | undefined> {
+  const { rows } = await db.query<LinkRow>(sql`
+    SELECT ${COLUMNS} FROM links
+    WHERE collection_id = ${collectionId} AND id = ${id} AND deleted_at IS NULL ${raw(forUpdate ? 'FOR UPDATE' : '')}`);
+  return rows[0];
+}
+
+/** By code, deleted ones included (the redirect tells "deleted" from "never existed" only by 404). */
+export async function findByCode(db: Queryable, code: string): Promise<LinkRow | undefined> {
+  const { rows } = await db.query<LinkRow>(sql`SELECT ${COLUMNS} FROM links WHERE code = ${code}`);
+  return rows[0];
+}
+
+export async function codeTaken(db: Queryable, code: string): Promise<boolean> {
+  const { rows } = await db.query(sql`SELECT 1 FROM links WHERE code = ${code}`);
+  return rows.length > 0;
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+export async function listLinks(
+  db: Queryable,
+  collectionId: string,
+  q: { q?: string; tag?: string; limit: number; offset: number },
+): Promise<{ rows: LinkRow[]; total: number }> {
+  const where = [sql`collection_id = ${collectionId}`, sql`deleted_at IS NULL`];
+  const term = q.q?.trim();
+  if (term) {
+    const like = `%${escapeLike(term)}%`;
+    where.push(sql`(code ILIKE ${like} OR title ILIKE ${like} OR destination_url ILIKE ${like})`);
+  }
+  if (q.tag) where.push(sql`tags @> ${JSON.stringify([q.tag])}::jsonb`);
+  const { rows } = await db.query<LinkRow>(sql`
+    SELECT ${COLUMNS}, count(*) OVER () AS total FROM links
+    WHERE ${join(where, ' AND ')}
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${q.limit} OFFSET ${q.offset}`);
+  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
+  const count = await db.query<{ total: number }>(
+    sql`SELECT count(*) AS total FROM links WHERE ${join(where, ' AND ')}`,
+  );
+  return { rows, total: count.rows[0].total };
+}
+
+export async function updateLink(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  patch: { code?: string; destinationUrl?: string; title?: string | null; tags?: string[]; expiresAt?: Date | null },
+): Promise<LinkRow> {
+  const sets = [sql`updated_at = now()`];
+  if (patch.code !== undefined) sets.push(sql`code = ${patch.code}`);
+  if (patch.destinationUrl !== undefined) sets.push(sql`destination_url = ${patch.destinationUrl}`);
+  if (patch.title !== undefined) sets.push(sql`title = ${patch.title}`);
+  if (patch.tags !== undefined) sets.push(sql`tags = ${JSON.stringify(patch.tags)}::jsonb`);
+  if (patch.expiresAt !== undefined) sets.push(sql`expires_at = ${patch.expiresAt}`);
+  const { rows } = await db.query<LinkRow>(sql`
+    UPDATE links SET ${join(sets, ', ')}
+    WHERE collection_id = ${collectionId} AND id = ${id} AND deleted_at IS NULL
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+export async function softDeleteLink(db: Queryable, collectionId: string, id: string): Promise<LinkRow | undefined> {
+  const { rows } = await db.query<LinkRow>(sql`
+    UPDATE links SET deleted_at = now(), updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${id} AND deleted_at IS NULL
+    RETURNING ${COLUMNS}`);
+  return rows[0];
+}
+
+/** Announces changed codes; inside a transaction PostgreSQL delivers it only on commit. */
+export async function notifyChanged(db: Queryable, codes: string[]): Promise<void> {
+  for (const code of codes) await db.query(sql`SELECT pg_notify(${LINKS_CHANNEL}, ${code})`);
+}
+
+/** Stores a batch of clicks and adds them to their links' counters. */
+export async function insertClicks(db: Queryable, clicks: NewClick[]): Promise<void> {
+  if (clicks.length === 0) return;
+  // Nine array parameters whatever the batch size: cheap to bind and to parse.
+  const col = <K extends keyof NewClick>(k: K) => clicks.map((c) => c[k]);
+  await db.query(sql`
+    INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type)
+    SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[], ${col('clickedAt')}::timestamptz[],
+      ${col('ipAddress')}::text[], ${col('userAgent')}::text[], ${col('referer')}::text[], ${col('country')}::text[],
+      ${col('city')}::text[], ${col('deviceType')}::text[])`);
+  const perLink = new Map<string, { collectionId: string; linkId: string; n: number }>();
+  for (const c of clicks) {
+    const key = `${c.collectionId}\u0000${c.linkId}`;
+    const entry = perLink.get(key) ?? { collectionId: c.collectionId, linkId: c.linkId, n: 0 };
+    entry.n++;
+    perLink.set(key, entry);
+  }
+  // A stable order, so concurrent flushes in several processes lock rows in the same order.
+  for (const e of [...perLink.values()].sort((a, b) =>
+    a.collectionId === b.collectionId ? a.linkId.localeCompare(b.linkId) : a.collectionId.localeCompare(b.collectionId),
+  )) {
+    await db.query(
+      sql`UPDATE links SET clicks = clicks + ${e.n} WHERE collection_id = ${e.collectionId} AND id = ${e.linkId}`,
+    );
+  }
+}
+
+export async function listClicks(
+  db: Queryable,
+  collectionId: string,
+  linkId: string,
+  q: { from?: Date; to?: Date; limit: number; offset: number },
+): Promise<{ rows: ClickRow[]; total: number }> {
+  const where = [sql`collection_id = ${collectionId}`, sql`link_id = ${linkId}`];
+  if (q.from) where.push(sql`clicked_at >= ${q.from}`);
+  if (q.to) where.push(sql`clicked_at < ${q.to}`);
+  const cols = raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type');
+  const { rows } = await db.query<ClickRow>(sql`
+    SELECT ${cols}, count(*) OVER () AS total FROM link_clicks
+    WHERE ${join(where, ' AND ')}
+    ORDER BY clicked_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`);
+  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
+  const count = await db.query<{ total: number }>(
+    sql`SELECT count(*) AS total FROM link_clicks WHERE ${join(where, ' AND ')}`,
+  );
+  return { rows, total: count.rows[0].total };
+}

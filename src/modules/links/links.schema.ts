@@ -1,0 +1,105 @@
+import { Type } from 'typebox';
+import { Closed, CollectionIdParam, Nullable, Timestamp } from '../../platform/schemas.ts';
+
+export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
+const Code = Type.String({
+  pattern: CODE_PATTERN,
+  description: 'Custom code: 3-64 letters, digits, "_" or "-", starting with a letter or digit; unique per deployment',
+});
+const Destination = Type.String({ minLength: 1, maxLength: 2048, description: 'Destination address, http or https' });
+const Title = Type.String({ maxLength: 300 });
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 20, uniqueItems: true });
+
+export const LinkParams = Type.Object({
+  collectionId: CollectionIdParam,
+  linkId: Type.String({ minLength: 1, maxLength: 100 }),
+});
+export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
+export const RedirectParams = Type.Object({ code: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const CreateLinkBody = Closed(
+  {
+    url: Destination,
+    code: Type.Optional(Code),
+    title: Type.Optional(Title),
+    tags: Type.Optional(Tags),
+    expiresAt: Type.Optional(
+      Type.String({ format: 'date-time', description: 'After this time the short address answers 410' }),
+    ),
+  },
+  { $id: 'CreateLinkBody' },
+);
+export type CreateLinkBody = Type.Static<typeof CreateLinkBody>;
+
+export const UpdateLinkBody = Closed(
+  {
+    url: Type.Optional(Destination),
+    code: Type.Optional(Code),
+    title: Type.Optional(Nullable(Title)),
+    tags: Type.Optional(Tags),
+    expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+  },
+  { $id: 'UpdateLinkBody', minProperties: 1 },
+);
+export type UpdateLinkBody = Type.Static<typeof UpdateLinkBody>;
+
+export const Link = Closed(
+  {
+    id: Type.String(),
+    code: Type.String(),
+    shortUrl: Type.String(),
+    destinationUrl: Type.String(),
+    title: Nullable(Type.String()),
+    tags: Type.Array(Type.String()),
+    expiresAt: Nullable(Timestamp),
+    clicks: Type.Integer(),
+    createdBy: Type.String(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Link' },
+);
+export type Link = Type.Static<typeof Link>;
+
+export const LinkListQuery = Closed({
+  q: Type.Optional(Type.String({ maxLength: 200, description: 'Substring of the code, title or destination' })),
+  tag: Type.Optional(Type.String({ maxLength: 50 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+});
+export type LinkListQuery = Type.Static<typeof LinkListQuery>;
+
+export const LinkPage = Closed(
+  { items: Type.Array(Type.Ref('Link')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { $id: 'LinkPage' },
+);
+
+export const Click = Closed(
+  {
+    id: Type.Integer(),
+    clickedAt: Timestamp,
+    ipAddress: Type.String(),
+    userAgent: Type.String(),
+    referer: Type.String(),
+    country: Type.String({ description: 'ISO 3166-1 alpha-2, or empty when unknown' }),
+    city: Type.String(),
+    deviceType: Type.String({
+      description: 'desktop | mobile | tablet | smarttv | wearable | console | bot | ... or empty',
+    }),
+  },
+  { $id: 'Click' },
+);
+export type Click = Type.Static<typeof Click>;
+
+export const ClickListQuery = Closed({
+  from: Type.Optional(Type.String({ format: 'date-time' })),
+  to: Type.Optional(Type.String({ format: 'date-time' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+});
+export type ClickListQuery = Type.Static<typeof ClickListQuery>;
+
+export const ClickPage = Closed(
+  { items: Type.Array(Type.Ref('Click')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { $id: 'ClickPage' },
+);

@@ -1,0 +1,384 @@
+/**
+ * Short links of a collection: admin CRUD, the public redirect, click capture. Every change
+ * publishes its webhook event in its own transaction (the outbox), and drops the code from
+ * every process's redirect cache.
+ */
+import { randomInt } from 'node:crypto';
+import { type Config, intFrom } from '../../config.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
+import { newId } from '../../platform/ids.ts';
+import type { NewEvent } from '../webhooks/index.ts';
+import { enrich, GeoIp, parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
+import { type CachedLink, RedirectCache } from './links.cache.ts';
+import * as repo from './links.repository.ts';
+import type { Click, ClickListQuery, CreateLinkBody, Link, LinkListQuery, UpdateLinkBody } from './links.schema.ts';
+
+/** Where events go: the webhooks module's outbox. */
+export interface EventPublisher {
+  publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<unknown>;
+}
+
+interface Log {
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface LinksSettings {
+  codeLength: number;
+  cacheTtlMs: number;
+  cacheMaxEntries: number;
+  clickFlushMs: number;
+  clickBatchSize: number;
+  clickBufferMax: number;
+  geoipDb: string | undefined;
+}
+
+export function linksSettings(config: Pick<Config, 'env'>): LinksSettings {
+  const env = config.env;
+  return {
+    codeLength: intFrom(env, 'LINK_CODE_LENGTH', 7, 5, 32),
+    cacheTtlMs: intFrom(env, 'LINK_CACHE_TTL_MS', 60_000, 0, 3_600_000),
+    cacheMaxEntries: intFrom(env, 'LINK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
+    clickFlushMs: intFrom(env, 'CLICK_FLUSH_MS', 100, 1, 60_000),
+    clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 500, 1, 10_000),
+    clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
+    geoipDb: env.GEOIP_DB || undefined,
+  };
+}
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+
+/** A random base62 code; 7 characters give 62^7 ≈ 3.5 × 10^12 possibilities. */
+function randomCode(length: number): string {
+  let code = '';
+  for (let i = 0; i < length; i++) code += ALPHABET[randomInt(ALPHABET.length)];
+  return code;
+}
+
+function checkDestination(raw: string): string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw badRequest('url must be an absolute http or https address', { field: 'url' });
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw badRequest('url must use http or https', { field: 'url' });
+  return u.toString();
+}
+
+function parseTime(raw: string, field: string): Date {
+  const d = new Date(raw);
+  if (Number.isNaN(d.getTime())) throw badRequest(`${field} is not a valid timestamp`, { field });
+  return d;
+}
+
+export class LinksService {
+  readonly settings: LinksSettings;
+  readonly cache: RedirectCache;
+  readonly trusted: TrustedProxies;
+  private events: EventPublisher | undefined;
+  private geo: GeoIp | undefined;
+  private buffer: RawClick[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private unlisten: (() => Promise<void>) | undefined;
+  private dropped = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly config: Pick<Config, 'env' | 'publicBaseUrl'>,
+    private readonly log: Log,
+  ) {
+    this.settings = linksSettings(config);
+    this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
+    this.trusted = parseTrustedProxies(config.env.TRUSTED_PROXIES);
+  }
+
+  useEvents(events: EventPublisher): void {
+    this.events = events;
+  }
+
+  /** Opens the GeoIP database and subscribes to other processes' link changes. */
+  async start(): Promise<void> {
+    if (this.settings.geoipDb) this.geo = await GeoIp.open(this.settings.geoipDb);
+    this.unlisten = await this.db.listen(repo.LINKS_CHANNEL, (code) => this.cache.invalidate(code));
+  }
+
+  /** Flushes buffered clicks; called on close. */
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flush();
+    await this.unlisten?.().catch(() => {});
+  }
+
+  shortUrl(code: string): string {
+    return `${this.config.publicBaseUrl}/l/${encodeURIComponent(code)}`;
+  }
+
+  private toLink(r: repo.LinkRow): Link {
+    return {
+      id: r.id,
+      code: r.code,
+      shortUrl: this.shortUrl(r.code),
+      destinationUrl: r.destination_url,
+      title: r.title,
+      tags: r.tags,
+      expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
+      clicks: r.clicks,
+      createdBy: r.created_by,
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+    };
+  }
+
+  /** The fields every link event carries. */
+  private eventData(r: repo.LinkRow): Record<string, unknown> {
+    return {
+      link_id: r.id,
+      short_url: this.shortUrl(r.code),
+      destination_url: r.destination_url,
+      code: r.code,
+      title: r.title,
+      tags: r.tags,
+      expires_at: r.expires_at ? r.expires_at.toISOString() : null,
+    };
+  }
+
+  private async publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<void> {
+    if (!this.events) throw new Error('links: no event publisher attached');
+    await this.events.publish(q, collectionId, events);
+  }
+
+  private changed(codes: string[]): void {
+    for (const c of codes) this.cache.invalidate(c);
+  }
+
+  async create(collectionId: string, actorId: string, body: CreateLinkBody): Promise<Link> {
+    const destinationUrl = checkDestination(body.url);
+    const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, 'expiresAt') : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now())
+      throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
+    const row = await this.db.transaction(async (tx) => {
+      let inserted: repo.LinkRow | undefined;
+      for (let i = 0; i < 5 && !inserted; i++) {
+        const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
+        inserted = await repo.insertLink(tx, collectionId, {
+          id: newId('lnk'),
+          code,
+          destinationUrl,
+          title: body.title ?? null,
+          tags: body.tags ?? [],
+          expiresAt,
+          createdBy: actorId,
+        });
+        if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
+      }
+      if (!inserted) throw new Error('could not find a free link code');
+      await this.publish(tx, collectionId, [
+        { type: 'link.created', data: { ...this.eventData(inserted), created_by: actorId } },
+      ]);
+      await repo.notifyChanged(tx, [inserted.code]);
+      return inserted;
+    });
+    // A negative cache entry for this code (someone tried it before it existed) must go.
+    this.changed([row.code]);
+    return this.toLink(row);
+  }
+
+  async get(collectionId: string, linkId: string): Promise<Link> {
+    const row = await repo.findLink(this.db, collectionId, linkId);
+    if (!row) throw notFound('Link');
+    return this.toLink(row);
+  }
+
+  async list(
+    collectionId: string,
+    query: LinkListQuery,
+  ): Promise<{ items: Link[]; limit: number; offset: number; total: number }> {
+    const limit = query.limit ?? 20;
+    const offset = query.offset ?? 0;
+    const { rows, total } = await repo.listLinks(this.db, collectionId, { ...query, limit, offset });
+    return { items: rows.map((r) => this.toLink(r)), limit, offset, total };
+  }
+
+  async update(collectionId: string, linkId: string, body: UpdateLinkBody): Promise<Link> {
+    const destinationUrl = body.url !== undefined ? checkDestination(body.url) : undefined;
+    const expiresAt =
+      body.expiresAt === undefined
+        ? undefined
+        : body.expiresAt === null
+          ? null
+          : parseTime(body.expiresAt, 'expiresAt');
+    const { before, after } = await this.db.transaction(async (tx) => {
+      const before = await repo.findLink(tx, collectionId, linkId, true);
+      if (!before) throw notFound('Link');
+      if (body.code !== undefined && body.code !== before.code && (await repo.codeTaken(tx, body.code))) {
+        throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
+      }
+      const after = await repo.updateLink(tx, collectionId, linkId, {
+        code: body.code,
+        destinationUrl,
+        title: body.title,
+        tags: body.tags,
+        expiresAt,
+      });
+      const fields: string[] = [];
+      if (before.code !== after.code) fields.push('code');
+      if (before.destination_url !== after.destination_url) fields.push('destination_url');
+      if (before.title !== after.title) fields.push('title');
+      if (JSON.stringify(before.tags) !== JSON.stringify(after.tags)) fields.push('tags');
+      if (before.expires_at?.getTime() !== after.expires_at?.getTime()) fields.push('expires_at');
+      const previous: Record<string, unknown> = {};
+      const beforeData = this.eventData(before);
+      for (const f of fields) previous[f] = beforeData[f];
+      await this.publish(tx, collectionId, [
+        { type: 'link.updated', data: { ...this.eventData(after), changed_fields: fields, previous } },
+      ]);
+      await repo.notifyChanged(tx, [...new Set([before.code, after.code])]);
+      return { before, after };
+    });
+    this.changed([before.code, after.code]);
+    return this.toLink(after);
+  }
+
+  async remove(collectionId: string, linkId: string): Promise<{ success: boolean }> {
+    const row = await this.db.transaction(async (tx) => {
+      const row = await repo.softDeleteLink(tx, collectionId, linkId);
+      if (!row) throw notFound('Link');
+      await this.publish(tx, collectionId, [
+        { type: 'link.deleted', data: { ...this.eventData(row), deleted_at: row.deleted_at?.toISOString() ?? null } },
+      ]);
+      await repo.notifyChanged(tx, [row.code]);
+      return row;
+    });
+    this.changed([row.code]);
+    return { success: true };
+  }
+
+  async clicks(
+    collectionId: string,
+    linkId: string,
+    query: ClickListQuery,
+  ): Promise<{ items: Click[]; limit: number; offset: number; total: number }> {
+    if (!(await repo.findLink(this.db, collectionId, linkId))) throw notFound('Link');
+    const limit = query.limit ?? 50;
+    const offset = query.offset ?? 0;
+    const { rows, total } = await repo.listClicks(this.db, collectionId, linkId, {
+      from: query.from ? parseTime(query.from, 'from') : undefined,
+      to: query.to ? parseTime(query.to, 'to') : undefined,
+      limit,
+      offset,
+    });
+    const items = rows.map((r) => ({
+      id: r.id,
+      clickedAt: r.clicked_at.toISOString(),
+      ipAddress: r.ip_address,
+      userAgent: r.user_agent,
+      referer: r.referer,
+      country: r.country,
+      city: r.city,
+      deviceType: r.device_type,
+    }));
+    return { items, limit, offset, total };
+  }
+
+  // --- the redirect ------------------------------------------------------------------------
+
+  /** Where a code leads: from the cache, else one indexed read. Throws 404 / 410. */
+  async resolve(code: string, now = Date.now()): Promise<CachedLink> {
+    let link = this.cache.get(code, now);
+    if (link === undefined) {
+      const token = this.cache.token();
+      const row = await repo.findByCode(this.db, code);
+      link =
+        row && !row.deleted_at
+          ? {
+              collectionId: row.collection_id,
+              linkId: row.id,
+              code: row.code,
+              destinationUrl: row.destination_url,
+              expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+            }
+          : null;
+      this.cache.set(code, link, token, now);
+    }
+    if (!link) throw notFound('Link');
+    if (link.expiresAt !== null && link.expiresAt <= now) throw gone('This link has expired');
+    return link;
+  }
+
+  /** Queues a click; never waits for the database. */
+  recordClick(click: RawClick): void {
+    if (this.buffer.length >= this.settings.clickBufferMax) {
+      // The database is not keeping up: shed load rather than grow without bound.
+      this.dropped++;
+      if (this.dropped % 1000 === 1) this.log.warn({ dropped: this.dropped }, 'click buffer full; clicks dropped');
+      return;
+    }
+    this.buffer.push(click);
+    if (this.buffer.length >= this.settings.clickBatchSize) void this.flush();
+    else if (!this.timer) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.flush();
+      }, this.settings.clickFlushMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Writes every buffered click (one transaction per batch). Resolves when done. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      while (this.buffer.length > 0) {
+        const batch = this.buffer.splice(0, this.settings.clickBatchSize);
+        await this.writeBatch(batch);
+      }
+    });
+    return this.flushing;
+  }
+
+  private async writeBatch(batch: RawClick[], tries = 3): Promise<void> {
+    const clicks = batch.map((raw) => enrich(raw, this.geo));
+    try {
+      await this.db.transaction(async (tx) => {
+        await repo.insertClicks(tx, clicks);
+        const byCollection = new Map<string, NewEvent[]>();
+        batch.forEach((raw, i) => {
+          const c = clicks[i];
+          const events = byCollection.get(raw.collectionId) ?? [];
+          events.push({
+            type: 'link.clicked',
+            data: {
+              link_id: raw.linkId,
+              short_url: this.shortUrl(raw.code),
+              destination_url: raw.destinationUrl,
+              clicked_at: raw.at.toISOString(),
+              click: {
+                ip_address: c.ipAddress,
+                user_agent: c.userAgent,
+                referer: c.referer,
+                country: c.country,
+                city: c.city,
+                device_type: c.deviceType,
+              },
+            },
+          });
+          byCollection.set(raw.collectionId, events);
+        });
+        for (const [collectionId, events] of byCollection) await this.publish(tx, collectionId, events);
+      });
+    } catch (err) {
+      if (tries > 1) return this.writeBatch(batch, tries - 1);
+      // One bad click (its link's collection removed meanwhile) must not sink the others:
+      // store them one by one, and give up only on the ones that still fail.
+      if (batch.length > 1) {
+        for (const one of batch) await this.writeBatch([one], 1);
+        return;
+      }
+      this.log.error({ err, linkId: batch[0]?.linkId }, 'could not store a click');
+    }
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Webhooks: signed HTTP notifications of a collection's events to receivers it registers.
+ * - registration: a receiver url, the event types it wants, active or not, a signing secret.
+ * - event: one thing that happened (`link.created`, ...), written to the outbox (`webhook_events`)
+ *   in the transaction of the change; its envelope `{type, id, created_at, data}` is the body.
+ * - delivery: one event to one registration; made of attempts (the delivery log).
+ * - attempt: one signed POST, made by a `webhooks.deliver` job; failures are retried 3 times
+ *   with backoff; 10 consecutive failed attempts disable the registration.
+ * - SSRF guard: receivers must resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+ */
+export { WebhookSender } from './sender.ts';
+export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
+export { forbiddenAddressReason } from './ssrf.ts';
+export { webhooksConfig } from './webhooks.config.ts';
+export { webhooksRoutes } from './webhooks.routes.ts';
+export { EVENT_TYPES, type EventType, TEST_EVENT_TYPE } from './webhooks.schema.ts';
+export {
+  DELIVER_TASK,
+  type DeliverPayload,
+  type JobQueue,
+  type NewEvent,
+  parseDeliverPayload,
+  retryDelayMs,
+  WebhooksService,
+} from './webhooks.service.ts';

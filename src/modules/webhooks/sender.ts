@@ -1,0 +1,153 @@
+/**
+ * One HTTP attempt at a receiver. Bounded in every direction: a timeout covering connect to
+ * last byte, no redirects followed (a 3xx is a failure), the answer read only up to a small
+ * cap, and the SSRF guard on the address actually connected to.
+ */
+import { Agent, request } from 'undici';
+import { guardedLookup, literalHostReason, RefusedAddressError } from './ssrf.ts';
+
+export interface AttemptResult {
+  outcome: 'succeeded' | 'failed' | 'refused';
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseExcerpt: string | null;
+  /** Seconds the receiver asked us to wait (Retry-After), when it said so. */
+  retryAfterMs: number | null;
+}
+
+export interface SenderOptions {
+  allowPrivateNetworks: boolean;
+  timeoutMs: number;
+  responseExcerptBytes: number;
+  userAgent?: string;
+}
+
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return null;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+function describe(err: unknown): { refused: boolean; message: string } {
+  let e = err as { code?: string; message?: string; cause?: unknown } | undefined;
+  // undici wraps connect errors; the guard's refusal may sit one or two causes deep.
+  for (let i = 0; i < 3 && e; i++) {
+    if (e instanceof RefusedAddressError) return { refused: true, message: e.message };
+    if (!e.cause) break;
+    e = e.cause as typeof e;
+  }
+  const top = err as { code?: string; message?: string; name?: string };
+  if (top?.name === 'TimeoutError' || top?.code === 'UND_ERR_HEADERS_TIMEOUT' || top?.code === 'UND_ERR_BODY_TIMEOUT') {
+    return { refused: false, message: 'timeout' };
+  }
+  const code = e?.code ?? top?.code;
+  const message = e?.message ?? top?.message ?? String(err);
+  return { refused: false, message: code && !message.includes(code) ? `${code}: ${message}` : message };
+}
+
+export class WebhookSender {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: SenderOptions) {
+    this.agent = new Agent({
+      connect: { lookup: guardedLookup(options.allowPrivateNetworks), timeout: options.timeoutMs },
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      keepAliveTimeout: 4_000,
+      connections: 64,
+    });
+  }
+
+  async send(url: string, headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
+    const started = performance.now();
+    const done = (r: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({
+      ...r,
+      durationMs: Math.round(performance.now() - started),
+    });
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch {
+      return done({
+        outcome: 'failed',
+        statusCode: null,
+        error: 'invalid URL',
+        responseExcerpt: null,
+        retryAfterMs: null,
+      });
+    }
+    if (!this.options.allowPrivateNetworks) {
+      const literal = literalHostReason(target.hostname);
+      if (literal) {
+        const refusal = new RefusedAddressError(target.hostname, literal.address, literal.reason);
+        return done({
+          outcome: 'refused',
+          statusCode: null,
+          error: refusal.message,
+          responseExcerpt: null,
+          retryAfterMs: null,
+        });
+      }
+    }
+    try {
+      const res = await request(target, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': this.options.userAgent ?? 'collection-platform-webhooks/1',
+          ...headers,
+        },
+        body,
+        signal: signal
+          ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)])
+          : AbortSignal.timeout(this.options.timeoutMs),
+      });
+      const excerpt = await readCapped(res.body, this.options.responseExcerptBytes);
+      const ok = res.statusCode >= 200 && res.statusCode < 300;
+      return done({
+        outcome: ok ? 'succeeded' : 'failed',
+        statusCode: res.statusCode,
+        error: ok
+          ? null
+          : res.statusCode >= 300 && res.statusCode < 400
+            ? 'redirect not followed'
+            : `HTTP ${res.statusCode}`,
+        responseExcerpt: excerpt,
+        retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after']),
+      });
+    } catch (err) {
+      const { refused, message } = describe(err);
+      return done({
+        outcome: refused ? 'refused' : 'failed',
+        statusCode: null,
+        error: message,
+        responseExcerpt: null,
+        retryAfterMs: null,
+      });
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+/** Reads at most `cap` bytes of a body, then drops the connection's remaining bytes. */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= cap) break;
+    }
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, cap).toString('utf8');
+}

@@ -1,0 +1,40 @@
+/** The webhooks module's settings, parsed once from the environment (see docs/webhooks.md). */
+import { boolFrom, type Config, intFrom } from '../../config.ts';
+
+export interface WebhooksConfig {
+  /** Let receivers live on loopback/private networks (tests, local development). */
+  allowPrivateNetworks: boolean;
+  /** Per-attempt timeout, connect to last byte read. */
+  timeoutMs: number;
+  /** First retry delay; later ones grow by `retryFactor`. */
+  retryBaseMs: number;
+  retryFactor: number;
+  /** No retry is ever scheduled further out than this (the seed: one hour). */
+  retryMaxDelayMs: number;
+  /** Automatic retries after the first attempt (the seed: 3). */
+  maxRetries: number;
+  /** Consecutive failed attempts that disable a registration (the seed: 10). */
+  disableAfterFailures: number;
+  /** How much of a receiver's answer is read and kept in the delivery log. */
+  responseExcerptBytes: number;
+  /** Registrations per collection. */
+  maxRegistrations: number;
+  /** Finished deliveries (and their events and attempts) are deleted after this long. */
+  logRetentionMs: number;
+}
+
+export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
+  const env = config.env;
+  return {
+    allowPrivateNetworks: boolFrom(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    timeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    retryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 60_000, 1, 3_600_000),
+    retryFactor: intFrom(env, 'WEBHOOK_RETRY_FACTOR', 10, 1, 100),
+    retryMaxDelayMs: intFrom(env, 'WEBHOOK_RETRY_MAX_DELAY_MS', 3_600_000, 1, 3_600_000),
+    maxRetries: intFrom(env, 'WEBHOOK_MAX_RETRIES', 3, 0, 10),
+    disableAfterFailures: intFrom(env, 'WEBHOOK_DISABLE_AFTER_FAILURES', 10, 1, 1000),
+    responseExcerptBytes: intFrom(env, 'WEBHOOK_RESPONSE_EXCERPT_BYTES', 2048, 0, 65_536),
+    maxRegistrations: intFrom(env, 'WEBHOOK_MAX_REGISTRATIONS', 50, 1, 10_000),
+    logRetentionMs: intFrom(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
+  };
+}

@@ -1,0 +1,381 @@
+/** All SQL of the webhooks module: registrations, the event outbox, deliveries, attempts. */
+import sql, { join, raw } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+
+export interface WebhookRow {
+  collection_id: string;
+  id: string;
+  url: string;
+  events: string[];
+  active: boolean;
+  description: string | null;
+  secret: string;
+  consecutive_failures: number;
+  disabled_at: Date | null;
+  disabled_reason: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface DeliveryRow {
+  collection_id: string;
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'cancelled';
+  attempt_count: number;
+  retries_left: number;
+  next_attempt_at: Date | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+  total?: number;
+}
+
+export interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  trigger: string;
+  started_at: Date;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: string;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+const WEBHOOK_COLUMNS = raw(
+  'collection_id, id, url, events, active, description, secret, consecutive_failures, disabled_at, disabled_reason, created_at, updated_at',
+);
+const DELIVERY_COLUMNS = raw(
+  'd.collection_id, d.id, d.webhook_id, d.event_id, e.type AS event_type, d.status, d.attempt_count, d.retries_left, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at',
+);
+
+export async function insertWebhook(
+  db: Queryable,
+  collectionId: string,
+  w: { id: string; url: string; events: string[]; active: boolean; description: string | null; secret: string },
+): Promise<WebhookRow> {
+  const { rows } = await db.query<WebhookRow>(sql`
+    INSERT INTO webhooks (collection_id, id, url, events, active, description, secret)
+    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${w.active}, ${w.description}, ${w.secret})
+    RETURNING ${WEBHOOK_COLUMNS}`);
+  return rows[0];
+}
+
+export async function countWebhooks(db: Queryable, collectionId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    sql`SELECT count(*) AS n FROM webhooks WHERE collection_id = ${collectionId}`,
+  );
+  return rows[0].n;
+}
+
+export async function listWebhooks(db: Queryable, collectionId: string): Promise<WebhookRow[]> {
+  const { rows } = await db.query<WebhookRow>(
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} ORDER BY created_at, id`,
+  );
+  return rows;
+}
+
+export async function findWebhook(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  forUpdate = false,
+): Promise<WebhookRow | undefined> {
+  const { rows } = await db.query<WebhookRow>(
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id} ${raw(forUpdate ? 'FOR UPDATE' : '')}`,
+  );
+  return rows[0];
+}
+
+export async function updateWebhook(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  patch: {
+    url?: string;
+    events?: string[];
+    description?: string | null;
+    active?: boolean;
+    /** Re-enabling: clears the failure count and the disabled marks. */
+    reenable?: boolean;
+    secret?: string;
+  },
+): Promise<WebhookRow | undefined> {
+  const sets = [sql`updated_at = now()`];
+  if (patch.url !== undefined) sets.push(sql`url = ${patch.url}`);
+  if (patch.events !== undefined) sets.push(sql`events = ${JSON.stringify(patch.events)}::jsonb`);
+  if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
+  if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
+  if (patch.reenable) sets.push(sql`consecutive_failures = 0, disabled_at = NULL, disabled_reason = NULL`);
+  if (patch.secret !== undefined) sets.push(sql`secret = ${patch.secret}`);
+  const { rows } = await db.query<WebhookRow>(sql`
+    UPDATE webhooks SET ${join(sets, ', ')}
+    WHERE collection_id = ${collectionId} AND id = ${id}
+    RETURNING ${WEBHOOK_COLUMNS}`);
+  return rows[0];
+}
+
+export async function deleteWebhook(db: Queryable, collectionId: string, id: string): Promise<boolean> {
+  const { rowCount } = await db.query(sql`DELETE FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id}`);
+  return rowCount > 0;
+}
+
+/** Active registrations of a collection with the event types each subscribes to. */
+export async function activeSubscriptions(
+  db: Queryable,
+  collectionId: string,
+): Promise<{ id: string; events: string[] }[]> {
+  const { rows } = await db.query<{ id: string; events: string[] }>(
+    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active`,
+  );
+  return rows;
+}
+
+/** Writes events in one statement. */
+export async function insertEvents(
+  db: Queryable,
+  collectionId: string,
+  events: { id: string; type: string; body: string; createdAt: Date }[],
+): Promise<void> {
+  if (events.length === 0) return;
+  const values = events.map((e) => sql`(${collectionId}, ${e.id}, ${e.type}, ${e.body}, ${e.createdAt})`);
+  await db.query(
+    sql`INSERT INTO webhook_events (collection_id, id, type, body, created_at) VALUES ${join(values, ', ')}`,
+  );
+}
+
+/** Writes deliveries in one statement. */
+export async function insertDeliveries(
+  db: Queryable,
+  collectionId: string,
+  deliveries: { id: string; webhookId: string; eventId: string; retries: number }[],
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  const values = deliveries.map(
+    (d) => sql`(${collectionId}, ${d.id}, ${d.webhookId}, ${d.eventId}, ${d.retries}, now())`,
+  );
+  await db.query(sql`
+    INSERT INTO webhook_deliveries (collection_id, id, webhook_id, event_id, retries_left, next_attempt_at)
+    VALUES ${join(values, ', ')}`);
+}
+
+/** What one attempt needs: the delivery, its event's body, its registration. */
+export interface DeliveryWork {
+  delivery: DeliveryRow;
+  body: string;
+  webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'>;
+}
+
+export async function loadDeliveryWork(
+  db: Queryable,
+  collectionId: string,
+  deliveryId: string,
+): Promise<DeliveryWork | undefined> {
+  const { rows } = await db.query<
+    DeliveryRow & { body: string; w_url: string; w_secret: string; w_active: boolean }
+  >(sql`
+    SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active
+    FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    JOIN webhooks w ON w.collection_id = d.collection_id AND w.id = d.webhook_id
+    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
+  const r = rows[0];
+  if (!r) return undefined;
+  const { body, w_url, w_secret, w_active, ...delivery } = r;
+  return { delivery, body, webhook: { url: w_url, secret: w_secret, active: w_active } };
+}
+
+/**
+ * Records a successful attempt in one statement (the hot path): the attempt row, the
+ * delivery's final state and the registration's failure count reset. Nothing is written when
+ * the delivery is no longer waiting for this attempt (a duplicate or stale job).
+ */
+export async function recordSuccessfulAttempt(
+  db: Queryable,
+  collectionId: string,
+  a: {
+    deliveryId: string;
+    attempt: number;
+    trigger: string;
+    startedAt: Date;
+    durationMs: number;
+    statusCode: number;
+    responseExcerpt: string | null;
+  },
+): Promise<boolean> {
+  const { rows } = await db.query<{ n: number }>(sql`
+    WITH d AS (
+      UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = ${a.attempt}, next_attempt_at = NULL,
+        last_status_code = ${a.statusCode}, last_error = NULL, updated_at = now()
+      WHERE collection_id = ${collectionId} AND id = ${a.deliveryId} AND status = 'pending'
+        AND attempt_count = ${a.attempt - 1}
+      RETURNING webhook_id
+    ), ins AS (
+      INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
+        status_code, outcome, response_excerpt)
+      SELECT ${collectionId}, ${a.deliveryId}, ${a.attempt}, d.webhook_id, ${a.trigger}, ${a.startedAt}, ${a.durationMs},
+        ${a.statusCode}, 'succeeded', ${a.responseExcerpt} FROM d
+      ON CONFLICT DO NOTHING
+    ), w AS (
+      UPDATE webhooks SET consecutive_failures = 0
+      WHERE collection_id = ${collectionId} AND id IN (SELECT webhook_id FROM d) AND consecutive_failures <> 0
+    )
+    SELECT count(*) AS n FROM d`);
+  return rows[0].n > 0;
+}
+
+export async function lockDelivery(
+  db: Queryable,
+  collectionId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}
+    FOR UPDATE OF d`);
+  return rows[0];
+}
+
+export async function insertAttempt(
+  db: Queryable,
+  collectionId: string,
+  a: {
+    deliveryId: string;
+    webhookId: string;
+    attempt: number;
+    trigger: string;
+    startedAt: Date;
+    durationMs: number;
+    statusCode: number | null;
+    outcome: string;
+    error: string | null;
+    responseExcerpt: string | null;
+  },
+): Promise<void> {
+  await db.query(sql`
+    INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
+      status_code, outcome, error, response_excerpt)
+    VALUES (${collectionId}, ${a.deliveryId}, ${a.attempt}, ${a.webhookId}, ${a.trigger}, ${a.startedAt}, ${a.durationMs},
+      ${a.statusCode}, ${a.outcome}, ${a.error}, ${a.responseExcerpt})
+    ON CONFLICT DO NOTHING`);
+}
+
+export async function updateDelivery(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  d: {
+    status: DeliveryRow['status'];
+    attemptCount?: number;
+    retriesLeft?: number;
+    nextAttemptAt: Date | null;
+    lastStatusCode?: number | null;
+    lastError?: string | null;
+  },
+): Promise<void> {
+  const sets = [sql`updated_at = now()`, sql`status = ${d.status}`, sql`next_attempt_at = ${d.nextAttemptAt}`];
+  if (d.attemptCount !== undefined) sets.push(sql`attempt_count = ${d.attemptCount}`);
+  if (d.retriesLeft !== undefined) sets.push(sql`retries_left = ${d.retriesLeft}`);
+  if (d.lastStatusCode !== undefined) sets.push(sql`last_status_code = ${d.lastStatusCode}`);
+  if (d.lastError !== undefined) sets.push(sql`last_error = ${d.lastError}`);
+  await db.query(
+    sql`UPDATE webhook_deliveries SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}`,
+  );
+}
+
+/** Counts one more failure and disables the registration when it reaches `limit`. */
+export async function recordFailure(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  limit: number,
+  reason: string,
+): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
+  const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
+    UPDATE webhooks SET
+      consecutive_failures = consecutive_failures + 1,
+      active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
+      disabled_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE disabled_at END,
+      disabled_reason = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN ${reason} ELSE disabled_reason END,
+      updated_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE updated_at END
+    WHERE collection_id = ${collectionId} AND id = ${webhookId}
+    RETURNING active, consecutive_failures`);
+  return rows[0];
+}
+
+export async function listDeliveries(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  q: { status?: string; eventType?: string; limit: number; offset: number },
+): Promise<{ rows: DeliveryRow[]; total: number }> {
+  const where = [sql`d.collection_id = ${collectionId}`, sql`d.webhook_id = ${webhookId}`];
+  if (q.status) where.push(sql`d.status = ${q.status}`);
+  if (q.eventType) where.push(sql`e.type = ${q.eventType}`);
+  const from = sql`FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE ${join(where, ' AND ')}`;
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS}, count(*) OVER () AS total ${from}
+    ORDER BY d.created_at DESC, d.id DESC LIMIT ${q.limit} OFFSET ${q.offset}`);
+  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
+  const count = await db.query<{ total: number }>(sql`SELECT count(*) AS total ${from}`);
+  return { rows, total: count.rows[0].total };
+}
+
+export async function findDelivery(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  deliveryId: string,
+): Promise<DeliveryRow | undefined> {
+  const { rows } = await db.query<DeliveryRow>(sql`
+    SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
+    JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+    WHERE d.collection_id = ${collectionId} AND d.webhook_id = ${webhookId} AND d.id = ${deliveryId}`);
+  return rows[0];
+}
+
+export async function attemptsOf(db: Queryable, collectionId: string, deliveryIds: string[]): Promise<AttemptRow[]> {
+  if (deliveryIds.length === 0) return [];
+  const { rows } = await db.query<AttemptRow>(sql`
+    SELECT delivery_id, attempt, trigger, started_at, duration_ms, status_code, outcome, error, response_excerpt
+    FROM webhook_attempts
+    WHERE collection_id = ${collectionId} AND delivery_id IN (${join(deliveryIds)})
+    ORDER BY delivery_id, attempt`);
+  return rows;
+}
+
+/** Pending deliveries of a registration that is being deleted or disabled. */
+export async function cancelPending(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  reason: string,
+): Promise<void> {
+  await db.query(sql`
+    UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
+    WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'`);
+}
+
+/**
+ * Deletes events older than `before` whose deliveries are all final, with their deliveries
+ * and attempts (cascade), at most `limit` at a time. Returns how many events went.
+ */
+export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(sql`
+    DELETE FROM webhook_events e
+    WHERE (e.collection_id, e.id) IN (
+      SELECT ev.collection_id, ev.id FROM webhook_events ev
+      WHERE ev.created_at < ${before}
+        AND NOT EXISTS (
+          SELECT 1 FROM webhook_deliveries d
+          WHERE d.collection_id = ev.collection_id AND d.event_id = ev.id AND d.status = 'pending')
+      LIMIT ${limit})`);
+  return rowCount;
+}

@@ -1,0 +1,202 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { forbidden, unauthorized } from '../../platform/errors.ts';
+import { errorResponses, SuccessBody } from '../../platform/schemas.ts';
+import * as S from './webhooks.schema.ts';
+import type { WebhooksService } from './webhooks.service.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the webhooks guard: the collection of the calling admin API key. */
+    webhookCollectionId: string;
+  }
+}
+
+/**
+ * `/v1/webhooks` carries no collection in its path: the collection is the one of the admin
+ * API key that calls. The super admin belongs to no collection, so it is refused here.
+ */
+async function collectionAdminKey(req: FastifyRequest): Promise<void> {
+  const p = req.principal;
+  if (p.kind === 'anonymous') throw unauthorized();
+  if (p.kind !== 'admin') throw forbidden('Webhook registrations need a collection admin API key');
+  req.webhookCollectionId = p.collectionId;
+  req.caller = { role: 'admin', actorId: p.keyId };
+}
+
+const conflictResponse = {
+  ...Type.Ref('ErrorBody'),
+  description: 'Conflict: the registration is not active, or the limit is reached',
+};
+
+export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksService }> = async (app, { service }) => {
+  app.decorateRequest('webhookCollectionId', '');
+  for (const schema of [
+    S.CreateWebhookBody,
+    S.UpdateWebhookBody,
+    S.Webhook,
+    S.WebhookList,
+    S.Delivery,
+    S.DeliveryPage,
+  ]) {
+    app.addSchema(schema);
+  }
+  app.addHook('onReady', async () => service.startHousekeeping());
+  app.addHook('onClose', () => service.close());
+  const tags = ['webhooks'];
+  const webhook = { 200: Type.Ref('Webhook'), ...errorResponses };
+  const opts = { onRequest: collectionAdminKey };
+
+  app.post(
+    '/v1/webhooks',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_create',
+        summary: 'Register a receiver; the answer carries the signing secret, shown only here and at rotation',
+        body: Type.Ref('CreateWebhookBody'),
+        response: { ...webhook, 409: conflictResponse },
+      },
+    },
+    async (req) => service.create(req.webhookCollectionId, req.body as S.CreateWebhookBody),
+  );
+
+  app.get(
+    '/v1/webhooks',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_list',
+        summary: 'List the collection’s webhook registrations',
+        response: { 200: Type.Ref('WebhookList'), ...errorResponses },
+      },
+    },
+    async (req) => service.list(req.webhookCollectionId),
+  );
+
+  app.get(
+    '/v1/webhooks/:id',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_get',
+        summary: 'Fetch one registration (without its secret)',
+        params: S.WebhookIdParams,
+        response: webhook,
+      },
+    },
+    async (req) => service.get(req.webhookCollectionId, req.params.id),
+  );
+
+  app.patch(
+    '/v1/webhooks/:id',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_update',
+        summary: 'Change a registration; active=true re-enables it and resets its failure count',
+        params: S.WebhookIdParams,
+        body: Type.Ref('UpdateWebhookBody'),
+        response: webhook,
+      },
+    },
+    async (req) => service.update(req.webhookCollectionId, req.params.id, req.body as S.UpdateWebhookBody),
+  );
+
+  app.delete(
+    '/v1/webhooks/:id',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_delete',
+        summary: 'Remove a registration, its pending deliveries and its delivery log',
+        params: S.WebhookIdParams,
+        response: { 200: SuccessBody, ...errorResponses },
+      },
+    },
+    async (req) => service.remove(req.webhookCollectionId, req.params.id),
+  );
+
+  app.post(
+    '/v1/webhooks/:id/rotate-secret',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_rotateSecret',
+        summary: 'Replace the signing secret; the new one is in the answer and signs every later attempt',
+        params: S.WebhookIdParams,
+        response: webhook,
+      },
+    },
+    async (req) => service.rotateSecret(req.webhookCollectionId, req.params.id),
+  );
+
+  app.post(
+    '/v1/webhooks/:id/test',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_test',
+        summary: 'Queue a webhook.test event to this registration; follow it in its delivery log',
+        params: S.WebhookIdParams,
+        response: { 202: Type.Ref('Delivery'), ...errorResponses, 409: conflictResponse },
+      },
+    },
+    async (req, reply) => reply.code(202).send(await service.sendTest(req.webhookCollectionId, req.params.id)),
+  );
+
+  app.get(
+    '/v1/webhooks/:id/deliveries',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_listDeliveries',
+        summary: 'The delivery log, newest first: each delivery with every attempt',
+        params: S.WebhookIdParams,
+        querystring: S.DeliveryListQuery,
+        response: { 200: Type.Ref('DeliveryPage'), ...errorResponses },
+      },
+    },
+    async (req) => service.listDeliveries(req.webhookCollectionId, req.params.id, req.query),
+  );
+
+  app.get(
+    '/v1/webhooks/:id/deliveries/:deliveryId',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_getDelivery',
+        summary: 'One delivery with every attempt',
+        params: S.DeliveryParams,
+        response: { 200: Type.Ref('Delivery'), ...errorResponses },
+      },
+    },
+    async (req) => service.getDelivery(req.webhookCollectionId, req.params.id, req.params.deliveryId),
+  );
+
+  app.post(
+    '/v1/webhooks/:id/deliveries/:deliveryId/redeliver',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_redeliver',
+        summary: 'Send a delivery again (same event id), with a fresh set of automatic retries',
+        params: S.DeliveryParams,
+        response: { 202: Type.Ref('Delivery'), ...errorResponses, 409: conflictResponse },
+      },
+    },
+    async (req, reply) =>
+      reply.code(202).send(await service.redeliver(req.webhookCollectionId, req.params.id, req.params.deliveryId)),
+  );
+};

@@ -1,0 +1,120 @@
+import { Type } from 'typebox';
+import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
+
+/** Event types a registration may subscribe to (seed 6.1). */
+export const EVENT_TYPES = ['link.clicked', 'link.created', 'link.updated', 'link.deleted'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+/** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+const EventTypeSchema = Type.Union(
+  EVENT_TYPES.map((t) => Type.Literal(t)),
+  { description: 'An event type (see docs/webhooks.md)' },
+);
+const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'Absolute http(s) address of the receiver' });
+const Events = Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true });
+const Description = Type.String({ maxLength: 500 });
+
+export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
+export const DeliveryParams = Type.Object({
+  id: Type.String({ minLength: 1, maxLength: 100 }),
+  deliveryId: Type.String({ minLength: 1, maxLength: 100 }),
+});
+
+export const CreateWebhookBody = Closed(
+  {
+    url: Url,
+    events: Events,
+    active: Type.Optional(Type.Boolean({ default: true })),
+    description: Type.Optional(Description),
+  },
+  { $id: 'CreateWebhookBody' },
+);
+export type CreateWebhookBody = Type.Static<typeof CreateWebhookBody>;
+
+export const UpdateWebhookBody = Closed(
+  {
+    url: Type.Optional(Url),
+    events: Type.Optional(Events),
+    active: Type.Optional(
+      Type.Boolean({ description: 'true re-enables a disabled registration and resets its failure count' }),
+    ),
+    description: Type.Optional(Nullable(Description)),
+  },
+  { $id: 'UpdateWebhookBody', minProperties: 1 },
+);
+export type UpdateWebhookBody = Type.Static<typeof UpdateWebhookBody>;
+
+export const Webhook = Closed(
+  {
+    id: Type.String(),
+    url: Type.String(),
+    events: Type.Array(Type.String()),
+    active: Type.Boolean(),
+    description: Nullable(Type.String()),
+    consecutiveFailures: Type.Integer(),
+    disabledAt: Nullable(Timestamp),
+    disabledReason: Nullable(Type.String()),
+    secret: Type.Optional(Type.String({ description: 'The signing secret; only in the create and rotate answers' })),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Webhook' },
+);
+export type Webhook = Type.Static<typeof Webhook>;
+
+export const WebhookList = Closed({ items: Type.Array(Type.Ref('Webhook')) }, { $id: 'WebhookList' });
+
+export const DeliveryAttempt = Closed({
+  attempt: Type.Integer(),
+  trigger: Type.String({ description: 'automatic | retry | redeliver | test' }),
+  at: Timestamp,
+  durationMs: Type.Integer(),
+  statusCode: Nullable(Type.Integer()),
+  outcome: Type.String({ description: 'succeeded | failed | refused (SSRF guard)' }),
+  error: Nullable(Type.String()),
+  responseExcerpt: Nullable(Type.String()),
+});
+export type DeliveryAttempt = Type.Static<typeof DeliveryAttempt>;
+
+export const Delivery = Closed(
+  {
+    id: Type.String(),
+    webhookId: Type.String(),
+    eventId: Type.String(),
+    eventType: Type.String(),
+    status: Type.String({ description: 'pending | succeeded | failed | cancelled' }),
+    attemptCount: Type.Integer(),
+    nextAttemptAt: Nullable(Timestamp),
+    lastStatusCode: Nullable(Type.Integer()),
+    lastError: Nullable(Type.String()),
+    attempts: Type.Array(DeliveryAttempt),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Delivery' },
+);
+export type Delivery = Type.Static<typeof Delivery>;
+
+export const DeliveryListQuery = Closed({
+  status: Type.Optional(
+    Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')]),
+  ),
+  eventType: Type.Optional(Type.String({ maxLength: 50 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+});
+export type DeliveryListQuery = Type.Static<typeof DeliveryListQuery>;
+
+export const DeliveryPage = Closed(
+  { items: Type.Array(Type.Ref('Delivery')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { $id: 'DeliveryPage' },
+);
+
+/** The envelope every delivery carries (seed 6.2). */
+export interface EventEnvelope {
+  type: string;
+  id: string;
+  created_at: string;
+  data: Record<string, unknown>;
+}

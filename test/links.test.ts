@@ -1,0 +1,361 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from '../src/modules/links/index.ts';
+import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+
+beforeAll(async () => {
+  // ROLE=api: no workers, so the deliveries these events queue stay queued (delivery is
+  // webhooks.test.ts's subject); events are stored only for subscribed registrations.
+  t = await createTestApp({ TRUSTED_PROXIES: '127.0.0.1,10.0.0.0/8', CLICK_FLUSH_MS: '5', ROLE: 'api' });
+  a = await t.createCollection();
+  b = await t.createCollection();
+  await subscribe(a);
+});
+
+async function subscribe(c: TestCollection) {
+  const res = await t.inject({
+    method: 'POST',
+    url: '/v1/webhooks',
+    headers: c.auth,
+    payload: {
+      url: 'https://receiver.example/hook',
+      events: ['link.created', 'link.updated', 'link.deleted', 'link.clicked'],
+    },
+  });
+  expect(res.statusCode).toBe(200);
+}
+afterAll(() => t.close());
+
+const base = (c: TestCollection) => `/admin/collection/${c.id}/links`;
+const create = (payload: Record<string, unknown>, c = a, headers = c.auth) =>
+  t.inject({ method: 'POST', url: base(c), headers, payload });
+
+async function events(collectionId: string, type?: string) {
+  const { rows } = await t.testDb.db.query<{ type: string; body: string }>(
+    'SELECT type, body FROM webhook_events WHERE collection_id = $1 AND ($2::text IS NULL OR type = $2) ORDER BY created_at, id',
+    [collectionId, type ?? null],
+  );
+  return rows.map((r) => JSON.parse(r.body));
+}
+
+async function until<T>(fn: () => Promise<T | undefined>, what: string): Promise<T> {
+  for (let i = 0; i < 400; i++) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('create and read', () => {
+  it('creates a link with a generated code and every field', async () => {
+    const res = await create({ url: 'https://example.com/a?x=1', title: 'A', tags: ['promo'] });
+    expect(res.statusCode).toBe(200);
+    const link = res.json();
+    expect(link).toMatchObject({
+      destinationUrl: 'https://example.com/a?x=1',
+      title: 'A',
+      tags: ['promo'],
+      clicks: 0,
+      expiresAt: null,
+      createdBy: expect.any(String),
+    });
+    expect(link.code).toMatch(/^[A-Za-z0-9]{7}$/);
+    expect(link.shortUrl).toBe(`http://short.test/l/${link.code}`);
+    const got = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}`, headers: a.auth });
+    expect(got.json()).toEqual(link);
+  });
+
+  it('accepts a custom code and refuses a taken one, in any collection', async () => {
+    const res = await create({ url: 'https://example.com/c', code: 'my-custom_1' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().code).toBe('my-custom_1');
+    const again = await create({ url: 'https://example.com/d', code: 'my-custom_1' }, b);
+    expect(again.statusCode).toBe(409);
+    expect(again.json().errorCode).toBe('CONFLICT');
+  });
+
+  it('refuses bad input and changes nothing', async () => {
+    const before = (await t.inject({ method: 'GET', url: base(a), headers: a.auth })).json().total;
+    for (const payload of [
+      { url: 'ftp://example.com/x' },
+      { url: 'javascript:alert(1)' },
+      { url: 'not a url' },
+      { url: 'https://example.com', code: 'a b' },
+      { url: 'https://example.com', code: 'x' },
+      { url: 'https://example.com', expiresAt: '2001-01-01T00:00:00Z' },
+      { url: 'https://example.com', expiresAt: 'tomorrow' },
+      { url: 'https://example.com', unknown: 1 },
+      { code: 'abcdef' },
+    ]) {
+      const res = await create(payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    const after = (await t.inject({ method: 'GET', url: base(a), headers: a.auth })).json().total;
+    expect(after).toBe(before);
+  });
+
+  it('lists newest first with search, tag filter and paging', async () => {
+    await create({ url: 'https://list.example/1', title: 'Spring sale', tags: ['sale'] });
+    await create({ url: 'https://list.example/2', title: 'Winter', tags: ['sale', 'winter'] });
+    const res = await t.inject({ method: 'GET', url: `${base(a)}?tag=sale&limit=1`, headers: a.auth });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ total: 2, limit: 1, offset: 0 });
+    expect(res.json().items[0].title).toBe('Winter');
+    const q = await t.inject({ method: 'GET', url: `${base(a)}?q=spring`, headers: a.auth });
+    expect(q.json().items.map((l: { title: string }) => l.title)).toEqual(['Spring sale']);
+    const bad = await t.inject({ method: 'GET', url: `${base(a)}?limit=0`, headers: a.auth });
+    expect(bad.statusCode).toBe(400);
+  });
+});
+
+describe('auth and tenancy', () => {
+  it('needs an admin credential of the collection', async () => {
+    const link = (await create({ url: 'https://example.com/t' })).json();
+    const user = await t.userToken(a.id, 'u1');
+    for (const headers of [{}, b.auth, { authorization: `Bearer ${user}` }]) {
+      for (const [method, url] of [
+        ['GET', base(a)],
+        ['POST', base(a)],
+        ['GET', `${base(a)}/${link.id}`],
+        ['PATCH', `${base(a)}/${link.id}`],
+        ['DELETE', `${base(a)}/${link.id}`],
+        ['GET', `${base(a)}/${link.id}/clicks`],
+      ] as const) {
+        const res = await t.inject({
+          method,
+          url,
+          headers,
+          payload: method === 'POST' || method === 'PATCH' ? { url: 'https://x.example' } : undefined,
+        });
+        expect(res.statusCode, `${method} ${url}`).toBe(401);
+      }
+    }
+    // Another collection's link is not found, even for its own admin through its own path.
+    const other = await t.inject({ method: 'GET', url: `${base(b)}/${link.id}`, headers: b.auth });
+    expect(other.statusCode).toBe(404);
+    const superRead = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}`, headers: superAuth });
+    expect(superRead.statusCode).toBe(200);
+  });
+});
+
+describe('redirect', () => {
+  it('answers 302 to the destination, 404 for unknown codes', async () => {
+    const link = (await create({ url: 'https://dest.example/path?q=1' })).json();
+    const res = await t.inject({ method: 'GET', url: `/l/${link.code}` });
+    expect(res.statusCode).toBe(302);
+    expect(res.headers.location).toBe('https://dest.example/path?q=1');
+    expect(res.headers['cache-control']).toContain('no-store');
+    const unknown = await t.inject({ method: 'GET', url: '/l/doesnotexist' });
+    expect(unknown.statusCode).toBe(404);
+  });
+
+  it('sees changes at once: new code after a miss, new destination, delete, expiry', async () => {
+    // A miss is cached; creating the code must drop that negative entry.
+    expect((await t.inject({ method: 'GET', url: '/l/later-code' })).statusCode).toBe(404);
+    const link = (await create({ url: 'https://one.example/', code: 'later-code' })).json();
+    expect((await t.inject({ method: 'GET', url: '/l/later-code' })).headers.location).toBe('https://one.example/');
+
+    const patched = await t.inject({
+      method: 'PATCH',
+      url: `${base(a)}/${link.id}`,
+      headers: a.auth,
+      payload: { url: 'https://two.example/' },
+    });
+    expect(patched.statusCode).toBe(200);
+    expect((await t.inject({ method: 'GET', url: '/l/later-code' })).headers.location).toBe('https://two.example/');
+
+    const renamed = await t.inject({
+      method: 'PATCH',
+      url: `${base(a)}/${link.id}`,
+      headers: a.auth,
+      payload: { code: 'renamed-code' },
+    });
+    expect(renamed.json().shortUrl).toBe('http://short.test/l/renamed-code');
+    expect((await t.inject({ method: 'GET', url: '/l/later-code' })).statusCode).toBe(404);
+    expect((await t.inject({ method: 'GET', url: '/l/renamed-code' })).statusCode).toBe(302);
+
+    const soon = new Date(Date.now() + 60_000).toISOString();
+    await t.inject({ method: 'PATCH', url: `${base(a)}/${link.id}`, headers: a.auth, payload: { expiresAt: soon } });
+    expect((await t.inject({ method: 'GET', url: '/l/renamed-code' })).statusCode).toBe(302);
+    const past = new Date(Date.now() - 1000).toISOString();
+    await t.inject({ method: 'PATCH', url: `${base(a)}/${link.id}`, headers: a.auth, payload: { expiresAt: past } });
+    const expired = await t.inject({ method: 'GET', url: '/l/renamed-code' });
+    expect(expired.statusCode).toBe(410);
+    expect(expired.json().errorCode).toBe('GONE');
+    await t.inject({ method: 'PATCH', url: `${base(a)}/${link.id}`, headers: a.auth, payload: { expiresAt: null } });
+    expect((await t.inject({ method: 'GET', url: '/l/renamed-code' })).statusCode).toBe(302);
+
+    const del = await t.inject({ method: 'DELETE', url: `${base(a)}/${link.id}`, headers: a.auth });
+    expect(del.json()).toEqual({ success: true });
+    expect((await t.inject({ method: 'GET', url: '/l/renamed-code' })).statusCode).toBe(404);
+    expect((await t.inject({ method: 'GET', url: `${base(a)}/${link.id}`, headers: a.auth })).statusCode).toBe(404);
+    // The code of a deleted link stays reserved.
+    expect((await create({ url: 'https://three.example/', code: 'renamed-code' })).statusCode).toBe(409);
+  });
+
+  it('drops a code changed by another process (LISTEN/NOTIFY)', async () => {
+    const link = (await create({ url: 'https://before.example/' })).json();
+    expect((await t.inject({ method: 'GET', url: `/l/${link.code}` })).headers.location).toBe(
+      'https://before.example/',
+    );
+    // Change the row behind the service's back, as another process would, and announce it.
+    await t.testDb.db.transaction(async (tx) => {
+      await tx.query("UPDATE links SET destination_url = 'https://after.example/' WHERE id = $1", [link.id]);
+      await tx.query("SELECT pg_notify('links_changed', $1)", [link.code]);
+    });
+    const location = await until(async () => {
+      const res = await t.inject({ method: 'GET', url: `/l/${link.code}` });
+      return res.headers.location === 'https://after.example/' ? res.headers.location : undefined;
+    }, 'the cache to drop the code');
+    expect(location).toBe('https://after.example/');
+  });
+});
+
+describe('clicks', () => {
+  it('records each visit off the response path, counts it, and lists it', async () => {
+    const link = (await create({ url: 'https://clicks.example/' })).json();
+    const iphone =
+      'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1';
+    const res = await t.inject({
+      method: 'GET',
+      url: `/l/${link.code}`,
+      headers: {
+        'user-agent': iphone,
+        referer: 'https://news.example/post',
+        'x-forwarded-for': '203.0.113.9, 10.1.2.3',
+        'cf-ipcountry': 'de',
+        'x-vercel-ip-city': 'M%C3%BCnchen',
+      },
+    });
+    expect(res.statusCode).toBe(302);
+    await t.inject({ method: 'GET', url: `/l/${link.code}` });
+    const page: { items: { userAgent: string }[] } = await until(async () => {
+      const r = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}/clicks`, headers: a.auth });
+      return r.json().total === 2 ? r.json() : undefined;
+    }, 'two clicks');
+    const withUa = page.items.find((c: { userAgent: string }) => c.userAgent === iphone);
+    expect(withUa).toMatchObject({
+      ipAddress: '203.0.113.9',
+      referer: 'https://news.example/post',
+      country: 'DE',
+      city: 'München',
+      deviceType: 'mobile',
+    });
+    const got = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}`, headers: a.auth });
+    expect(got.json().clicks).toBe(2);
+    const clicked = (await events(a.id, 'link.clicked')).filter((e) => e.data.link_id === link.id);
+    expect(clicked).toHaveLength(2);
+    expect(clicked.find((e) => e.data.click.user_agent === iphone).data).toEqual({
+      link_id: link.id,
+      short_url: link.shortUrl,
+      destination_url: 'https://clicks.example/',
+      clicked_at: expect.any(String),
+      click: {
+        ip_address: '203.0.113.9',
+        user_agent: iphone,
+        referer: 'https://news.example/post',
+        country: 'DE',
+        city: 'München',
+        device_type: 'mobile',
+      },
+    });
+  });
+
+  it('stores clicks still buffered when the app is stopped gracefully', async () => {
+    const s = await createTestApp({ CLICK_FLUSH_MS: '60000', ROLE: 'api' });
+    try {
+      const c = await s.createCollection();
+      const link = (
+        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://bye.example/' } })
+      ).json();
+      for (let i = 0; i < 5; i++)
+        expect((await s.inject({ method: 'GET', url: `/l/${link.code}` })).statusCode).toBe(302);
+      const count = async () =>
+        (await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE link_id = $1', [link.id]))
+          .rows[0].n;
+      expect(await count()).toBe(0); // still in memory: the flush interval is a minute
+      await s.app.close();
+      expect(await count()).toBe(5);
+    } finally {
+      await s.app.close();
+      await s.testDb.drop();
+    }
+  });
+
+  it('believes forwarding headers only from trusted proxies', () => {
+    const trusted = parseTrustedProxies('10.0.0.0/8, 192.168.1.1');
+    expect(clientAddress('198.51.100.7', '1.2.3.4', trusted)).toEqual({ ip: '198.51.100.7', viaTrustedProxy: false });
+    expect(clientAddress('::ffff:10.0.0.5', '1.2.3.4', trusted)).toEqual({ ip: '1.2.3.4', viaTrustedProxy: true });
+    // A client-written entry left of an untrusted hop is ignored.
+    expect(clientAddress('10.0.0.5', '6.6.6.6, 8.8.4.4, 192.168.1.1', trusted).ip).toBe('8.8.4.4');
+    expect(clientAddress('10.0.0.5', undefined, trusted).ip).toBe('10.0.0.5');
+    expect(parseTrustedProxies('')('127.0.0.1')).toBe(false);
+    expect(() => parseTrustedProxies('nonsense')).toThrow(/TRUSTED_PROXIES/);
+    expect(proxyGeo({ 'cf-ipcountry': 'XX' })).toEqual({ country: '', city: '' });
+  });
+
+  it('tells device types apart', () => {
+    expect(deviceType('')).toBe('');
+    expect(deviceType('Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/120.0 Safari/537.36')).toBe(
+      'desktop',
+    );
+    expect(deviceType('Mozilla/5.0 (iPad; CPU OS 16_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148')).toBe(
+      'tablet',
+    );
+    expect(deviceType('Googlebot/2.1 (+http://www.google.com/bot.html)')).toBe('bot');
+  });
+
+  it('validates the clicks query and hides other collections', async () => {
+    const link = (await create({ url: 'https://q.example/' })).json();
+    const bad = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}/clicks?from=yesterday`, headers: a.auth });
+    expect(bad.statusCode).toBe(400);
+    const other = await t.inject({ method: 'GET', url: `${base(b)}/${link.id}/clicks`, headers: b.auth });
+    expect(other.statusCode).toBe(404);
+  });
+});
+
+describe('events (outbox)', () => {
+  it('writes link.created/updated/deleted with the seed envelope in the change’s transaction', async () => {
+    const c = await t.createCollection();
+    // Without a subscribed registration nothing is stored.
+    const unheard = (await create({ url: 'https://ev.example/' }, c)).json();
+    await t.inject({ method: 'DELETE', url: `${base(c)}/${unheard.id}`, headers: c.auth });
+    expect(await events(c.id)).toEqual([]);
+    await subscribe(c);
+    const link = (await create({ url: 'https://ev.example/', code: `ev-${c.id}` }, c)).json();
+    await t.inject({
+      method: 'PATCH',
+      url: `${base(c)}/${link.id}`,
+      headers: c.auth,
+      payload: { url: 'https://ev2.example/', title: 'T' },
+    });
+    await t.inject({ method: 'DELETE', url: `${base(c)}/${link.id}`, headers: c.auth });
+    const all = await events(c.id);
+    expect(all.map((e) => e.type)).toEqual(['link.created', 'link.updated', 'link.deleted']);
+    for (const e of all) {
+      expect(Object.keys(e).sort()).toEqual(['created_at', 'data', 'id', 'type']);
+      expect(e.id).toMatch(/^evt_/);
+      expect(new Date(e.created_at).toISOString()).toBe(e.created_at);
+    }
+    expect(all[0].data).toMatchObject({
+      link_id: link.id,
+      short_url: link.shortUrl,
+      destination_url: 'https://ev.example/',
+      created_by: link.createdBy,
+    });
+    expect(all[1].data).toMatchObject({
+      link_id: link.id,
+      destination_url: 'https://ev2.example/',
+      changed_fields: ['destination_url', 'title'],
+      previous: { destination_url: 'https://ev.example/', title: null },
+    });
+    expect(all[2].data).toMatchObject({ link_id: link.id, short_url: link.shortUrl, deleted_at: expect.any(String) });
+    // A refused change writes no event.
+    await create({ url: 'https://ev.example/', code: `ev-${c.id}` }, c);
+    expect(await events(c.id)).toHaveLength(3);
+  });
+});

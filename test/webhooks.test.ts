@@ -1,0 +1,497 @@
+/**
+ * Webhooks against a real HTTP receiver on loopback (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true):
+ * registrations, every event type with its envelope and both signatures, retries on the
+ * schedule, disabling after 10 consecutive failures, redelivery, duplicate-safe ids, tenancy.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { retryDelayMs } from '../src/modules/webhooks/index.ts';
+import { parseRetryAfter } from '../src/modules/webhooks/sender.ts';
+import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { waitFor } from './helpers/jobs.ts';
+import { freePort } from './helpers/process.ts';
+import { type Received, type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
+
+const BASE_MS = 20;
+const FACTOR = 2;
+let t: TestApp;
+let a: TestCollection;
+let b: TestCollection;
+let rx: Receiver;
+
+beforeAll(async () => {
+  t = await createTestApp({
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
+    WEBHOOK_RETRY_FACTOR: String(FACTOR),
+    WEBHOOK_TIMEOUT_MS: '1500',
+    CLICK_FLUSH_MS: '5',
+    JOBS_CONCURRENCY: '8',
+    JOBS_POLL_INTERVAL_MS: '200',
+  });
+  a = await t.createCollection();
+  b = await t.createCollection();
+  rx = await startReceiver();
+});
+afterAll(async () => {
+  await t.close();
+  await rx.close();
+});
+
+type Hook = { id: string; secret: string; url: string };
+
+async function register(c: TestCollection, path: string, events: string[], extra: Record<string, unknown> = {}) {
+  const res = await t.inject({
+    method: 'POST',
+    url: '/v1/webhooks',
+    headers: c.auth,
+    payload: { url: `${rx.url}${path}`, events, active: true, ...extra },
+  });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as Hook;
+}
+
+const api = (c: TestCollection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+  t.inject({ method, url, headers: c.auth, payload: payload as Record<string, unknown> });
+
+/** Verifies both signatures the way a receiver would, from the raw body bytes. */
+function verify(r: Received, secret: string): boolean {
+  const expected = createHmac('sha256', secret).update(r.raw).digest('hex');
+  const given = String(r.headers['x-service-signature'] ?? '');
+  const seedOk =
+    /^[0-9a-f]{64}$/.test(given) && timingSafeEqual(Buffer.from(given, 'hex'), Buffer.from(expected, 'hex'));
+  const id = String(r.headers['webhook-id']);
+  const ts = String(r.headers['webhook-timestamp']);
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  const std = createHmac('sha256', key)
+    .update(`${id}.${ts}.${r.raw.toString('utf8')}`)
+    .digest('base64');
+  const stdOk = String(r.headers['webhook-signature'])
+    .split(' ')
+    .some((s) => s === `v1,${std}`);
+  return seedOk && stdOk && Math.abs(Number(ts) - Date.now() / 1000) < 300;
+}
+
+async function deliveries(c: TestCollection, hookId: string) {
+  const res = await api(c, 'GET', `/v1/webhooks/${hookId}/deliveries?limit=100`);
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json().items as {
+    id: string;
+    eventId: string;
+    eventType: string;
+    status: string;
+    attemptCount: number;
+    nextAttemptAt: string | null;
+    attempts: {
+      attempt: number;
+      trigger: string;
+      at: string;
+      statusCode: number | null;
+      outcome: string;
+      error: string | null;
+      responseExcerpt: string | null;
+    }[];
+  }[];
+}
+
+async function finalDeliveries(c: TestCollection, hookId: string, count: number) {
+  return waitFor(
+    async () => {
+      const items = await deliveries(c, hookId);
+      return items.length >= count && items.every((d) => d.status !== 'pending') ? items : undefined;
+    },
+    // Generous: a hanging receiver costs 4 timeouts, and CI machines are shared.
+    60_000,
+    `${count} final deliveries of ${hookId}`,
+  );
+}
+
+const sendTest = async (c: TestCollection, hook: Hook) => {
+  const res = await api(c, 'POST', `/v1/webhooks/${hook.id}/test`);
+  expect(res.statusCode, res.body).toBe(202);
+  return res.json() as { id: string; eventId: string };
+};
+
+describe('registrations', () => {
+  it('creates (secret once), lists, gets, updates, rotates and deletes', async () => {
+    const created = await register(a, '/crud', ['link.created'], { description: 'CRM sync' });
+    expect(created).toMatchObject({
+      url: `${rx.url}/crud`,
+      events: ['link.created'],
+      active: true,
+      description: 'CRM sync',
+      consecutiveFailures: 0,
+      disabledAt: null,
+    });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const got = (await api(a, 'GET', `/v1/webhooks/${created.id}`)).json();
+    expect(got.secret).toBeUndefined();
+    const list = (await api(a, 'GET', '/v1/webhooks')).json();
+    expect(list.items.map((w: Hook) => w.id)).toContain(created.id);
+    expect(list.items.every((w: Hook) => w.secret === undefined)).toBe(true);
+    const patched = await api(a, 'PATCH', `/v1/webhooks/${created.id}`, {
+      events: ['link.created', 'link.deleted'],
+      description: null,
+    });
+    expect(patched.json()).toMatchObject({ events: ['link.created', 'link.deleted'], description: null });
+    const rotated = (await api(a, 'POST', `/v1/webhooks/${created.id}/rotate-secret`)).json();
+    expect(rotated.secret).toMatch(/^whsec_/);
+    expect(rotated.secret).not.toBe(created.secret);
+    expect((await api(a, 'DELETE', `/v1/webhooks/${created.id}`)).json()).toEqual({ success: true });
+    expect((await api(a, 'GET', `/v1/webhooks/${created.id}`)).statusCode).toBe(404);
+  });
+
+  it('refuses bad input and changes nothing', async () => {
+    const before = (await api(a, 'GET', '/v1/webhooks')).json().items.length;
+    for (const payload of [
+      { url: 'ftp://example.com/x', events: ['link.created'] },
+      { url: 'not a url', events: ['link.created'] },
+      { url: 'https://example.com', events: [] },
+      { url: 'https://example.com', events: ['link.exploded'] },
+      { url: 'https://example.com', events: ['link.created', 'link.created'] },
+      { url: 'https://example.com', events: ['link.created'], active: 'yes' },
+      { url: 'https://example.com', events: ['link.created'], secret: 'mine' },
+      { events: ['link.created'] },
+    ]) {
+      const res = await t.inject({ method: 'POST', url: '/v1/webhooks', headers: a.auth, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    expect((await api(a, 'GET', '/v1/webhooks')).json().items.length).toBe(before);
+    const hook = await register(a, '/bad', ['link.created']);
+    expect((await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, {})).statusCode).toBe(400);
+    expect((await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, { url: 'gopher://x' })).statusCode).toBe(400);
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}/deliveries?limit=1000`)).statusCode).toBe(400);
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+
+  it('needs a collection admin API key, and hides other collections’ registrations', async () => {
+    const hook = await register(a, '/auth', ['link.created']);
+    const user = await t.userToken(a.id, 'u1');
+    const routes = [
+      ['POST', '/v1/webhooks'],
+      ['GET', '/v1/webhooks'],
+      ['GET', `/v1/webhooks/${hook.id}`],
+      ['PATCH', `/v1/webhooks/${hook.id}`],
+      ['DELETE', `/v1/webhooks/${hook.id}`],
+      ['POST', `/v1/webhooks/${hook.id}/rotate-secret`],
+      ['POST', `/v1/webhooks/${hook.id}/test`],
+      ['GET', `/v1/webhooks/${hook.id}/deliveries`],
+      ['GET', `/v1/webhooks/${hook.id}/deliveries/dlv_x`],
+      ['POST', `/v1/webhooks/${hook.id}/deliveries/dlv_x/redeliver`],
+    ] as const;
+    for (const headers of [{}, superAuth, { authorization: `Bearer ${user}` }, { authorization: 'Bearer nope' }]) {
+      for (const [method, url] of routes) {
+        const res = await t.inject({
+          method,
+          url,
+          headers,
+          payload:
+            method === 'POST' || method === 'PATCH'
+              ? { url: 'https://x.example', events: ['link.created'] }
+              : undefined,
+        });
+        expect(res.statusCode, `${method} ${url}`).toBe(401);
+      }
+    }
+    // Collection B's key sees none of A's registrations.
+    for (const [method, url] of routes.slice(2)) {
+      const res = await t.inject({
+        method,
+        url,
+        headers: b.auth,
+        payload: method === 'PATCH' ? { active: true } : undefined,
+      });
+      expect(res.statusCode, `${method} ${url}`).toBe(404);
+    }
+    expect((await api(b, 'GET', '/v1/webhooks')).json().items.map((w: Hook) => w.id)).not.toContain(hook.id);
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+});
+
+describe('delivery', () => {
+  it('delivers every link event type, signed, with the seed envelope; other collections get nothing', async () => {
+    const c = await t.createCollection();
+    const other = await t.createCollection();
+    const hook = await register(c, '/all', ['link.created', 'link.updated', 'link.deleted', 'link.clicked']);
+    const otherHook = await register(other, '/other', ['link.created', 'link.updated', 'link.deleted', 'link.clicked']);
+    const link = (await api(c, 'POST', `/admin/collection/${c.id}/links`, { url: 'https://dest.example/' })).json();
+    await waitFor(async () => (rx.on('/all').length >= 1 ? true : undefined), 10_000, 'link.created');
+    await api(c, 'PATCH', `/admin/collection/${c.id}/links/${link.id}`, { url: 'https://dest2.example/' });
+    await waitFor(async () => (rx.on('/all').length >= 2 ? true : undefined), 10_000, 'link.updated');
+    const visit = await t.inject({ method: 'GET', url: `/l/${link.code}`, headers: { 'user-agent': 'curl/8.0' } });
+    expect(visit.statusCode).toBe(302);
+    await waitFor(async () => (rx.on('/all').length >= 3 ? true : undefined), 10_000, 'link.clicked');
+    await api(c, 'DELETE', `/admin/collection/${c.id}/links/${link.id}`);
+    await waitFor(async () => (rx.on('/all').length >= 4 ? true : undefined), 10_000, 'link.deleted');
+
+    const got = rx.on('/all');
+    expect(got.map((r) => r.body.type)).toEqual(['link.created', 'link.updated', 'link.clicked', 'link.deleted']);
+    for (const r of got) {
+      expect(verify(r, hook.secret)).toBe(true);
+      expect(verify(r, otherHook.secret)).toBe(false);
+      expect(Object.keys(r.body).sort()).toEqual(['created_at', 'data', 'id', 'type']);
+      expect(r.headers['webhook-id']).toBe(r.body.id);
+      expect(r.headers['content-type']).toBe('application/json');
+      expect(r.body.data).toMatchObject({
+        link_id: link.id,
+        short_url: expect.stringMatching(/^http:\/\/short\.test\/l\//),
+      });
+    }
+    expect(new Set(got.map((r) => r.body.id)).size).toBe(4);
+    expect(got[0].body.data).toMatchObject({ destination_url: 'https://dest.example/', created_by: link.createdBy });
+    expect(got[1].body.data).toMatchObject({
+      destination_url: 'https://dest2.example/',
+      changed_fields: ['destination_url'],
+    });
+    expect(got[2].body.data).toMatchObject({
+      destination_url: 'https://dest2.example/',
+      click: {
+        ip_address: '127.0.0.1',
+        user_agent: 'curl/8.0',
+        referer: '',
+        country: '',
+        city: '',
+        device_type: 'bot',
+      },
+    });
+    expect(got[3].body.data).toMatchObject({
+      destination_url: 'https://dest2.example/',
+      deleted_at: expect.any(String),
+    });
+    // A tampered body does not verify.
+    expect(verify({ ...got[0], raw: Buffer.from(got[0].raw.toString().replace('dest', 'evil')) }, hook.secret)).toBe(
+      false,
+    );
+    expect(rx.on('/other')).toEqual([]);
+    const log = await finalDeliveries(c, hook.id, 4);
+    expect(log.every((d) => d.status === 'succeeded' && d.attempts[0].statusCode === 200)).toBe(true);
+    expect(await deliveries(other, otherHook.id)).toEqual([]);
+  });
+
+  it('sends only subscribed types, and nothing to inactive registrations', async () => {
+    const c = await t.createCollection();
+    await register(c, '/only-deleted', ['link.deleted']);
+    await register(c, '/inactive', ['link.created'], { active: false });
+    const sink = await register(c, '/sink', ['link.created']);
+    const link = (await api(c, 'POST', `/admin/collection/${c.id}/links`, { url: 'https://x.example/' })).json();
+    await finalDeliveries(c, sink.id, 1);
+    expect(rx.on('/only-deleted')).toEqual([]);
+    expect(rx.on('/inactive')).toEqual([]);
+    await api(c, 'DELETE', `/admin/collection/${c.id}/links/${link.id}`);
+    await waitFor(async () => (rx.on('/only-deleted').length === 1 ? true : undefined), 10_000, 'link.deleted');
+  });
+
+  it('sends a test event on request', async () => {
+    const hook = await register(a, '/test-event', ['link.clicked']);
+    const queued = await sendTest(a, hook);
+    await waitFor(async () => (rx.on('/test-event').length === 1 ? true : undefined), 10_000, 'test event');
+    const r = rx.on('/test-event')[0];
+    expect(r.body).toMatchObject({ type: 'webhook.test', id: queued.eventId, data: { webhook_id: hook.id } });
+    expect(verify(r, hook.secret)).toBe(true);
+    const d = (await finalDeliveries(a, hook.id, 1))[0];
+    expect(d).toMatchObject({ status: 'succeeded', attemptCount: 1, eventType: 'webhook.test' });
+    expect(d.attempts[0]).toMatchObject({
+      attempt: 1,
+      trigger: 'test',
+      statusCode: 200,
+      outcome: 'succeeded',
+      responseExcerpt: 'ok',
+    });
+    // After rotation the next attempt is signed with the new secret only.
+    const rotated = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`)).json();
+    await sendTest(a, hook);
+    await waitFor(async () => (rx.on('/test-event').length === 2 ? true : undefined), 10_000, 'second test event');
+    expect(verify(rx.on('/test-event')[1], rotated.secret)).toBe(true);
+    expect(verify(rx.on('/test-event')[1], hook.secret)).toBe(false);
+  });
+});
+
+describe('retries', () => {
+  it('retries a 500 three times on the backoff schedule, with the same event id, then gives up', async () => {
+    rx.answer('/fail500', { status: 500, body: 'boom' });
+    const hook = await register(a, '/fail500', ['link.created']);
+    const queued = await sendTest(a, hook);
+    const [d] = await finalDeliveries(a, hook.id, 1);
+    expect(d.status).toBe('failed');
+    expect(d.attempts.map((x) => [x.attempt, x.trigger, x.statusCode, x.outcome])).toEqual([
+      [1, 'test', 500, 'failed'],
+      [2, 'retry', 500, 'failed'],
+      [3, 'retry', 500, 'failed'],
+      [4, 'retry', 500, 'failed'],
+    ]);
+    expect(d.attempts[0].responseExcerpt).toBe('boom');
+    // Each retry waited at least its backoff (base × factor^(n-1), minus the 20 % jitter).
+    for (let i = 1; i < 4; i++) {
+      const gap = Date.parse(d.attempts[i].at) - Date.parse(d.attempts[i - 1].at);
+      expect(gap).toBeGreaterThanOrEqual(Math.floor(0.8 * BASE_MS * FACTOR ** (i - 1)));
+    }
+    const got = rx.on('/fail500');
+    expect(got).toHaveLength(4);
+    expect(new Set(got.map((r) => r.body.id))).toEqual(new Set([queued.eventId]));
+    expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([queued.eventId]));
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().consecutiveFailures).toBe(4);
+  });
+
+  it('retries a receiver that times out, and one that refuses connections', async () => {
+    rx.answer('/hang', { hang: true });
+    const hung = await register(a, '/hang', ['link.created']);
+    const closedPort = await freePort();
+    const refusedRes = await t.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: a.auth,
+      payload: { url: `http://127.0.0.1:${closedPort}/nobody`, events: ['link.created'] },
+    });
+    const refused = refusedRes.json() as Hook;
+    await sendTest(a, hung);
+    await sendTest(a, refused);
+    const [h] = await finalDeliveries(a, hung.id, 1);
+    expect(h.attempts.map((x) => [x.outcome, x.error])).toEqual(Array(4).fill(['failed', 'timeout']));
+    expect(rx.on('/hang')).toHaveLength(4);
+    const [r] = await finalDeliveries(a, refused.id, 1);
+    expect(r.attempts).toHaveLength(4);
+    for (const x of r.attempts) expect(x.error).toMatch(/ECONNREFUSED/);
+  });
+
+  it('honours Retry-After within the cap, and does not follow redirects', async () => {
+    rx.answer('/busy', [{ status: 503, headers: { 'retry-after': '1' } }, { status: 200 }]);
+    const busy = await register(a, '/busy', ['link.created']);
+    await sendTest(a, busy);
+    const [d] = await finalDeliveries(a, busy.id, 1);
+    expect(d.status).toBe('succeeded');
+    expect(Date.parse(d.attempts[1].at) - Date.parse(d.attempts[0].at)).toBeGreaterThanOrEqual(1000);
+
+    rx.answer('/moved', { status: 302, headers: { location: `${rx.url}/moved-target` } });
+    const moved = await register(a, '/moved', ['link.created']);
+    await sendTest(a, moved);
+    const [m] = await finalDeliveries(a, moved.id, 1);
+    expect(m.attempts[0]).toMatchObject({ statusCode: 302, outcome: 'failed', error: 'redirect not followed' });
+    expect(rx.on('/moved-target')).toEqual([]);
+
+    rx.answer('/big', { status: 500, body: 'x'.repeat(1_000_000) });
+    const big = await register(a, '/big', ['link.created'], {});
+    await api(a, 'PATCH', `/v1/webhooks/${big.id}`, { active: true });
+    await sendTest(a, big);
+    const [g] = await finalDeliveries(a, big.id, 1);
+    expect(g.attempts[0].responseExcerpt?.length).toBe(2048);
+  });
+
+  it('computes the production schedule: about 1 min, 10 min, 1 h, capped, Retry-After within the cap', () => {
+    const prod = { retryBaseMs: 60_000, retryFactor: 10, retryMaxDelayMs: 3_600_000 };
+    const mid = () => 0.5;
+    expect([1, 2, 3].map((n) => retryDelayMs(prod, n, null, mid))).toEqual([60_000, 600_000, 3_600_000]);
+    expect(retryDelayMs(prod, 1, null, () => 0)).toBe(48_000);
+    expect(retryDelayMs(prod, 1, null, () => 0.999_999)).toBeLessThanOrEqual(72_000);
+    expect(retryDelayMs(prod, 3, null, () => 0.999_999)).toBe(3_600_000);
+    expect(retryDelayMs(prod, 1, 300_000, mid)).toBe(300_000);
+    expect(retryDelayMs(prod, 1, 86_400_000, mid)).toBe(3_600_000);
+    expect(parseRetryAfter('120')).toBe(120_000);
+    expect(parseRetryAfter(new Date(Date.now() + 60_000).toUTCString())).toBeGreaterThan(55_000);
+    expect(parseRetryAfter('soon')).toBeNull();
+  });
+});
+
+describe('disabling', () => {
+  it('disables after 10 consecutive failed attempts; nothing more is sent; PATCH re-enables and resets', async () => {
+    rx.answer('/dead', { status: 500 });
+    const hook = await register(a, '/dead', ['link.created']);
+    // 4 attempts per event: the third event's second attempt is the 10th failure.
+    for (let i = 1; i <= 3; i++) {
+      await sendTest(a, hook).catch(() => {});
+      await finalDeliveries(a, hook.id, i);
+    }
+    const after = (await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json();
+    expect(after).toMatchObject({ active: false, consecutiveFailures: 10, disabledAt: expect.any(String) });
+    expect(after.disabledReason).toMatch(/10 consecutive failed delivery attempts/);
+    expect(rx.on('/dead')).toHaveLength(10);
+    const log = await deliveries(a, hook.id);
+    expect(log[0].attempts).toHaveLength(2);
+
+    // Disabled: no new deliveries for new events; test and redeliver are refused.
+    await api(a, 'POST', `/admin/collection/${a.id}/links`, { url: 'https://after-disable.example/' });
+    expect((await api(a, 'POST', `/v1/webhooks/${hook.id}/test`)).statusCode).toBe(409);
+    expect((await api(a, 'POST', `/v1/webhooks/${hook.id}/deliveries/${log[0].id}/redeliver`)).statusCode).toBe(409);
+    expect(await deliveries(a, hook.id)).toHaveLength(3);
+    expect(rx.on('/dead')).toHaveLength(10);
+
+    const reenabled = await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, { active: true });
+    expect(reenabled.json()).toMatchObject({
+      active: true,
+      consecutiveFailures: 0,
+      disabledAt: null,
+      disabledReason: null,
+    });
+  });
+
+  it('a success in between resets the count', async () => {
+    rx.answer('/flaky', [{ status: 500 }, { status: 500 }, { status: 500 }, { status: 200 }, { status: 500 }]);
+    const hook = await register(a, '/flaky', ['link.created']);
+    await sendTest(a, hook);
+    const [d] = await finalDeliveries(a, hook.id, 1);
+    expect(d.status).toBe('succeeded');
+    expect(d.attemptCount).toBe(4);
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().consecutiveFailures).toBe(0);
+    await sendTest(a, hook);
+    await finalDeliveries(a, hook.id, 2);
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json()).toMatchObject({
+      consecutiveFailures: 4,
+      active: true,
+    });
+  });
+});
+
+describe('redelivery and duplicates', () => {
+  it('redelivers a failed delivery with the same event id; stale duplicate jobs change nothing', async () => {
+    rx.answer('/redo', { status: 500 });
+    const hook = await register(a, '/redo', ['link.created']);
+    const queued = await sendTest(a, hook);
+    const [failed] = await finalDeliveries(a, hook.id, 1);
+    expect(failed.status).toBe('failed');
+    rx.answer('/redo', { status: 200 });
+    const res = await api(a, 'POST', `/v1/webhooks/${hook.id}/deliveries/${failed.id}/redeliver`);
+    expect(res.statusCode).toBe(202);
+    expect(res.json()).toMatchObject({ id: failed.id, status: 'pending' });
+    const [done] = await finalDeliveries(a, hook.id, 1);
+    expect(done.status).toBe('succeeded');
+    expect(done.attempts.map((x) => x.trigger)).toEqual(['test', 'retry', 'retry', 'retry', 'redeliver']);
+    const got = rx.on('/redo');
+    expect(got).toHaveLength(5);
+    expect(new Set(got.map((r) => r.body.id))).toEqual(new Set([queued.eventId]));
+    expect(new Set(got.map((r) => r.raw.toString()))).toHaveLength(1);
+
+    // A duplicated job for an attempt already made is skipped.
+    const job = await t.app.services.jobs.enqueue(t.testDb.db, a.id, {
+      task: 'webhooks.deliver',
+      payload: { deliveryId: failed.id, attempt: 1, trigger: 'automatic' },
+    });
+    await waitFor(
+      async () => {
+        const { rows } = await t.testDb.db.query<{ status: string }>('SELECT status FROM jobs WHERE id = $1', [job.id]);
+        return rows[0]?.status === 'completed' ? true : undefined;
+      },
+      10_000,
+      'the duplicate job',
+    );
+    expect(rx.on('/redo')).toHaveLength(5);
+    // Unknown delivery ids are 404.
+    expect((await api(a, 'POST', `/v1/webhooks/${hook.id}/deliveries/dlv_nope/redeliver`)).statusCode).toBe(404);
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}/deliveries/${failed.id}`)).json().attemptCount).toBe(5);
+  });
+});
+
+describe('delivery log retention', () => {
+  it('deletes finished deliveries past the retention, never waiting ones', async () => {
+    const c = await t.createCollection();
+    const hook = await register(c, '/retention', ['link.created']);
+    await sendTest(c, hook);
+    await sendTest(c, hook);
+    const [waiting, done] = await finalDeliveries(c, hook.id, 2);
+    // As if the first still waited for a retry.
+    await t.testDb.db.query("UPDATE webhook_deliveries SET status = 'pending' WHERE id = $1", [waiting.id]);
+    expect(await t.app.services.webhooks.prune(Date.now())).toBe(0);
+    expect(await t.app.services.webhooks.prune(Date.now() + 31 * 86_400_000)).toBeGreaterThanOrEqual(1);
+    const left = await deliveries(c, hook.id);
+    expect(left.map((d) => d.id)).toEqual([waiting.id]);
+    expect((await api(c, 'GET', `/v1/webhooks/${hook.id}/deliveries/${done.id}`)).statusCode).toBe(404);
+  });
+});
