@@ -91,12 +91,17 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   registerErrorHandling(app);
   // Handlers still running for a client that hung up keep no socket open, so the server's own
   // close does not wait for them; this count lets shutdown wait before closing the database.
+  // Callback-style hooks: they run on every request (redirects included), and skipping the
+  // promise of an async hook is measurable there.
   let inFlight = 0;
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', (req, reply, done) => {
     inFlight++;
+    reply.header('x-request-id', req.id);
+    done();
   });
-  app.addHook('onSend', async () => {
+  app.addHook('onSend', (_req, _reply, payload, done) => {
     inFlight = Math.max(0, inFlight - 1);
+    done(null, payload);
   });
   app.decorate('drain', async (timeoutMs: number) => {
     const until = Date.now() + timeoutMs;
@@ -104,9 +109,6 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   });
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
   app.removeContentTypeParser('text/plain');
-  app.addHook('onRequest', async (req, reply) => {
-    reply.header('x-request-id', req.id);
-  });
   app.addSchema(ErrorBody);
   await registerOpenApi(app, config);
 

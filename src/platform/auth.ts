@@ -60,15 +60,19 @@ export function registerAuth(
   app.decorateRequest('principal', null as never);
   app.decorateRequest('caller', null as never);
   // onRequest, so that a call without a valid credential is refused before its body is read.
-  app.addHook('onRequest', async (req) => {
+  // Callback style so that an anonymous call (every redirect) stays synchronous.
+  app.addHook('onRequest', (req, _reply, done) => {
     const credential = credentialOf(req);
     if (credential === undefined) {
       req.principal = { kind: 'anonymous' };
-      return;
+      return done();
     }
-    const principal = credential.length <= 4096 ? await resolve(credential) : null;
-    if (!principal) throw unauthorized('The credential is not valid (unknown, revoked or expired)');
-    req.principal = principal;
+    if (credential.length > 4096) return done(unauthorized('The credential is not valid'));
+    resolve(credential).then((principal) => {
+      if (!principal) return done(unauthorized('The credential is not valid (unknown, revoked or expired)'));
+      req.principal = principal;
+      done();
+    }, done);
   });
 }
 

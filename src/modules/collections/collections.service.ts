@@ -157,8 +157,11 @@ export class CollectionsService {
   }
 
   private async resolveUserToken(token: string): Promise<Principal | null> {
+    // Outside the try: a database failure while loading the secret is our fault (5xx), not an
+    // invalid token (401).
+    const key = await this.signingKey();
     try {
-      const { payload } = await jwtVerify(token, await this.signingKey(), {
+      const { payload } = await jwtVerify(token, key, {
         issuer: TOKEN_ISSUER,
         algorithms: ['HS256'],
       });
