@@ -130,10 +130,7 @@ export class InteractionsService {
 
   /** Runs an analytics query in its own transaction with a larger work_mem. */
   private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return this.db.transaction(async (tx) => {
-      await repo.setLocalWorkMem(tx, this.settings.analyticsWorkMemMb);
-      return fn(tx);
-    });
+    return repo.inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
   }
 
   // ------------------------------------------------------------------------------ types

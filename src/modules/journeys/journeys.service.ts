@@ -9,7 +9,7 @@ import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { type InteractionsConfig, interactionsConfig } from '../interactions/interactions.config.ts';
-import { setLocalWorkMem } from '../interactions/interactions.repository.ts';
+import { inAnalyticsTransaction } from '../interactions/interactions.repository.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   CreateJourneyBody,
@@ -131,10 +131,7 @@ export class JourneysService {
 
   /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
   private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return this.db.transaction(async (tx) => {
-      await setLocalWorkMem(tx, this.settings.analyticsWorkMemMb);
-      return fn(tx);
-    });
+    return inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
   }
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
