@@ -11,6 +11,8 @@ export interface Config {
   host: string;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** Connections per process in the PostgreSQL pool. */
+  databasePoolSize: number;
   basePath: string;
   publicBaseUrl: string;
   superAdminKey: string | undefined;
@@ -84,6 +86,7 @@ export function loadConfig(env: Env = process.env): Config {
     host,
     dataDir: env.DATA_DIR || './data',
     databaseUrl: env.DATABASE_URL || undefined,
+    databasePoolSize: intFrom(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     basePath,
     publicBaseUrl,
     superAdminKey,

@@ -211,7 +211,11 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   };
 }
 
-export async function openDatabase(config: { databaseUrl?: string; dataDir: string }): Promise<Db> {
-  if (config.databaseUrl) return openPostgres({ connectionString: config.databaseUrl });
+export async function openDatabase(config: {
+  databaseUrl?: string;
+  dataDir: string;
+  databasePoolSize?: number;
+}): Promise<Db> {
+  if (config.databaseUrl) return openPostgres({ connectionString: config.databaseUrl, max: config.databasePoolSize });
   return openPglite({ dataDir: config.dataDir });
 }
