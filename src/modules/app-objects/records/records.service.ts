@@ -12,7 +12,7 @@ import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { ObjectService } from '../shared/objects.service.ts';
+import { createValues, ObjectService } from '../shared/objects.service.ts';
 import { type AppObject, type Caller, isAdmin } from '../shared/sections.ts';
 import * as repo from './records.repository.ts';
 import type { BulkDeleteInput, CreateRecordInput, UpdateRecordInput, UpsertRecordInput } from './records.schema.ts';
@@ -110,19 +110,7 @@ export class RecordsService extends ObjectService {
   }
 
   async create(collectionId: string, appId: string, caller: Caller, input: CreateRecordInput): Promise<AppObject> {
-    const values: Record<string, unknown> = { ...input };
-    if (!isAdmin(caller)) {
-      const refused = ['authorId', 'authorType', 'contactId'].filter(
-        (k) => input[k as keyof CreateRecordInput] !== undefined,
-      );
-      if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
-      if (input.visibility === 'admin')
-        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
-      delete values.admin;
-      values.contactId = caller.contactId;
-      values.authorId = caller.userId;
-      values.authorType = 'user';
-    }
+    const values = createValues(caller, input);
     const { cols } = this.columns(collectionId, values, true);
     const row = await objects.insertObject(this.db, RECORD, collectionId, appId, newId(RECORD.idPrefix), cols);
     return this.present(row, caller);

@@ -30,6 +30,27 @@ export interface BuiltPatch {
 
 const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice(1);
 
+/**
+ * The values a create stores, given who calls. A public user's thread or record is theirs:
+ * contactId and author come from the token (sending them is a 400, not silently replaced),
+ * the admin section is dropped, and admin visibility is refused.
+ */
+export function createValues(caller: Caller, input: Record<string, unknown>): Record<string, unknown> {
+  const values: Record<string, unknown> = { ...input };
+  if (isAdmin(caller)) return values;
+  const refused = ['authorId', 'authorType', 'contactId'].filter((k) => input[k] !== undefined);
+  if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
+  if (input.visibility === 'admin')
+    throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
+  delete values.admin;
+  if (caller.role === 'user') {
+    values.contactId = caller.contactId;
+    values.authorId = caller.userId;
+    values.authorType = 'user';
+  }
+  return values;
+}
+
 export class ObjectService {
   constructor(
     protected readonly db: Db,

@@ -5,7 +5,7 @@ import { newId } from '../../../platform/ids.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { ObjectService } from '../shared/objects.service.ts';
+import { createValues, ObjectService } from '../shared/objects.service.ts';
 import { type AppObject, type Caller, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
 import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
@@ -28,19 +28,7 @@ export class ThreadsService extends ObjectService {
   }
 
   async create(collectionId: string, appId: string, caller: Caller, input: CreateThreadInput): Promise<AppObject> {
-    const values: Record<string, unknown> = { ...input };
-    if (!isAdmin(caller)) {
-      const refused = ['authorId', 'authorType', 'contactId'].filter(
-        (k) => input[k as keyof CreateThreadInput] !== undefined,
-      );
-      if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
-      if (input.visibility === 'admin')
-        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
-      delete values.admin;
-      values.contactId = caller.contactId;
-      values.authorId = caller.userId;
-      values.authorType = 'user';
-    }
+    const values = createValues(caller, input);
     const cols: Record<string, ReturnType<typeof objects.value>> = {};
     for (const [k, v] of Object.entries(values)) {
       if (v === undefined) continue;
