@@ -7,10 +7,17 @@
  *   BENCH_HOOKS registrations at a receiver in this process; deliveries per second.
  * - Event-to-delivery latency: from the event's created_at to its arrival at the receiver,
  *   at a steady trickle of events (p50 target < 100 ms).
+ * - Click storage cost (PostgreSQL only): CPU time per click of the writer's own code path
+ *   (links repository insertClicks, batches of CLICK_BATCH_SIZE), in this process and in the
+ *   PostgreSQL backend. It is what the redirect row pays on top of the bare 302, since the
+ *   load generator, the service and PostgreSQL share the machine's cores.
  * Backend: PostgreSQL by default; BENCH_BACKEND=pglite for the embedded database.
  */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { openDatabase } from '../src/db/index.ts';
+import { insertClicks } from '../src/modules/links/links.repository.ts';
 import {
   benchDatabase,
   call,
@@ -29,6 +36,8 @@ const HOOKS = Number(process.env.BENCH_HOOKS ?? 10);
 const FANOUT_LINKS = Number(process.env.BENCH_FANOUT_LINKS ?? 200);
 const LATENCY_EVENTS = Number(process.env.BENCH_LATENCY_EVENTS ?? 200);
 const DESTINATION = 'https://example.com/landing?utm_source=bench';
+const STORAGE_BATCH = Number(process.env.CLICK_BATCH_SIZE ?? 2000);
+const STORAGE_BATCHES = Number(process.env.BENCH_STORAGE_BATCHES ?? 50);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: number[], p: number) =>
@@ -61,6 +70,47 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string) 
   }
 }
 
+/** CPU time of a local process in µs, from /proc (clock ticks of 10 ms). */
+function processCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** Stores STORAGE_BATCHES batches of clicks through the service's own repository function. */
+async function clickStorageCost(url: string, collectionId: string, linkId: string): Promise<Row> {
+  const db = await openDatabase({ databaseUrl: url, dataDir: '', databasePoolSize: 1 });
+  try {
+    const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const ua =
+      'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1';
+    const batch = () =>
+      Array.from({ length: STORAGE_BATCH }, () => ({
+        collectionId,
+        linkId,
+        clickedAt: new Date(),
+        ipAddress: '203.0.113.7',
+        userAgent: ua,
+        referer: 'https://news.example/post',
+        country: 'DE',
+        city: 'Berlin',
+        deviceType: 'mobile',
+      }));
+    const node0 = process.cpuUsage();
+    const pg0 = processCpuUs(pid);
+    for (let i = 0; i < STORAGE_BATCHES; i++) await db.transaction((tx) => insertClicks(tx, batch()));
+    const node = process.cpuUsage(node0);
+    const clicks = STORAGE_BATCH * STORAGE_BATCHES;
+    const nodeUs = (node.user + node.system) / clicks;
+    const pgUs = (processCpuUs(pid) - pg0) / clicks;
+    return {
+      scenario: `click storage: ${STORAGE_BATCHES} batches of ${STORAGE_BATCH} (insertClicks)`,
+      note: `CPU per click: ${nodeUs.toFixed(1)} µs in Node (building the batch included), ${pgUs.toFixed(1)} µs in PostgreSQL`,
+    };
+  } finally {
+    await db.close();
+  }
+}
+
 const database = await benchDatabase(backend);
 const rx = await receiver();
 try {
@@ -74,7 +124,7 @@ try {
   const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });
   try {
     const c = await seedCollection(service.url, 'benchlinks');
-    const link = await call<{ code: string }>(
+    const link = await call<{ code: string; id: string }>(
       service.url,
       'POST',
       `/admin/collection/${c.id}/links`,
@@ -98,6 +148,7 @@ try {
         result: measured.bare,
       }),
     );
+    if (database.url) rows.push(await clickStorageCost(database.url, c.id, link.id));
 
     // Let the click backlog drain before measuring deliveries, so the two do not mix.
     await sleep(2000);

@@ -286,6 +286,46 @@ describe('clicks', () => {
     }
   });
 
+  it('keeps no click of a removed collection, and stores the rest of the batch', async () => {
+    // link_clicks has no foreign key (migration 0401): the writer and a trigger keep it whole.
+    const s = await createTestApp({ CLICK_FLUSH_MS: '60000', ROLE: 'api' });
+    try {
+      const [gone, kept] = [await s.createCollection(), await s.createCollection()];
+      const linkOf = async (c: TestCollection) =>
+        (
+          await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://x.example/' } })
+        ).json();
+      const [g, k] = [await linkOf(gone), await linkOf(kept)];
+      const visit = async (code: string, times: number) => {
+        for (let i = 0; i < times; i++)
+          expect((await s.inject({ method: 'GET', url: `/l/${code}` })).statusCode).toBe(302);
+      };
+      const clicksOf = async (collectionId: string) =>
+        (
+          await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE collection_id = $1', [
+            collectionId,
+          ])
+        ).rows[0].n;
+      await visit(g.code, 3);
+      await s.app.services.links.flush();
+      expect(await clicksOf(gone.id)).toBe(3);
+
+      // Two more clicks wait in memory, next to one of another collection, when `gone` is removed.
+      await visit(g.code, 2);
+      await visit(k.code, 1);
+      await s.testDb.db.query('DELETE FROM collections WHERE id = $1', [gone.id]);
+      expect(await clicksOf(gone.id)).toBe(0); // the stored ones went with their links
+      await s.app.services.links.flush();
+      expect(await clicksOf(gone.id)).toBe(0); // the buffered ones were not stored
+      expect(await clicksOf(kept.id)).toBe(1);
+      const counter = await s.inject({ method: 'GET', url: `${base(kept)}/${k.id}`, headers: kept.auth });
+      expect(counter.json().clicks).toBe(1);
+    } finally {
+      await s.app.close();
+      await s.testDb.drop();
+    }
+  });
+
   it('believes forwarding headers only from trusted proxies', () => {
     const trusted = parseTrustedProxies('10.0.0.0/8, 192.168.1.1');
     expect(clientAddress('198.51.100.7', '1.2.3.4', trusted)).toEqual({ ip: '198.51.100.7', viaTrustedProxy: false });

@@ -41,7 +41,7 @@ export function linksSettings(config: Pick<Config, 'env'>): LinksSettings {
     cacheTtlMs: intFrom(env, 'LINK_CACHE_TTL_MS', 60_000, 0, 3_600_000),
     cacheMaxEntries: intFrom(env, 'LINK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
     clickFlushMs: intFrom(env, 'CLICK_FLUSH_MS', 100, 1, 60_000),
-    clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 500, 1, 10_000),
+    clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 2000, 1, 10_000),
     clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
     geoipDb: env.GEOIP_DB || undefined,
   };
@@ -344,9 +344,11 @@ export class LinksService {
     const clicks = batch.map((raw) => enrich(raw, this.geo));
     try {
       await this.db.transaction(async (tx) => {
-        await repo.insertClicks(tx, clicks);
+        // A click of a link whose collection was removed meanwhile is not stored (nor announced).
+        const stored = await repo.insertClicks(tx, clicks);
         const byCollection = new Map<string, NewEvent[]>();
         batch.forEach((raw, i) => {
+          if (!stored[i]) return;
           const c = clicks[i];
           const events = byCollection.get(raw.collectionId) ?? [];
           events.push({
@@ -372,8 +374,8 @@ export class LinksService {
       });
     } catch (err) {
       if (tries > 1) return this.writeBatch(batch, tries - 1);
-      // One bad click (its link's collection removed meanwhile) must not sink the others:
-      // store them one by one, and give up only on the ones that still fail.
+      // One click the database refuses must not sink the others: store them one by one,
+      // and give up only on the ones that still fail.
       if (batch.length > 1) {
         for (const one of batch) await this.writeBatch([one], 1);
         return;
