@@ -54,22 +54,33 @@ async function register(c: TestCollection, path: string, events: string[], extra
 const api = (c: TestCollection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
   t.inject({ method, url, headers: c.auth, payload: payload as Record<string, unknown> });
 
-/** Verifies both signatures the way a receiver would, from the raw body bytes. */
-function verify(r: Received, secret: string): boolean {
-  const expected = createHmac('sha256', secret).update(r.raw).digest('hex');
-  const given = String(r.headers['x-service-signature'] ?? '');
-  const seedOk =
-    /^[0-9a-f]{64}$/.test(given) && timingSafeEqual(Buffer.from(given, 'hex'), Buffer.from(expected, 'hex'));
+/** Which signatures of a delivery `secret` verifies, checked as a receiver would: raw bytes. */
+function signedWith(r: Received, secret: string) {
+  const hexOk = (header: string) => {
+    const given = String(r.headers[header] ?? '');
+    const expected = createHmac('sha256', secret).update(r.raw).digest('hex');
+    return /^[0-9a-f]{64}$/.test(given) && timingSafeEqual(Buffer.from(given, 'hex'), Buffer.from(expected, 'hex'));
+  };
   const id = String(r.headers['webhook-id']);
   const ts = String(r.headers['webhook-timestamp']);
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   const std = createHmac('sha256', key)
     .update(`${id}.${ts}.${r.raw.toString('utf8')}`)
     .digest('base64');
-  const stdOk = String(r.headers['webhook-signature'])
-    .split(' ')
-    .some((s) => s === `v1,${std}`);
-  return seedOk && stdOk && Math.abs(Number(ts) - Date.now() / 1000) < 300;
+  return {
+    service: hexOk('x-service-signature'),
+    servicePrevious: hexOk('x-service-signature-previous'),
+    standard: String(r.headers['webhook-signature'])
+      .split(' ')
+      .some((s) => s === `v1,${std}`),
+    fresh: Math.abs(Number(ts) - Date.now() / 1000) < 300,
+  };
+}
+
+/** Verifies both signatures with the current secret. */
+function verify(r: Received, secret: string): boolean {
+  const s = signedWith(r, secret);
+  return s.service && s.standard && s.fresh;
 }
 
 async function deliveries(c: TestCollection, hookId: string) {
@@ -297,12 +308,68 @@ describe('delivery', () => {
       outcome: 'succeeded',
       responseExcerpt: 'ok',
     });
-    // After rotation the next attempt is signed with the new secret only.
-    const rotated = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`)).json();
-    await sendTest(a, hook);
-    await waitFor(async () => (rx.on('/test-event').length === 2 ? true : undefined), 10_000, 'second test event');
-    expect(verify(rx.on('/test-event')[1], rotated.secret)).toBe(true);
-    expect(verify(rx.on('/test-event')[1], hook.secret)).toBe(false);
+  });
+
+  it('signs with the replaced secret too while its grace period lasts', async () => {
+    const hook = await register(a, '/rotation', ['link.clicked']);
+    const received = async (n: number) => {
+      await sendTest(a, hook);
+      await waitFor(async () => (rx.on('/rotation').length === n ? true : undefined), 10_000, `test event ${n}`);
+      return rx.on('/rotation')[n - 1];
+    };
+    expect(hook).toMatchObject({ previousSecretExpiresAt: null });
+
+    // A bare rotation: the old secret keeps signing for the default 24 hours, next to the new.
+    const first = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`)).json();
+    expect(first.secret).not.toBe(hook.secret);
+    const expires = Date.parse(first.previousSecretExpiresAt) - Date.now();
+    expect(expires).toBeGreaterThan(86_000_000);
+    expect(expires).toBeLessThanOrEqual(86_400_000);
+    let r = await received(1);
+    expect(signedWith(r, first.secret)).toMatchObject({ service: true, standard: true, fresh: true });
+    expect(signedWith(r, hook.secret)).toMatchObject({ service: false, servicePrevious: true, standard: true });
+    expect(String(r.headers['webhook-signature']).split(' ')).toHaveLength(2);
+
+    // A short grace period ends on time: the replaced secret stops signing.
+    const second = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 1 })).json();
+    r = await received(2);
+    expect(signedWith(r, second.secret)).toMatchObject({ service: true, standard: true });
+    expect(signedWith(r, first.secret)).toMatchObject({ servicePrevious: true, standard: true });
+    expect(signedWith(r, hook.secret)).toMatchObject({ service: false, servicePrevious: false, standard: false });
+    await new Promise((done) => setTimeout(done, 1100));
+    r = await received(3);
+    expect(signedWith(r, second.secret)).toMatchObject({ service: true, standard: true });
+    expect(signedWith(r, first.secret)).toMatchObject({ servicePrevious: false, standard: false });
+    expect(r.headers['x-service-signature-previous']).toBeUndefined();
+    const got = (await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json();
+    expect(got).toMatchObject({ previousSecretExpiresAt: null });
+    expect(got.secret).toBeUndefined();
+
+    // After a leak: graceSeconds 0 retires the replaced secret at once.
+    const third = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 0 })).json();
+    expect(third.previousSecretExpiresAt).toBeNull();
+    r = await received(4);
+    expect(verify(r, third.secret)).toBe(true);
+    expect(signedWith(r, second.secret)).toMatchObject({ service: false, servicePrevious: false, standard: false });
+    expect(String(r.headers['webhook-signature']).split(' ')).toHaveLength(1);
+  });
+
+  it('refuses a bad rotation and keeps the secret', async () => {
+    const hook = await register(a, '/bad-rotation', ['link.clicked']);
+    const secretOf = async () =>
+      (
+        await t.testDb.db.query<{ secret: string; previous_secret: string | null }>(
+          'SELECT secret, previous_secret FROM webhooks WHERE collection_id = $1 AND id = $2',
+          [a.id, hook.id],
+        )
+      ).rows[0];
+    const before = await secretOf();
+    for (const payload of [{ graceSeconds: -1 }, { graceSeconds: 604_801 }, { graceSeconds: 'soon' }, { grace: 5 }]) {
+      const res = await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`, payload);
+      expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+      expect(res.json()).toMatchObject({ errorCode: 'VALIDATION_FAILED' });
+    }
+    expect(await secretOf()).toEqual(before);
   });
 });
 

@@ -24,13 +24,29 @@ export function standardSignature(secret: string, id: string, timestamp: number,
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
-/** Every signature header of one attempt. `now` is the attempt's own time (replay window). */
-export function signatureHeaders(secret: string, eventId: string, body: string, now = new Date()) {
+/**
+ * Every signature header of one attempt. `now` is the attempt's own time (replay window).
+ * While a rotated-out secret is in its grace period (`previousSecret`), it signs too: Standard
+ * Webhooks carries several signatures in one header, space separated, and the seed's scheme
+ * gets a second header, so a receiver verifies with whichever secret it holds.
+ */
+export function signatureHeaders(
+  secret: string,
+  eventId: string,
+  body: string,
+  now = new Date(),
+  previousSecret?: string | null,
+): Record<string, string> {
   const timestamp = Math.floor(now.getTime() / 1000);
-  return {
+  const headers: Record<string, string> = {
     'x-service-signature': serviceSignature(secret, body),
     'webhook-id': eventId,
     'webhook-timestamp': String(timestamp),
     'webhook-signature': standardSignature(secret, eventId, timestamp, body),
   };
+  if (previousSecret) {
+    headers['x-service-signature-previous'] = serviceSignature(previousSecret, body);
+    headers['webhook-signature'] += ` ${standardSignature(previousSecret, eventId, timestamp, body)}`;
+  }
+  return headers;
 }

@@ -21,6 +21,8 @@ export interface WebhooksConfig {
   maxRegistrations: number;
   /** Finished deliveries (and their events and attempts) are deleted after this long. */
   logRetentionMs: number;
+  /** How long a rotated-out secret keeps signing, unless the rotation says otherwise. */
+  secretGraceSeconds: number;
 }
 
 export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
@@ -36,5 +38,6 @@ export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
     responseExcerptBytes: intFrom(env, 'WEBHOOK_RESPONSE_EXCERPT_BYTES', 2048, 0, 65_536),
     maxRegistrations: intFrom(env, 'WEBHOOK_MAX_REGISTRATIONS', 50, 1, 10_000),
     logRetentionMs: intFrom(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
+    secretGraceSeconds: intFrom(env, 'WEBHOOK_SECRET_GRACE_SECONDS', 86_400, 0, 604_800),
   };
 }

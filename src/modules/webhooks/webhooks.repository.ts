@@ -13,6 +13,8 @@ export interface WebhookRow {
   consecutive_failures: number;
   disabled_at: Date | null;
   disabled_reason: string | null;
+  /** Set while a rotated-out secret still signs (it is never read back through the API). */
+  previous_secret_expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -47,7 +49,7 @@ export interface AttemptRow {
 }
 
 const WEBHOOK_COLUMNS = raw(
-  'collection_id, id, url, events, active, description, secret, consecutive_failures, disabled_at, disabled_reason, created_at, updated_at',
+  'collection_id, id, url, events, active, description, secret, consecutive_failures, disabled_at, disabled_reason, previous_secret_expires_at, created_at, updated_at',
 );
 const DELIVERY_COLUMNS = raw(
   'd.collection_id, d.id, d.webhook_id, d.event_id, e.type AS event_type, d.status, d.attempt_count, d.retries_left, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at',
@@ -102,7 +104,8 @@ export async function updateWebhook(
     active?: boolean;
     /** Re-enabling: clears the failure count and the disabled marks. */
     reenable?: boolean;
-    secret?: string;
+    /** A new secret; the replaced one keeps signing for `graceSeconds` (0: not at all). */
+    rotate?: { secret: string; graceSeconds: number };
   },
 ): Promise<WebhookRow | undefined> {
   const sets = [sql`updated_at = now()`];
@@ -111,7 +114,16 @@ export async function updateWebhook(
   if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
   if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
   if (patch.reenable) sets.push(sql`consecutive_failures = 0, disabled_at = NULL, disabled_reason = NULL`);
-  if (patch.secret !== undefined) sets.push(sql`secret = ${patch.secret}`);
+  if (patch.rotate) {
+    // Right-hand sides see the row as it was: previous_secret takes the secret being replaced.
+    const { secret, graceSeconds } = patch.rotate;
+    sets.push(
+      graceSeconds > 0
+        ? sql`previous_secret = secret, previous_secret_expires_at = now() + ${graceSeconds} * interval '1 second'`
+        : sql`previous_secret = NULL, previous_secret_expires_at = NULL`,
+      sql`secret = ${secret}`,
+    );
+  }
   const { rows } = await db.query<WebhookRow>(sql`
     UPDATE webhooks SET ${join(sets, ', ')}
     WHERE collection_id = ${collectionId} AND id = ${id}
@@ -167,7 +179,10 @@ export async function insertDeliveries(
 export interface DeliveryWork {
   delivery: DeliveryRow;
   body: string;
-  webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'>;
+  webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'> & {
+    /** The rotated-out secret while its grace period lasts, else null. */
+    previousSecret: string | null;
+  };
 }
 
 export async function loadDeliveryWork(
@@ -176,17 +191,22 @@ export async function loadDeliveryWork(
   deliveryId: string,
 ): Promise<DeliveryWork | undefined> {
   const { rows } = await db.query<
-    DeliveryRow & { body: string; w_url: string; w_secret: string; w_active: boolean }
+    DeliveryRow & { body: string; w_url: string; w_secret: string; w_previous: string | null; w_active: boolean }
   >(sql`
-    SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active
+    SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active,
+      CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS w_previous
     FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
     JOIN webhooks w ON w.collection_id = d.collection_id AND w.id = d.webhook_id
     WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
   const r = rows[0];
   if (!r) return undefined;
-  const { body, w_url, w_secret, w_active, ...delivery } = r;
-  return { delivery, body, webhook: { url: w_url, secret: w_secret, active: w_active } };
+  const { body, w_url, w_secret, w_previous, w_active, ...delivery } = r;
+  return {
+    delivery,
+    body,
+    webhook: { url: w_url, secret: w_secret, previousSecret: w_previous, active: w_active },
+  };
 }
 
 /**

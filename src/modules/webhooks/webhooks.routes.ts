@@ -35,6 +35,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
   for (const schema of [
     S.CreateWebhookBody,
     S.UpdateWebhookBody,
+    S.RotateSecretBody,
     S.Webhook,
     S.WebhookList,
     S.Delivery,
@@ -127,15 +128,22 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
     '/v1/webhooks/:id/rotate-secret',
     {
       ...opts,
+      // The body is optional: a bare POST rotates with the default grace period.
+      preValidation: (req, _reply, done) => {
+        req.body ??= {};
+        done();
+      },
       schema: {
         tags,
         operationId: 'webhooks_rotateSecret',
-        summary: 'Replace the signing secret; the new one is in the answer and signs every later attempt',
+        summary:
+          'Replace the signing secret: the new one is in the answer and signs every later attempt; the replaced one keeps signing next to it for a grace period',
         params: S.WebhookIdParams,
+        body: Type.Ref('RotateSecretBody'),
         response: webhook,
       },
     },
-    async (req) => service.rotateSecret(req.webhookCollectionId, req.params.id),
+    async (req) => service.rotateSecret(req.webhookCollectionId, req.params.id, req.body as S.RotateSecretBody),
   );
 
   app.post(

@@ -56,12 +56,31 @@ export const Webhook = Closed(
     disabledAt: Nullable(Timestamp),
     disabledReason: Nullable(Type.String()),
     secret: Type.Optional(Type.String({ description: 'The signing secret; only in the create and rotate answers' })),
+    previousSecretExpiresAt: Type.Union([Timestamp, Type.Null()], {
+      description:
+        'Until then the secret replaced by the last rotation still signs every attempt too; null when none does',
+    }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
   { $id: 'Webhook' },
 );
 export type Webhook = Type.Static<typeof Webhook>;
+
+export const RotateSecretBody = Closed(
+  {
+    graceSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 604_800,
+        description:
+          'How long the replaced secret keeps signing next to the new one (default WEBHOOK_SECRET_GRACE_SECONDS, 24 h); 0 retires it at once, e.g. after a leak',
+      }),
+    ),
+  },
+  { $id: 'RotateSecretBody' },
+);
+export type RotateSecretBody = Type.Static<typeof RotateSecretBody>;
 
 export const WebhookList = Closed({ items: Type.Array(Type.Ref('Webhook')) }, { $id: 'WebhookList' });
 

@@ -25,6 +25,7 @@ import {
   type DeliveryAttempt,
   type DeliveryListQuery,
   type EventEnvelope,
+  type RotateSecretBody,
   TEST_EVENT_TYPE,
   type UpdateWebhookBody,
   type Webhook,
@@ -69,6 +70,10 @@ function toWebhook(r: repo.WebhookRow, withSecret = false): Webhook {
     consecutiveFailures: r.consecutive_failures,
     disabledAt: r.disabled_at ? r.disabled_at.toISOString() : null,
     disabledReason: r.disabled_reason,
+    previousSecretExpiresAt:
+      r.previous_secret_expires_at && r.previous_secret_expires_at.getTime() > Date.now()
+        ? r.previous_secret_expires_at.toISOString()
+        : null,
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };
@@ -255,8 +260,10 @@ export class WebhooksService {
     return { success: true };
   }
 
-  async rotateSecret(collectionId: string, id: string): Promise<Webhook> {
-    const row = await repo.updateWebhook(this.db, collectionId, id, { secret: newSecret() });
+  /** A new secret; the replaced one keeps signing next to it for the grace period. */
+  async rotateSecret(collectionId: string, id: string, body: RotateSecretBody = {}): Promise<Webhook> {
+    const graceSeconds = body.graceSeconds ?? this.settings.secretGraceSeconds;
+    const row = await repo.updateWebhook(this.db, collectionId, id, { rotate: { secret: newSecret(), graceSeconds } });
     if (!row) throw notFound('Webhook');
     return toWebhook(row, true);
   }
@@ -414,7 +421,7 @@ export class WebhooksService {
     const startedAt = new Date();
     const result = await this.sender.send(
       webhook.url,
-      signatureHeaders(webhook.secret, delivery.event_id, body),
+      signatureHeaders(webhook.secret, delivery.event_id, body, new Date(), webhook.previousSecret),
       body,
       signal,
     );
