@@ -97,3 +97,17 @@ describe('every operation in /openapi.json', () => {
     }
   });
 });
+
+describe('the docs page at /docs', () => {
+  it('serves the page and its static assets', async () => {
+    const page = await t.inject({ method: 'GET', url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    const css = await t.inject({ method: 'GET', url: '/docs/static/swagger-ui.css' });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toContain('text/css');
+    expect(css.body.length).toBeGreaterThan(1000);
+    const missing = await t.inject({ method: 'GET', url: '/docs/static/no-such-file.js' });
+    expect(missing.statusCode).toBe(404);
+  });
+});
