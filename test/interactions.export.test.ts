@@ -128,6 +128,29 @@ describe('interactions.export task', () => {
     expect(chunks.rows[0].n).toBeGreaterThan(1);
   });
 
+  it('removes a file with its job when the jobs’ retention removes the job', async () => {
+    const job = await enqueue(t, a, { task: 'interactions.export', payload: { interactionId: 'signup' } });
+    await waitForStatus(t, a, job.id, ['completed'], 30_000);
+    expect((await download(a, job.id)).statusCode).toBe(200);
+    const stored = async () =>
+      (
+        await t.testDb.db.query<{ files: number; chunks: number }>(
+          `SELECT (SELECT count(*)::int FROM interaction_exports WHERE collection_id = $1 AND job_id = $2) AS files,
+             (SELECT count(*)::int FROM interaction_export_chunks WHERE collection_id = $1 AND job_id = $2) AS chunks`,
+          [a.id, job.id],
+        )
+      ).rows[0];
+    expect(await stored()).toEqual({ files: 1, chunks: 1 });
+    // Older than the retention (JOBS_RETENTION_HOURS, 7 days by default): the next sweep removes it.
+    await t.testDb.db.query(
+      `UPDATE jobs SET finished_at = now() - interval '8 days' WHERE collection_id = $1 AND id = $2`,
+      [a.id, job.id],
+    );
+    expect((await t.app.services.jobs.sweep()).deleted).toBeGreaterThanOrEqual(1);
+    expect(await stored()).toEqual({ files: 0, chunks: 0 });
+    expect((await download(a, job.id)).statusCode).toBe(404);
+  });
+
   it('refuses a bad payload with 400 at enqueue', async () => {
     for (const payload of [
       { format: 'xml' },
