@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from '../src/modules/links/index.ts';
 import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { writeMmdb } from './helpers/mmdb.ts';
 
 let t: TestApp;
 let a: TestCollection;
@@ -323,6 +327,54 @@ describe('clicks', () => {
     } finally {
       await s.app.close();
       await s.testDb.drop();
+    }
+  });
+
+  it('takes country and city from the GeoIP database, else from a trusted proxy’s headers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'geoip-'));
+    const path = join(dir, 'city.mmdb');
+    writeMmdb(path, {
+      '203.0.113.0/24': { country: { iso_code: 'DE', names: { en: 'Germany' } }, city: { names: { en: 'Berlin' } } },
+      '198.51.100.0/25': { country: { iso_code: 'JP', names: { en: 'Japan' } } },
+    });
+    const s = await createTestApp({
+      GEOIP_DB: path,
+      TRUSTED_PROXIES: '127.0.0.1',
+      CLICK_FLUSH_MS: '60000',
+      ROLE: 'api',
+    });
+    try {
+      const c = await s.createCollection();
+      const link = (
+        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://geo.example/' } })
+      ).json();
+      // The proxy says France, Paris for every visit; the database knows better where it can.
+      for (const client of ['203.0.113.9', '198.51.100.7', '192.0.2.1', '2001:db8::1']) {
+        const res = await s.inject({
+          method: 'GET',
+          url: `/l/${link.code}`,
+          headers: { 'x-forwarded-for': client, 'cf-ipcountry': 'FR', 'x-vercel-ip-city': 'Paris' },
+        });
+        expect(res.statusCode).toBe(302);
+      }
+      await s.app.services.links.flush();
+      const clicks = (await s.inject({ method: 'GET', url: `${base(c)}/${link.id}/clicks`, headers: c.auth })).json();
+      const place = Object.fromEntries(
+        clicks.items.map((k: { ipAddress: string; country: string; city: string }) => [
+          k.ipAddress,
+          `${k.country}/${k.city}`,
+        ]),
+      );
+      expect(place).toEqual({
+        '203.0.113.9': 'DE/Berlin', // from the database
+        '198.51.100.7': 'JP/', // the database knows the country only: no city of another country
+        '192.0.2.1': 'FR/Paris', // not in the database: the trusted proxy's headers
+        '2001:db8::1': 'FR/Paris', // an IPv6 client and an IPv4-only database
+      });
+    } finally {
+      await s.app.close();
+      await s.testDb.drop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
