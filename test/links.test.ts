@@ -330,6 +330,32 @@ describe('clicks', () => {
     }
   });
 
+  it('keeps clicks in memory while the database cannot store them, and stores them after', async () => {
+    const s = await createTestApp({ CLICK_FLUSH_MS: '10', ROLE: 'api' });
+    try {
+      const c = await s.createCollection();
+      const link = (
+        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://down.example/' } })
+      ).json();
+      const stored = async () =>
+        (await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE link_id = $1', [link.id]))
+          .rows[0].n;
+      // A real failure of the storing transaction: the table it writes is gone for a while.
+      await s.testDb.db.query('ALTER TABLE link_clicks RENAME TO link_clicks_away');
+      for (let i = 0; i < 5; i++)
+        expect((await s.inject({ method: 'GET', url: `/l/${link.code}` })).statusCode).toBe(302);
+      await new Promise((r) => setTimeout(r, 300)); // several flush intervals: the first attempt failed
+      await s.testDb.db.query('ALTER TABLE link_clicks_away RENAME TO link_clicks');
+      expect(await stored()).toBe(0);
+      await until(async () => ((await stored()) === 5 ? true : undefined), 'the kept clicks stored');
+      const got = await s.inject({ method: 'GET', url: `${base(c)}/${link.id}`, headers: c.auth });
+      expect(got.json().clicks).toBe(5);
+    } finally {
+      await s.app.close();
+      await s.testDb.drop();
+    }
+  });
+
   it('takes country and city from the GeoIP database, else from a trusted proxy’s headers', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'geoip-'));
     const path = join(dir, 'city.mmdb');

@@ -14,6 +14,9 @@ import { type CachedLink, RedirectCache } from './links.cache.ts';
 import * as repo from './links.repository.ts';
 import type { Click, ClickListQuery, CreateLinkBody, Link, LinkListQuery, UpdateLinkBody } from './links.schema.ts';
 
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation). */
+const refusesData = (err: unknown) => /^2[23]/.test(String((err as { code?: unknown })?.code ?? ''));
+
 /** Where events go: the webhooks module's outbox. */
 export interface EventPublisher {
   publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<unknown>;
@@ -82,6 +85,10 @@ export class LinksService {
   private geo: GeoIp | undefined;
   private buffer: RawClick[] = [];
   private timer: NodeJS.Timeout | undefined;
+  /** Set while the database is unavailable: the next attempt to store clicks, and its delay. */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelayMs = 0;
+  private stopping = false;
   private flushing: Promise<void> = Promise.resolve();
   private unlisten: (() => Promise<void>) | undefined;
   private dropped = 0;
@@ -108,9 +115,13 @@ export class LinksService {
 
   /** Flushes buffered clicks; called on close. */
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+    this.stopping = true;
+    for (const t of [this.timer, this.retryTimer]) if (t) clearTimeout(t);
+    this.timer = this.retryTimer = undefined;
     await this.flush();
+    if (this.buffer.length > 0) {
+      this.log.error({ lost: this.buffer.length }, 'database unavailable at shutdown: buffered clicks lost');
+    }
     await this.unlisten?.().catch(() => {});
   }
 
@@ -319,6 +330,7 @@ export class LinksService {
       return;
     }
     this.buffer.push(click);
+    if (this.retryTimer) return; // the database is unavailable: the retry stores this one too
     if (this.buffer.length >= this.settings.clickBatchSize) void this.flush();
     else if (!this.timer) {
       this.timer = setTimeout(() => {
@@ -329,18 +341,43 @@ export class LinksService {
     }
   }
 
-  /** Writes every buffered click (one transaction per batch). Resolves when done. */
+  /**
+   * Writes every buffered click (one transaction per batch). Resolves when done, or when the
+   * database turns out to be unavailable: the clicks then stay buffered (within
+   * CLICK_BUFFER_MAX) and are tried again after a delay growing from 1 s to 30 s.
+   */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
       while (this.buffer.length > 0) {
         const batch = this.buffer.splice(0, this.settings.clickBatchSize);
-        await this.writeBatch(batch);
+        const later = await this.writeBatch(batch);
+        if (later.length > 0) {
+          this.buffer.unshift(...later);
+          this.retryLater();
+          return;
+        }
       }
+      if (this.retryDelayMs > 0) this.log.warn({}, 'click storage recovered');
+      this.retryDelayMs = 0;
     });
     return this.flushing;
   }
 
-  private async writeBatch(batch: RawClick[], tries = 3): Promise<void> {
+  private retryLater(): void {
+    if (this.stopping) return; // stop() reports what is left
+    if (this.retryDelayMs === 0) {
+      this.log.warn({ waiting: this.buffer.length }, 'database unavailable: clicks kept in memory, retrying');
+    }
+    this.retryDelayMs = Math.min(Math.max(this.retryDelayMs * 2, 1000), 30_000);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.flush();
+    }, this.retryDelayMs);
+    this.retryTimer.unref();
+  }
+
+  /** Stores a batch in one transaction; returns the clicks to try again later. */
+  private async writeBatch(batch: RawClick[]): Promise<RawClick[]> {
     const clicks = batch.map((raw) => enrich(raw, this.geo));
     try {
       await this.db.transaction(async (tx) => {
@@ -372,15 +409,25 @@ export class LinksService {
         });
         for (const [collectionId, events] of byCollection) await this.publish(tx, collectionId, events);
       });
+      return [];
     } catch (err) {
-      if (tries > 1) return this.writeBatch(batch, tries - 1);
-      // One click the database refuses must not sink the others: store them one by one,
-      // and give up only on the ones that still fail.
-      if (batch.length > 1) {
-        for (const one of batch) await this.writeBatch([one], 1);
-        return;
+      // Not a refusal of the data (connection lost, database restarting, table locked away,
+      // …): keep the whole batch for later rather than lose it.
+      if (!refusesData(err)) {
+        this.log.warn({ err }, 'could not store clicks; will retry');
+        return batch;
       }
-      this.log.error({ err, linkId: batch[0]?.linkId }, 'could not store a click');
+      // One click the database refuses must not sink the others: store them one by one, and
+      // drop only the ones refused.
+      if (batch.length === 1) {
+        this.log.error({ err, linkId: batch[0].linkId }, 'a click was refused by the database and dropped');
+        return [];
+      }
+      for (let i = 0; i < batch.length; i++) {
+        const later = await this.writeBatch([batch[i]]);
+        if (later.length > 0) return [...later, ...batch.slice(i + 1)];
+      }
+      return [];
     }
   }
 }
