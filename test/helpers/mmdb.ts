@@ -52,7 +52,13 @@ export function writeMmdb(path: string, networks: Record<string, Value>): void {
     for (let i = 0; i < prefix - 1; i++) {
       const child = node.next[bit(i)];
       if (typeof child === 'number') throw new Error(`mmdb test writer: ${cidr} is inside another network`);
-      node = child ?? (node.next[bit(i)] = { next: [undefined, undefined] });
+      if (child === undefined) {
+        const created: TreeNode = { next: [undefined, undefined] };
+        node.next[bit(i)] = created;
+        node = created;
+      } else {
+        node = child;
+      }
     }
     node.next[bit(prefix - 1)] = dataSize;
     const encoded = encode(record);
