@@ -330,13 +330,22 @@ describe('delivery', () => {
     expect(signedWith(r, hook.secret)).toMatchObject({ service: false, servicePrevious: true, standard: true });
     expect(String(r.headers['webhook-signature']).split(' ')).toHaveLength(2);
 
-    // A short grace period ends on time: the replaced secret stops signing.
-    const second = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 1 })).json();
+    // A rotation sets its own grace period; rotating again starts one for the secret just replaced.
+    const second = (await api(a, 'POST', `/v1/webhooks/${hook.id}/rotate-secret`, { graceSeconds: 60 })).json();
+    const grace = Date.parse(second.previousSecretExpiresAt) - Date.now();
+    expect(grace).toBeGreaterThan(50_000);
+    expect(grace).toBeLessThanOrEqual(60_000);
     r = await received(2);
     expect(signedWith(r, second.secret)).toMatchObject({ service: true, standard: true });
     expect(signedWith(r, first.secret)).toMatchObject({ servicePrevious: true, standard: true });
     expect(signedWith(r, hook.secret)).toMatchObject({ service: false, servicePrevious: false, standard: false });
-    await new Promise((done) => setTimeout(done, 1100));
+
+    // Once the grace period is over (moved into the past here, rather than waited for), the
+    // replaced secret signs nothing more.
+    await t.testDb.db.query(
+      `UPDATE webhooks SET previous_secret_expires_at = now() - interval '1 second' WHERE collection_id = $1 AND id = $2`,
+      [a.id, hook.id],
+    );
     r = await received(3);
     expect(signedWith(r, second.secret)).toMatchObject({ service: true, standard: true });
     expect(signedWith(r, first.secret)).toMatchObject({ servicePrevious: false, standard: false });
