@@ -81,8 +81,8 @@ async function clickStorageCost(url: string, collectionId: string, linkId: strin
   const db = await openDatabase({ databaseUrl: url, dataDir: '', databasePoolSize: 1 });
   try {
     const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    // A realistic mix: every click from its own address (the worst case for the dictionaries
-    // of insertClicks), user agents, referers and places from small sets, as in real traffic.
+    // A realistic mix: every click from its own address; user agents, referers and places
+    // from small sets, as in real traffic. Batches are built before the clock starts.
     const uas = Array.from(
       { length: 20 },
       (_, i) =>
