@@ -350,6 +350,17 @@ describe('delivery', () => {
     expect(signedWith(r, second.secret)).toMatchObject({ service: true, standard: true });
     expect(signedWith(r, first.secret)).toMatchObject({ servicePrevious: false, standard: false });
     expect(r.headers['x-service-signature-previous']).toBeUndefined();
+    // Housekeeping then erases the retired secret from the database.
+    const stored = async () =>
+      (
+        await t.testDb.db.query<{ previous_secret: string | null }>(
+          'SELECT previous_secret FROM webhooks WHERE collection_id = $1 AND id = $2',
+          [a.id, hook.id],
+        )
+      ).rows[0].previous_secret;
+    expect(await stored()).toBe(first.secret);
+    expect(await t.app.services.webhooks.forgetRetiredSecrets()).toBeGreaterThanOrEqual(1);
+    expect(await stored()).toBeNull();
     const got = (await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json();
     expect(got).toMatchObject({ previousSecretExpiresAt: null });
     expect(got.secret).toBeUndefined();

@@ -13,7 +13,10 @@ export interface WebhookRow {
   consecutive_failures: number;
   disabled_at: Date | null;
   disabled_reason: string | null;
-  /** Set while a rotated-out secret still signs (it is never read back through the API). */
+  /**
+   * When the secret replaced by the last rotation stops signing. That secret itself is never
+   * read back through the API, and housekeeping erases it once this time has passed.
+   */
   previous_secret_expires_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -129,6 +132,13 @@ export async function updateWebhook(
     WHERE collection_id = ${collectionId} AND id = ${id}
     RETURNING ${WEBHOOK_COLUMNS}`);
   return rows[0];
+}
+
+export async function forgetRetiredSecrets(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(sql`
+    UPDATE webhooks SET previous_secret = NULL, previous_secret_expires_at = NULL
+    WHERE previous_secret_expires_at <= now()`);
+  return rowCount;
 }
 
 export async function deleteWebhook(db: Queryable, collectionId: string, id: string): Promise<boolean> {

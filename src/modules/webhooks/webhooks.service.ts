@@ -158,11 +158,18 @@ export class WebhooksService {
 
   private pruneTimer: NodeJS.Timeout | undefined;
 
-  /** In worker processes (ROLE all or worker): delete finished deliveries past the retention, hourly. */
+  /**
+   * In worker processes (ROLE all or worker), hourly: delete finished deliveries past the
+   * retention, and forget secrets whose grace period after a rotation is over.
+   */
   startHousekeeping(): void {
     if (this.pruneTimer || this.role === 'api') return;
-    const run = () =>
+    const run = () => {
       void this.prune().catch((err: unknown) => this.log.warn({ err }, 'webhooks: pruning the delivery log failed'));
+      void this.forgetRetiredSecrets().catch((err: unknown) =>
+        this.log.warn({ err }, 'webhooks: forgetting retired secrets failed'),
+      );
+    };
     this.pruneTimer = setInterval(run, 3_600_000);
     this.pruneTimer.unref();
     run();
@@ -177,6 +184,11 @@ export class WebhooksService {
       total += n;
       if (n < 1000) return total;
     }
+  }
+
+  /** A replaced secret past its grace period signs nothing; it is not kept at rest either. */
+  forgetRetiredSecrets(): Promise<number> {
+    return repo.forgetRetiredSecrets(this.db);
   }
 
   async close(): Promise<void> {
