@@ -5,7 +5,7 @@
  */
 import { Ajv, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
 
 // ajv-formats ships CommonJS; under NodeNext its default export is the module namespace.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -23,4 +23,9 @@ export function buildValidatorCompiler(externalSchemas: Record<string, unknown>)
   const strict = makeAjv(externalSchemas, { coerceTypes: false });
   const coercing = makeAjv(externalSchemas, { coerceTypes: 'array' });
   return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+}
+
+/** preValidation for POST routes whose body is all optional: no body is validated as `{}`. */
+export async function emptyBodyIsObject(req: FastifyRequest): Promise<void> {
+  if (req.body === undefined || req.body === null) req.body = {};
 }

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { forbidden, unauthorized } from '../../platform/errors.ts';
 import { errorResponses, SuccessBody } from '../../platform/schemas.ts';
+import { emptyBodyIsObject } from '../../platform/validation.ts';
 import * as S from './webhooks.schema.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
@@ -129,10 +130,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
     {
       ...opts,
       // The body is optional: a bare POST rotates with the default grace period.
-      preValidation: (req, _reply, done) => {
-        req.body ??= {};
-        done();
-      },
+      preValidation: emptyBodyIsObject,
       schema: {
         tags,
         operationId: 'webhooks_rotateSecret',

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
+import { emptyBodyIsObject } from '../../../platform/validation.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { adminOnly, callerOf, emptyBodyIsObject, signedIn } from '../shared/guards.ts';
+import { adminOnly, callerOf, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './records.schema.ts';
 import type { RecordsService } from './records.service.ts';

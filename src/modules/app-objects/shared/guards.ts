@@ -24,8 +24,3 @@ export const callerOf = (req: FastifyRequest): Caller => ({
   ...(req.caller as Caller),
   publicZone: (req.params as { zone?: string }).zone === 'public',
 });
-
-/** For POST routes whose body is all optional (summary, aggregate): no body means `{}`. */
-export async function emptyBodyIsObject(req: FastifyRequest): Promise<void> {
-  if (req.body === undefined || req.body === null) req.body = {};
-}

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
+import { emptyBodyIsObject } from '../../../platform/validation.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { callerOf, emptyBodyIsObject, signedIn } from '../shared/guards.ts';
+import { callerOf, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
