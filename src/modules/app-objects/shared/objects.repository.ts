@@ -213,6 +213,18 @@ export async function restore(
   return rows[0];
 }
 
+/** The objects of an app pointing at a parent that the caller may see. */
+const childrenWhere = (collectionId: string, appId: string, caller: Caller, parentType: string, parentId: string) =>
+  join(
+    [
+      ...scope(collectionId, appId),
+      sql`parent_type = ${parentType}`,
+      sql`parent_id = ${parentId}`,
+      ...visibleTo(caller),
+    ],
+    ' AND ',
+  );
+
 /** Objects pointing at a parent (a case's related threads and records). */
 export async function childrenOf(
   q: Queryable,
@@ -224,14 +236,9 @@ export async function childrenOf(
   parentId: string,
   limit: number,
 ): Promise<Row[]> {
-  const where = [
-    ...scope(collectionId, appId),
-    sql`parent_type = ${parentType}`,
-    sql`parent_id = ${parentId}`,
-    ...visibleTo(caller),
-  ];
+  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
   const { rows } = await q.query<Row>(
-    sql`SELECT * FROM ${raw(kind.table)} WHERE ${join(where, ' AND ')} ORDER BY created_at, id LIMIT ${limit}`,
+    sql`SELECT * FROM ${raw(kind.table)} WHERE ${where} ORDER BY created_at, id LIMIT ${limit}`,
   );
   return rows;
 }
@@ -245,14 +252,9 @@ export async function countChildren(
   parentType: string,
   parentId: string,
 ): Promise<{ count: number; last: Date | null }> {
-  const where = [
-    ...scope(collectionId, appId),
-    sql`parent_type = ${parentType}`,
-    sql`parent_id = ${parentId}`,
-    ...visibleTo(caller),
-  ];
+  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
   const { rows } = await q.query<{ count: number; last: Date | null }>(
-    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(kind.table)} WHERE ${join(where, ' AND ')}`,
+    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(kind.table)} WHERE ${where}`,
   );
   return rows[0];
 }
