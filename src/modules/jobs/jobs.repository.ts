@@ -86,6 +86,13 @@ export async function enqueue(
   return rows[0];
 }
 
+/** The end of both claims: the jobs picked in `next` start running, locked by this worker. */
+const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
+    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
+      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
+    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
+    RETURNING ${J_COLUMNS}`;
+
 /** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
 export async function claimFree(
   q: Queryable,
@@ -103,10 +110,7 @@ export async function claimFree(
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     )
-    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
-      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
-    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
-    RETURNING ${J_COLUMNS}`);
+    ${startRunning(workerId, lockTimeoutMs)}`);
   return rows;
 }
 
@@ -136,10 +140,7 @@ export async function claimQueued(
       LIMIT ${limit}
       FOR UPDATE OF j SKIP LOCKED
     )
-    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
-      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
-    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
-    RETURNING ${J_COLUMNS}`);
+    ${startRunning(workerId, lockTimeoutMs)}`);
   return rows;
 }
 
