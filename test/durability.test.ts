@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUPER_KEY } from './helpers/app.ts';
+import { callService as call, SUPER_KEY } from './helpers/app.ts';
 import { createTestDb, type TestDb } from './helpers/db.ts';
 import { spawnTs } from './helpers/process.ts';
 
@@ -35,15 +35,6 @@ const start = () =>
     env: { ...storageEnv, SUPER_ADMIN_KEY: SUPER_KEY, RATE_LIMIT_MAX: '1000000' },
     readyPath: '/readyz',
   });
-
-async function call(base: string, method: string, path: string, body?: unknown, key = SUPER_KEY) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-}
 
 describe('durability with real processes', () => {
   let key = '';

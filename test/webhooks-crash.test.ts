@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUPER_KEY } from './helpers/app.ts';
+import { callService as call, SUPER_KEY } from './helpers/app.ts';
 import { createTestDb, onPostgres, type TestDb } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
 import { type RunningProcess, spawnTs } from './helpers/process.ts';
@@ -59,15 +59,6 @@ async function start(role: 'all' | 'api'): Promise<RunningProcess> {
   });
   running.push(p);
   return p;
-}
-
-async function call(base: string, method: string, path: string, body?: unknown, key = SUPER_KEY) {
-  const res = await fetch(`${base}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
 describe('webhook delivery survives kill -9 of the worker', () => {

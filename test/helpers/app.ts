@@ -11,6 +11,16 @@ export const SUPER_KEY = 'test-super-admin-key-0123456789';
 export const superAuth = { authorization: `Bearer ${SUPER_KEY}` };
 export const bearer = (credential: string) => ({ authorization: `Bearer ${credential}` });
 
+/** A JSON call over real HTTP to a service running as a child process (crash tests). */
+export async function callService(base: string, method: string, path: string, body?: unknown, key = SUPER_KEY) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
 export interface TestCollection {
   id: string;
   key: string;
