@@ -37,6 +37,16 @@ const base = (c: TestCollection) => `/admin/collection/${c.id}/links`;
 const create = (payload: Record<string, unknown>, c = a, headers = c.auth) =>
   t.inject({ method: 'POST', url: base(c), headers, payload });
 
+/** For tests that run their own app (other settings than `t`): a link, visits, stored clicks. */
+const linkIn = async (app: TestApp, c: TestCollection, url: string) =>
+  (await app.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url } })).json();
+async function visit(app: TestApp, code: string, times: number) {
+  for (let i = 0; i < times; i++) expect((await app.inject({ method: 'GET', url: `/l/${code}` })).statusCode).toBe(302);
+}
+const storedClicks = async (app: TestApp, column: 'link_id' | 'collection_id', value: string) =>
+  (await app.testDb.db.query<{ n: number }>(`SELECT count(*) AS n FROM link_clicks WHERE ${column} = $1`, [value]))
+    .rows[0].n;
+
 async function events(collectionId: string, type?: string) {
   const { rows } = await t.testDb.db.query<{ type: string; body: string }>(
     'SELECT type, body FROM webhook_events WHERE collection_id = $1 AND ($2::text IS NULL OR type = $2) ORDER BY created_at, id',
@@ -272,18 +282,11 @@ describe('clicks', () => {
   it('stores clicks still buffered when the app is stopped gracefully', async () => {
     const s = await createTestApp({ CLICK_FLUSH_MS: '60000', ROLE: 'api' });
     try {
-      const c = await s.createCollection();
-      const link = (
-        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://bye.example/' } })
-      ).json();
-      for (let i = 0; i < 5; i++)
-        expect((await s.inject({ method: 'GET', url: `/l/${link.code}` })).statusCode).toBe(302);
-      const count = async () =>
-        (await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE link_id = $1', [link.id]))
-          .rows[0].n;
-      expect(await count()).toBe(0); // still in memory: the flush interval is a minute
+      const link = await linkIn(s, await s.createCollection(), 'https://bye.example/');
+      await visit(s, link.code, 5);
+      expect(await storedClicks(s, 'link_id', link.id)).toBe(0); // still in memory: the flush interval is a minute
       await s.app.close();
-      expect(await count()).toBe(5);
+      expect(await storedClicks(s, 'link_id', link.id)).toBe(5);
     } finally {
       await s.app.close();
       await s.testDb.drop();
@@ -295,28 +298,15 @@ describe('clicks', () => {
     const s = await createTestApp({ CLICK_FLUSH_MS: '60000', ROLE: 'api' });
     try {
       const [gone, kept] = [await s.createCollection(), await s.createCollection()];
-      const linkOf = async (c: TestCollection) =>
-        (
-          await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://x.example/' } })
-        ).json();
-      const [g, k] = [await linkOf(gone), await linkOf(kept)];
-      const visit = async (code: string, times: number) => {
-        for (let i = 0; i < times; i++)
-          expect((await s.inject({ method: 'GET', url: `/l/${code}` })).statusCode).toBe(302);
-      };
-      const clicksOf = async (collectionId: string) =>
-        (
-          await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE collection_id = $1', [
-            collectionId,
-          ])
-        ).rows[0].n;
-      await visit(g.code, 3);
+      const [g, k] = [await linkIn(s, gone, 'https://x.example/'), await linkIn(s, kept, 'https://x.example/')];
+      const clicksOf = (collectionId: string) => storedClicks(s, 'collection_id', collectionId);
+      await visit(s, g.code, 3);
       await s.app.services.links.flush();
       expect(await clicksOf(gone.id)).toBe(3);
 
       // Two more clicks wait in memory, next to one of another collection, when `gone` is removed.
-      await visit(g.code, 2);
-      await visit(k.code, 1);
+      await visit(s, g.code, 2);
+      await visit(s, k.code, 1);
       await s.testDb.db.query('DELETE FROM collections WHERE id = $1', [gone.id]);
       expect(await clicksOf(gone.id)).toBe(0); // the stored ones went with their links
       await s.app.services.links.flush();
@@ -325,8 +315,7 @@ describe('clicks', () => {
       const counter = await s.inject({ method: 'GET', url: `${base(kept)}/${k.id}`, headers: kept.auth });
       expect(counter.json().clicks).toBe(1);
     } finally {
-      await s.app.close();
-      await s.testDb.drop();
+      await s.close();
     }
   });
 
@@ -334,16 +323,11 @@ describe('clicks', () => {
     const s = await createTestApp({ CLICK_FLUSH_MS: '10', ROLE: 'api' });
     try {
       const c = await s.createCollection();
-      const link = (
-        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://down.example/' } })
-      ).json();
-      const stored = async () =>
-        (await s.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_clicks WHERE link_id = $1', [link.id]))
-          .rows[0].n;
+      const link = await linkIn(s, c, 'https://down.example/');
+      const stored = () => storedClicks(s, 'link_id', link.id);
       // A real failure of the storing transaction: the table it writes is gone for a while.
       await s.testDb.db.query('ALTER TABLE link_clicks RENAME TO link_clicks_away');
-      for (let i = 0; i < 5; i++)
-        expect((await s.inject({ method: 'GET', url: `/l/${link.code}` })).statusCode).toBe(302);
+      await visit(s, link.code, 5);
       await new Promise((r) => setTimeout(r, 300)); // several flush intervals: the first attempt failed
       await s.testDb.db.query('ALTER TABLE link_clicks_away RENAME TO link_clicks');
       // The next try comes 1 s after the first failure (2 s after the second, …).
@@ -353,8 +337,7 @@ describe('clicks', () => {
       const got = await s.inject({ method: 'GET', url: `${base(c)}/${link.id}`, headers: c.auth });
       expect(got.json().clicks).toBe(5);
     } finally {
-      await s.app.close();
-      await s.testDb.drop();
+      await s.close();
     }
   });
 
@@ -373,9 +356,7 @@ describe('clicks', () => {
     });
     try {
       const c = await s.createCollection();
-      const link = (
-        await s.inject({ method: 'POST', url: base(c), headers: c.auth, payload: { url: 'https://geo.example/' } })
-      ).json();
+      const link = await linkIn(s, c, 'https://geo.example/');
       // The proxy says France, Paris for every visit; the database knows better where it can.
       for (const client of ['203.0.113.9', '198.51.100.7', '192.0.2.1', '2001:db8::1']) {
         const res = await s.inject({
@@ -400,8 +381,7 @@ describe('clicks', () => {
         '2001:db8::1': 'FR/Paris', // an IPv6 client and an IPv4-only database
       });
     } finally {
-      await s.app.close();
-      await s.testDb.drop();
+      await s.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
