@@ -115,6 +115,10 @@ try {
     };
     const subjects: Record<string, () => Promise<LoadResult>> = {
       get: () => load({ url: `${service.url}/public/location/${globalId}` }),
+      // The same read with an admin key: what a credential costs once it is cached (auth hook,
+      // rate-limit key), the query being the same.
+      getKey: () =>
+        load({ url: `${service.url}/public/location/${globalId}`, headers: { authorization: `Bearer ${key}` } }),
       search4: () => search(WORDS, 4),
       typo4: () => search(TYPOS, 4),
       search20: () => search(WORDS, 20),
@@ -128,6 +132,7 @@ try {
     if (r.constant) rows.push(row('baseline: bare Fastify constant', r.constant));
     if (r.select) rows.push(row('baseline: bare Fastify same SELECT', r.select));
     rows.push(row('public location get', r.get, base));
+    rows.push(row('public location get, cached admin key', r.getKey, base));
     rows.push(row(`location search, q over ${LOCATIONS} locations, 4 conn`, r.search4, base));
     rows.push(row(`location search, typo q (fuzzy fallback), 4 conn`, r.typo4, base));
     rows.push(row(`location search, q over ${LOCATIONS} locations, 20 conn`, r.search20, base));

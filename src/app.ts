@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { AppObjectsService, appObjectsRoutes, registerAppObjectTasks } from './modules/app-objects/index.ts';
@@ -14,11 +14,13 @@ import { CollectionsService, collectionsRoutes } from './modules/collections/ind
 import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
 import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
 import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
-import { LinksService, linksRoutes } from './modules/links/index.ts';
+import { LinksService, linksRoutes, parseTrustedProxies } from './modules/links/index.ts';
 import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
 import { WebhooksService, webhooksRoutes } from './modules/webhooks/index.ts';
-import { credentialOf, registerAuth } from './platform/auth.ts';
+import { AuthFailureBudget, rateLimitKey, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
+import { httpServerOptions } from './platform/http-server.ts';
+import { registerJsonBodyParser } from './platform/json-body.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { ErrorBody } from './platform/schemas.ts';
 import { buildValidatorCompiler } from './platform/validation.ts';
@@ -26,8 +28,8 @@ import { buildValidatorCompiler } from './platform/validation.ts';
 export interface AppDeps {
   config: Config;
   db: Db;
-  /** Fastify logger options; tests pass false. */
-  logger?: FastifyServerOptions['logger'];
+  /** Fastify logger options, or a pino logger the caller shares with the database; tests pass false. */
+  logger?: FastifyServerOptions['logger'] | FastifyBaseLogger;
 }
 
 export interface Services {
@@ -53,9 +55,18 @@ declare module 'fastify' {
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 export async function buildApp({ config, db, logger }: AppDeps): Promise<FastifyInstance> {
+  const loggerOption =
+    logger && typeof (logger as FastifyBaseLogger).child === 'function'
+      ? { loggerInstance: logger as FastifyBaseLogger }
+      : { logger: (logger as FastifyServerOptions['logger']) ?? { level: config.logLevel } };
   const app = Fastify({
-    logger: logger ?? { level: config.logLevel },
+    ...loggerOption,
     bodyLimit: config.bodyLimitBytes,
+    // Timeouts, and the error body for what Node's parser and Fastify's router refuse.
+    ...httpServerOptions(config),
+    // req.ip (the address rate limits count by) is the X-Forwarded-For client behind a trusted
+    // proxy, as for clicks; otherwise every client of a load balancer would share one budget.
+    trustProxy: config.env.TRUSTED_PROXIES ? parseTrustedProxies(config.env.TRUSTED_PROXIES) : false,
     // A caller's own request id is kept when it is sane, so logs can be joined across services.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -109,6 +120,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   });
   // JSON only: anything else is a 415, not a string handed to a schema that wants an object.
   app.removeContentTypeParser('text/plain');
+  registerJsonBodyParser(app, config.env);
   app.addSchema(ErrorBody);
   await registerOpenApi(app, config);
 
@@ -116,28 +128,41 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     global: true,
     max: config.rateLimitMax,
     timeWindow: config.rateLimitWindowMs,
-    // Per credential when there is one, else per client address.
-    keyGenerator: (req) => {
-      const credential = credentialOf(req);
-      return credential ? `c:${credential}` : `ip:${req.ip}`;
-    },
+    // Per verified principal (admin key id, user and collection, super admin), else per
+    // client address. Failed authentications never reach this: they have their own budget.
+    keyGenerator: rateLimitKey,
     errorResponseBuilder: (_req, ctx) =>
       new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${ctx.max} requests per ${ctx.after}; retry later`),
   });
 
-  registerAuth(app, services.collections.resolveCredential, (id) => services.collections.collectionExists(id));
+  registerAuth(
+    app,
+    services.collections.resolveCredential,
+    (id) => services.collections.collectionExists(id),
+    new AuthFailureBudget(config.authFailureLimit, config.authFailureWindowMs),
+  );
 
-  let ready = false;
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
-  app.get('/readyz', { schema: { hide: true } }, async () => {
-    if (!ready) {
+  // Probes. /readyz checks the migrations once, then asks the database on every call, so a load
+  // balancer takes the node out while the database is away and back by itself when it returns.
+  // They are not rate limited: a load balancer probes from one address, often many times a
+  // second, and a 429 there would take a healthy node out of service.
+  let migrated = false;
+  const probe = { schema: { hide: true }, config: { rateLimit: false } } as const;
+  app.get('/healthz', probe, async () => ({ status: 'ok' }));
+  app.get('/readyz', probe, async () => {
+    const unreachable = () => new AppError(503, 'NOT_READY', 'The database is not reachable');
+    if (!migrated) {
       const pending = await pendingMigrations(db).catch(() => {
-        throw new AppError(503, 'NOT_READY', 'The database is not reachable');
+        throw unreachable();
       });
       if (pending.length > 0) throw new AppError(503, 'NOT_READY', `Migrations pending: ${pending.join(', ')}`);
-      ready = true;
+      migrated = true;
+    } else {
+      await db.query('SELECT 1').catch(() => {
+        throw unreachable();
+      });
     }
-    return { status: 'ready' };
+    return { status: 'ready', listener: db.status().listener };
   });
 
   await app.register(

@@ -13,6 +13,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connections per process in the PostgreSQL pool. */
   databasePoolSize: number;
+  /** How long a request waits for a pooled connection before it is answered 503. */
+  databaseConnectTimeoutMs: number;
   basePath: string;
   publicBaseUrl: string;
   superAdminKey: string | undefined;
@@ -23,6 +25,14 @@ export interface Config {
   bodyLimitBytes: number;
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Failed authentications one client address may make per window before it is refused. */
+  authFailureLimit: number;
+  authFailureWindowMs: number;
+  /** Server timeouts (see docs/configuration.md, "HTTP server"). */
+  httpHeadersTimeoutMs: number;
+  httpRequestTimeoutMs: number;
+  httpKeepAliveTimeoutMs: number;
+  httpIdleTimeoutMs: number;
   authCacheTtlMs: number;
   userTokenDefaultTtlSeconds: number;
   userTokenMaxTtlSeconds: number;
@@ -78,6 +88,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (superAdminKey !== undefined && superAdminKey.length < 16) {
     throw new ConfigError('SUPER_ADMIN_KEY must be at least 16 characters long');
   }
+  const httpHeadersTimeoutMs = intFrom(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100);
+  const httpRequestTimeoutMs = intFrom(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100);
+  // Node refuses a headers timeout longer than the whole-request timeout it is part of.
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs)
+    throw new ConfigError(
+      `HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`,
+    );
   const authSecret = env.AUTH_SECRET || undefined;
   if (authSecret !== undefined && authSecret.length < 32)
     throw new ConfigError('AUTH_SECRET must be at least 32 characters long');
@@ -87,6 +104,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || './data',
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: intFrom(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databaseConnectTimeoutMs: intFrom(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     basePath,
     publicBaseUrl,
     superAdminKey,
@@ -100,6 +118,12 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     rateLimitMax: intFrom(env, 'RATE_LIMIT_MAX', 6000, 1),
     rateLimitWindowMs: intFrom(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
+    authFailureLimit: intFrom(env, 'AUTH_FAILURE_LIMIT', 30, 1),
+    authFailureWindowMs: intFrom(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1000),
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
+    httpKeepAliveTimeoutMs: intFrom(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000),
+    httpIdleTimeoutMs: intFrom(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 1000),
     authCacheTtlMs: intFrom(env, 'AUTH_CACHE_TTL_MS', 5_000, 0),
     userTokenDefaultTtlSeconds: intFrom(env, 'USER_TOKEN_DEFAULT_TTL_SECONDS', 3600, 60),
     userTokenMaxTtlSeconds: intFrom(env, 'USER_TOKEN_MAX_TTL_SECONDS', 30 * 24 * 3600, 60),

@@ -7,6 +7,7 @@
  * serves HTTP only; `worker` runs background work only (no HTTP listener; supervise the
  * process). Workers start on app ready and stop first on close (see buildApp).
  */
+import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
 import { migrate, openDatabase } from './db/index.ts';
@@ -21,7 +22,9 @@ function parseRoleFlag(argv: string[]): Role | undefined {
 async function main(): Promise<void> {
   const roleFlag = parseRoleFlag(process.argv.slice(2));
   let config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
-  const db = await openDatabase(config);
+  // One logger for the database layer and the app: connection trouble shows in the same log.
+  const log = pino({ level: config.logLevel });
+  const db = await openDatabase({ ...config, log });
   await migrate(db);
   let generatedKey: string | undefined;
   if (!config.superAdminKey) {
@@ -29,7 +32,7 @@ async function main(): Promise<void> {
     config = { ...config, superAdminKey: key };
     if (generated) generatedKey = key;
   }
-  const app = await buildApp({ config, db });
+  const app = await buildApp({ config, db, logger: log });
   if (generatedKey) {
     app.log.warn(
       { superAdminKey: generatedKey },
@@ -64,6 +67,11 @@ async function main(): Promise<void> {
 
   const storage = config.databaseUrl ? 'postgres' : `pglite:${config.dataDir}`;
   if (config.role === 'worker') {
+    // Without a listener socket nothing else keeps a worker's event loop alive: its timers are
+    // unref'd, and while the database is away it holds no connection either. It runs until a
+    // signal stops it.
+    const keepAlive = setInterval(() => {}, 60_000);
+    app.addHook('onClose', async () => clearInterval(keepAlive));
     await app.ready();
     app.log.info({ role: config.role, storage, concurrency: app.services.jobs.settings.concurrency }, 'worker started');
     return;

@@ -14,6 +14,12 @@ describe('config', () => {
       superAdminFeatures: ['adminApps'],
       role: 'all',
       bodyLimitBytes: 1024 * 1024,
+      authFailureLimit: 30,
+      authFailureWindowMs: 60_000,
+      httpHeadersTimeoutMs: 10_000,
+      httpRequestTimeoutMs: 30_000,
+      httpKeepAliveTimeoutMs: 72_000,
+      httpIdleTimeoutMs: 120_000,
     });
   });
 
@@ -34,6 +40,10 @@ describe('config', () => {
       [{ AUTH_SECRET: 'short' }, 'AUTH_SECRET'],
       [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE'],
       [{ RATE_LIMIT_MAX: '-1' }, 'RATE_LIMIT_MAX'],
+      [{ AUTH_FAILURE_LIMIT: '0' }, 'AUTH_FAILURE_LIMIT'],
+      [{ HTTP_HEADERS_TIMEOUT_MS: '0' }, 'HTTP_HEADERS_TIMEOUT_MS'],
+      [{ HTTP_HEADERS_TIMEOUT_MS: '40000' }, 'HTTP_HEADERS_TIMEOUT_MS'], // longer than the request timeout
+      [{ HTTP_KEEP_ALIVE_TIMEOUT_MS: 'forever' }, 'HTTP_KEEP_ALIVE_TIMEOUT_MS'],
     ] as const) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

@@ -3,8 +3,8 @@
  * running, heartbeats versus the lock timeout, graceful stop, retention.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
-import { type EngineLogger, JobEngine, type TaskContext } from '../src/modules/jobs/index.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { type EngineLogger, JobEngine, jobsConfig, type TaskContext } from '../src/modules/jobs/index.ts';
 import { badRequest } from '../src/platform/errors.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { getJob, sleep, waitFor, waitForStatus } from './helpers/jobs.ts';
@@ -32,6 +32,19 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const e of engines) await e.stop(100);
   await t.close();
+});
+
+describe('settings', () => {
+  it('heartbeat: a third of the lock timeout by default; JOBS_HEARTBEAT_MS at most half of it', () => {
+    expect(jobsConfig(loadConfig({})).heartbeatMs).toBe(20_000);
+    expect(jobsConfig(loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000' })).heartbeatMs).toBe(1000);
+    expect(jobsConfig(loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: '100' })).heartbeatMs).toBe(100);
+    for (const beat of ['1501', '0', 'often']) {
+      const config = loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: beat });
+      expect(() => jobsConfig(config)).toThrow(ConfigError);
+      expect(() => jobsConfig(config)).toThrow('JOBS_HEARTBEAT_MS');
+    }
+  });
 });
 
 describe('enqueue', () => {

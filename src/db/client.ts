@@ -16,6 +16,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
+import { isConnectionLost } from './faults.ts';
 
 export interface QueryResult<T> {
   rows: T[];
@@ -56,11 +57,31 @@ export interface Db extends Queryable {
   /** Runs several statements (migrations). No parameters. */
   exec(text: string): Promise<void>;
   transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
-  /** LISTEN on a channel; returns an unsubscribe function. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * LISTEN on a channel; returns an unsubscribe function. On PostgreSQL the listening
+   * connection is re-established after it is lost (backoff up to LISTEN_RETRY_MAX_MS); since
+   * notifications sent meanwhile are gone, `onReconnect` runs once it is back so the
+   * subscriber can catch up (re-read instead of waiting for its poll or TTL).
+   */
+  listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
+  /** What the database layer knows of its connections, for /readyz and logs. */
+  status(): DbStatus;
   notify(channel: string, payload: string): Promise<void>;
   close(): Promise<void>;
 }
+
+export interface DbStatus {
+  /** `lost` while the LISTEN connection is being re-established; `idle` before any LISTEN. */
+  listener: 'idle' | 'connected' | 'lost';
+}
+
+/** Where the database layer reports connection trouble (a pino logger fits). */
+export interface DbLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+const silent: DbLogger = { info() {}, warn() {} };
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -118,6 +139,8 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { ra
     async notify(channel, payload) {
       await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    // In-process: there is no connection to lose.
+    status: () => ({ listener: 'connected' }),
     async close() {
       if (!pglite.closed) await pglite.close();
     },
@@ -133,18 +156,48 @@ export interface PostgresOptions {
   max?: number;
   /** Used by the test harness to give each test file its own schema. */
   searchPath?: string;
+  /** How long a request waits for a connection before it is answered 503 (ms). */
+  connectTimeoutMs?: number;
+  /** The longest wait between attempts to re-establish the LISTEN connection (ms). */
+  listenRetryMaxMs?: number;
+  log?: DbLogger;
 }
 
+/**
+ * node-postgres behind the `Db` interface, built so that a lost connection is an ordinary
+ * event: the process never crashes on one, the pool replaces it, and the caller gets an error
+ * that `isTransient` recognises (answered 503 over HTTP).
+ *
+ * Connection states
+ * - Pool connections: each has an error listener from its creation on (an 'error' event
+ *   without one ends the process). Idle ones that die are dropped by the pool; one that dies
+ *   inside `transaction()` is released with the error, so the pool destroys it instead of
+ *   handing a dead connection to the next caller.
+ * - The LISTEN connection: `connected` → (error or end) → `lost` → reconnect with backoff
+ *   (100 ms doubling to `listenRetryMaxMs`, jittered) → `connected`, re-LISTEN every channel,
+ *   then each subscriber's `onReconnect`, because what was notified meanwhile is lost.
+ */
 export async function openPostgres(options: PostgresOptions): Promise<Db & { pool: pg.Pool }> {
+  const log = options.log ?? silent;
   const pool = new pg.Pool({
     connectionString: options.connectionString,
     max: options.max ?? 10,
     options: options.searchPath ? `-c search_path=${options.searchPath}` : undefined,
+    // Without a bound, a request waits forever for a connection while the server is away.
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    // Finds half-open connections (a peer that vanished without a FIN) sooner.
+    keepAlive: true,
   });
   // A dropped idle connection must not crash the process; the pool replaces it.
-  pool.on('error', () => {});
-  let listener: pg.Client | undefined;
-  const handlers = new Map<string, Set<(payload: string) => void>>();
+  pool.on('error', (err) => log.warn({ err: describe(err) }, 'database: an idle connection was lost'));
+  // Every connection gets an error listener for its whole life. The pool removes its own
+  // listener before it hands a connection out, and a promise-based checkout resumes only after
+  // the current socket read is parsed: a server that terminates the connection right after
+  // accepting it (both messages in one read) would otherwise end the process in between.
+  const lostConnections = new WeakSet<pg.ClientBase>();
+  pool.on('connect', (client) => {
+    client.on('error', () => lostConnections.add(client));
+  });
   const wrap = (q: pg.Pool | pg.PoolClient, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
       const [t, p] = split(text, params);
@@ -158,6 +211,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   });
   const base = wrap(pool);
   await pool.query('SELECT 1');
+  const listener = new Listener(options, log);
   return {
     kind: 'postgres',
     pool,
@@ -168,6 +222,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     async transaction(fn) {
       const client = await pool.connect();
       const hooks = commitHooks();
+      let lost: Error | undefined;
       try {
         await client.query('BEGIN');
         const result = await fn(wrap(client, hooks.add));
@@ -175,47 +230,170 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
         hooks.run();
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        if (isConnectionLost(err) || lostConnections.has(client)) lost = err as Error;
+        else await client.query('ROLLBACK').catch(() => {});
         throw err;
       } finally {
-        client.release();
+        // Released with an error, the pool destroys the connection rather than reuse it.
+        client.release(lost);
       }
     },
-    async listen(channel, onPayload) {
-      if (!listener) {
-        listener = new pg.Client({ connectionString: options.connectionString });
-        listener.on('error', () => {});
-        await listener.connect();
-        listener.on('notification', (msg) => {
-          for (const h of handlers.get(msg.channel) ?? []) h(msg.payload ?? '');
-        });
-      }
-      let set = handlers.get(channel);
-      if (!set) {
-        set = new Set();
-        handlers.set(channel, set);
-        await listener.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
-      }
-      set.add(onPayload);
-      return async () => {
-        set.delete(onPayload);
-      };
-    },
+    listen: (channel, onPayload, onReconnect) => listener.subscribe(channel, onPayload, onReconnect),
     async notify(channel, payload) {
       await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    status: () => ({ listener: listener.state }),
     async close() {
-      await listener?.end().catch(() => {});
+      await listener.close();
       await pool.end();
     },
   };
+}
+
+function describe(err: unknown): { message: string; code?: string } {
+  const e = err as { message?: string; code?: string };
+  return { message: String(e?.message ?? err), code: e?.code };
+}
+
+interface Subscription {
+  onPayload: (payload: string) => void;
+  onReconnect?: () => void;
+}
+
+/** One dedicated connection for LISTEN, re-established after it is lost (see openPostgres). */
+class Listener {
+  state: DbStatus['listener'] = 'idle';
+  private client: pg.Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private readonly channels = new Map<string, Set<Subscription>>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryDelay = 0;
+  private closed = false;
+
+  constructor(
+    private readonly options: PostgresOptions,
+    private readonly log: DbLogger,
+  ) {}
+
+  async subscribe(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onReconnect?: () => void,
+  ): Promise<() => Promise<void>> {
+    const sub: Subscription = { onPayload, onReconnect };
+    let set = this.channels.get(channel);
+    const isNew = !set;
+    if (!set) {
+      set = new Set();
+      this.channels.set(channel, set);
+    }
+    set.add(sub);
+    if (!this.client) await this.connect();
+    else if (isNew) {
+      // If the connection dies now, the reconnect LISTENs every channel of the map anyway.
+      await this.client.query(`LISTEN ${quoteIdent(channel)}`).catch(() => {});
+    }
+    return async () => {
+      set.delete(sub);
+    };
+  }
+
+  private connect(): Promise<void> {
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
+    let failed = false;
+    const onLost = (err?: Error) => {
+      if (failed) return;
+      failed = true;
+      if (this.client === client) this.client = undefined;
+      client.end().catch(() => {});
+      if (this.closed) return;
+      if (this.state !== 'lost') {
+        this.log.warn({ err: err && describe(err) }, 'database: LISTEN connection lost; reconnecting');
+      }
+      this.state = 'lost';
+      this.scheduleRetry();
+    };
+    client.on('error', onLost);
+    client.on('end', () => onLost());
+    client.on('notification', (msg) => {
+      for (const sub of this.channels.get(msg.channel) ?? []) sub.onPayload(msg.payload ?? '');
+    });
+    try {
+      await client.connect();
+      for (const channel of this.channels.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
+    } catch (err) {
+      // Never thrown to the subscriber: it is registered, and hears `onReconnect` once the
+      // connection is up. A worker started during an outage runs on its poll until then.
+      onLost(err as Error);
+      return;
+    }
+    if (failed || this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    const wasLost = this.state === 'lost';
+    this.client = client;
+    this.state = 'connected';
+    this.retryDelay = 0;
+    if (wasLost) {
+      this.log.info({ channels: [...this.channels.keys()] }, 'database: LISTEN connection re-established');
+      // Notifications sent while we were away are lost: let each subscriber catch up.
+      for (const set of this.channels.values()) {
+        for (const sub of set) {
+          try {
+            sub.onReconnect?.();
+          } catch {}
+        }
+      }
+    }
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return;
+    const max = this.options.listenRetryMaxMs ?? 5000;
+    this.retryDelay = Math.min(max, this.retryDelay ? this.retryDelay * 2 : 100);
+    const delay = this.retryDelay / 2 + Math.random() * (this.retryDelay / 2);
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.connect().catch(() => {});
+    }, delay);
+    this.retryTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    await this.connecting?.catch(() => {});
+    await this.client?.end().catch(() => {});
+    this.client = undefined;
+  }
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
 }
 
 export async function openDatabase(config: {
   databaseUrl?: string;
   dataDir: string;
   databasePoolSize?: number;
+  databaseConnectTimeoutMs?: number;
+  log?: DbLogger;
 }): Promise<Db> {
-  if (config.databaseUrl) return openPostgres({ connectionString: config.databaseUrl, max: config.databasePoolSize });
+  if (config.databaseUrl) {
+    return openPostgres({
+      connectionString: config.databaseUrl,
+      max: config.databasePoolSize,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      log: config.log,
+    });
+  }
   return openPglite({ dataDir: config.dataDir });
 }

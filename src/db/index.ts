@@ -1,3 +1,5 @@
-export type { Db, Queryable, QueryResult, Tx } from './client.ts';
+export type { Db, DbLogger, DbStatus, Queryable, QueryResult, Tx } from './client.ts';
 export { openDatabase, openPglite, openPostgres } from './client.ts';
+export { isConnectionLost, isRetryableConflict, isTransient } from './faults.ts';
 export { migrate, migrationFiles, pendingMigrations } from './migrate.ts';
+export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

@@ -4,11 +4,16 @@
  * guard runs. A credential that is present but not valid is refused on every route, public
  * ones included: a client with a broken key should hear about it, not be served as anonymous.
  *
+ * Failed authentications are counted per client address (`AuthFailureBudget`): an address
+ * over its budget is refused with 429 before its credential is looked up, so guessing keys
+ * costs the guesser, not the database.
+ *
  * Guards answer 401 for both "who are you?" (UNAUTHORIZED) and "not you" (FORBIDDEN), as
  * the seed asks; errorCode tells the two apart.
  */
+import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { forbidden, notFound, unauthorized } from './errors.ts';
+import { AppError, forbidden, notFound, unauthorized } from './errors.ts';
 
 export type Principal =
   | { kind: 'super'; features: ReadonlySet<string> }
@@ -51,28 +56,170 @@ export function credentialOf(req: Pick<FastifyRequest, 'headers'>): string | und
   return undefined;
 }
 
+/**
+ * The address a client is counted under: the request's address (the X-Forwarded-For client
+ * when the peer is a trusted proxy, see TRUSTED_PROXIES), an IPv6 address by its /64, since
+ * one host commonly holds a whole /64.
+ */
+export const clientKey = (req: Pick<FastifyRequest, 'ip'>): string => normalizeIP(req.ip);
+
+/**
+ * The rate-limit bucket of a request, from its *verified* principal: the raw credential text
+ * would give every variant of a token (or every guessed key) a fresh bucket. Runs after the
+ * auth hook (route-level onRequest hooks follow the global ones), so `req.principal` is set.
+ */
+export function rateLimitKey(req: FastifyRequest): string {
+  const p = req.principal;
+  switch (p?.kind) {
+    case 'super':
+      return 'super';
+    case 'admin':
+      return `key:${p.keyId}`;
+    case 'user':
+      return `user:${p.collectionId}:${p.userId}`;
+    default:
+      return `ip:${clientKey(req)}`;
+  }
+}
+
+interface AddressFailures {
+  failures: number;
+  /** When the window that began with this address's first counted failure ends. */
+  windowEnd: number;
+  /** Credentials of this address being looked up now, each with its number of requests. */
+  pending: Map<string, number>;
+}
+
+/**
+ * Failed authentications per client address in a fixed window (AUTH_FAILURE_LIMIT per
+ * AUTH_FAILURE_WINDOW_MS), in memory per process. A lookup in progress counts against the
+ * budget until it ends, so a burst of concurrent guesses cannot all pass the check before
+ * the first of them fails; it counts once per distinct credential, so a client sending many
+ * requests with its one (valid) credential at once is never refused for it.
+ *
+ * An address's entry stays after its lookups end (every credentialed request passes here,
+ * and reusing the entry costs no allocation); idle entries are dropped when the table is full.
+ */
+export class AuthFailureBudget {
+  private readonly addresses = new Map<string, AddressFailures>();
+
+  constructor(
+    readonly limit: number,
+    readonly windowMs: number,
+    /** Addresses remembered at most; see `evict`. */
+    private readonly maxAddresses = 50_000,
+  ) {}
+
+  /**
+   * Called before a credential is looked up: 0 when the lookup may go ahead (and is then
+   * counted until `end`), else the seconds until this address may try again.
+   */
+  begin(address: string, credential: string): number {
+    // The clock is read only where a failure was counted: it is not free, and this runs on
+    // every request that carries a credential.
+    let entry = this.addresses.get(address);
+    if (!entry) {
+      if (this.addresses.size >= this.maxAddresses) this.evict(Date.now());
+      entry = { failures: 0, windowEnd: 0, pending: new Map() };
+      this.addresses.set(address, entry);
+    } else if (entry.failures > 0 && entry.windowEnd <= Date.now()) {
+      entry.failures = 0;
+    }
+    const same = entry.pending.get(credential);
+    // Over budget: refused. At the edge of it: a credential already being looked up may wait
+    // for that lookup, a new one may not.
+    if (entry.failures >= this.limit || (same === undefined && entry.failures + entry.pending.size >= this.limit)) {
+      return Math.max(1, Math.ceil((entry.windowEnd - Date.now()) / 1000));
+    }
+    entry.pending.set(credential, (same ?? 0) + 1);
+    return 0;
+  }
+
+  /** Called when the lookup `begin` allowed has ended; `failed` when the credential was not valid. */
+  end(address: string, credential: string, failed: boolean): void {
+    const entry = this.addresses.get(address);
+    if (!entry) return; // evicted meanwhile
+    const same = entry.pending.get(credential) ?? 0;
+    if (same <= 1) entry.pending.delete(credential);
+    else entry.pending.set(credential, same - 1);
+    if (failed) {
+      if (entry.failures === 0) entry.windowEnd = Date.now() + this.windowMs;
+      entry.failures++;
+    }
+  }
+
+  /** Addresses remembered now. */
+  get size(): number {
+    return this.addresses.size;
+  }
+
+  /**
+   * The table is full: idle entries (no failure in a running window, no lookup) go. If that
+   * frees less than a tenth, the oldest tenth goes as well, so that a flood of addresses costs
+   * a sweep per tenth of the table, not per request; those addresses' budgets start afresh.
+   */
+  private evict(now: number): void {
+    for (const [address, entry] of this.addresses) {
+      if (entry.pending.size === 0 && (entry.failures === 0 || entry.windowEnd <= now)) {
+        this.addresses.delete(address);
+      }
+    }
+    let excess = this.addresses.size - Math.floor(this.maxAddresses * 0.9);
+    for (const address of this.addresses.keys()) {
+      if (excess-- <= 0) break;
+      this.addresses.delete(address); // Map order is insertion order: oldest first
+    }
+  }
+}
+
 export function registerAuth(
   app: FastifyInstance,
   resolve: CredentialResolver,
   collectionExists: (collectionId: string) => Promise<boolean>,
+  failures: AuthFailureBudget,
 ): void {
   app.decorate('collectionExists', collectionExists);
   app.decorateRequest('principal', null as never);
   app.decorateRequest('caller', null as never);
   // onRequest, so that a call without a valid credential is refused before its body is read.
   // Callback style so that an anonymous call (every redirect) stays synchronous.
-  app.addHook('onRequest', (req, _reply, done) => {
+  app.addHook('onRequest', (req, reply, done) => {
     const credential = credentialOf(req);
     if (credential === undefined) {
       req.principal = { kind: 'anonymous' };
       return done();
     }
-    if (credential.length > 4096) return done(unauthorized('The credential is not valid'));
-    resolve(credential).then((principal) => {
-      if (!principal) return done(unauthorized('The credential is not valid (unknown, revoked or expired)'));
-      req.principal = principal;
-      done();
-    }, done);
+    // Every request that carries a credential from an address over its budget is refused,
+    // a valid one included: telling them apart would take the lookup the budget protects.
+    const address = clientKey(req);
+    const wait = failures.begin(address, credential);
+    if (wait > 0) {
+      reply.header('retry-after', String(wait));
+      return done(
+        new AppError(
+          429,
+          'RATE_LIMITED',
+          `Too many failed authentications from this address (${failures.limit} per ${failures.windowMs / 1000} s); retry in ${wait} s`,
+        ),
+      );
+    }
+    if (credential.length > 4096) {
+      failures.end(address, credential, true);
+      return done(unauthorized('The credential is not valid'));
+    }
+    resolve(credential).then(
+      (principal) => {
+        failures.end(address, credential, !principal);
+        if (!principal) return done(unauthorized('The credential is not valid (unknown, revoked or expired)'));
+        req.principal = principal;
+        done();
+      },
+      (err) => {
+        // Our fault (the database), not the caller's: not counted.
+        failures.end(address, credential, false);
+        done(err);
+      },
+    );
   });
 }
 

@@ -4,7 +4,18 @@
  * (unknown route, malformed JSON, body too large, wrong content type) and the database's
  * complaints about values a client sent. 5xx bodies never carry internals.
  */
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES as HTTP_STATUS, maxHeaderSize } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isTransient } from '../db/index.ts';
+
+/**
+ * Seconds a client is asked to wait after a 503 caused by the database (a lost connection, a
+ * restart, a deadlock victim): long enough for a pool to reconnect, short enough that a retry
+ * after a blip succeeds at once.
+ */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 1;
 
 export const ERROR_CODES = [
   'VALIDATION_FAILED',
@@ -13,12 +24,16 @@ export const ERROR_CODES = [
   'FORBIDDEN',
   'NOT_FOUND',
   'METHOD_NOT_ALLOWED',
+  'REQUEST_TIMEOUT',
   'CONFLICT',
   'GONE',
   'PAYLOAD_TOO_LARGE',
+  'URI_TOO_LONG',
   'UNSUPPORTED_MEDIA_TYPE',
+  'HEADERS_TOO_LARGE',
   'RATE_LIMITED',
   'NOT_READY',
+  'UNAVAILABLE',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -46,6 +61,9 @@ export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `$
 export const conflict = (message: string, details?: Record<string, unknown>) =>
   new AppError(409, 'CONFLICT', message, details);
 export const gone = (message: string) => new AppError(410, 'GONE', message);
+/** The database is away or the transaction lost a race: nothing was changed; retry shortly. */
+export const unavailable = (message = 'The service is briefly unavailable (database); retry shortly') =>
+  new AppError(503, 'UNAVAILABLE', message);
 
 export interface ErrorBody {
   code: number;
@@ -61,11 +79,14 @@ const STATUS_CODES: Record<number, ErrorCode> = {
   403: 'FORBIDDEN',
   404: 'NOT_FOUND',
   405: 'METHOD_NOT_ALLOWED',
+  408: 'REQUEST_TIMEOUT',
   409: 'CONFLICT',
   410: 'GONE',
   413: 'PAYLOAD_TOO_LARGE',
+  414: 'URI_TOO_LONG',
   415: 'UNSUPPORTED_MEDIA_TYPE',
   429: 'RATE_LIMITED',
+  431: 'HEADERS_TOO_LARGE',
   503: 'NOT_READY',
 };
 
@@ -76,9 +97,12 @@ interface AjvLikeError {
   keyword?: string;
 }
 
+/** Validation errors listed in one answer; a query string can break many rules at once. */
+const MAX_LISTED_ERRORS = 10;
+
 function validationErrors(err: FastifyError): { path: string; message: string }[] {
   const part = (err as { validationContext?: string }).validationContext ?? 'body';
-  return ((err.validation ?? []) as AjvLikeError[]).map((v) => {
+  return ((err.validation ?? []) as AjvLikeError[]).slice(0, MAX_LISTED_ERRORS).map((v) => {
     let path = `${part}${(v.instancePath ?? '').replace(/\//g, '.')}`;
     if (v.keyword === 'additionalProperties' && v.params?.additionalProperty) {
       path = `${path}.${String(v.params.additionalProperty)}`;
@@ -108,6 +132,7 @@ export function toAppError(err: unknown): AppError {
   if (e?.validation) return validationFailed(validationErrors(e));
   const fromDb = fromDatabase(e ?? {});
   if (fromDb) return fromDb;
+  if (isTransient(e)) return unavailable();
   const status = typeof e?.statusCode === 'number' ? e.statusCode : 500;
   if (status >= 400 && status < 500) {
     if (e.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || e instanceof SyntaxError) {
@@ -118,20 +143,57 @@ export function toAppError(err: unknown): AppError {
   return new AppError(500, 'INTERNAL', 'Internal server error');
 }
 
+/*
+ * An error body stays small whatever the request held: messages and details often quote
+ * what the caller sent (an unknown field's name, a value), and a caller controls its length.
+ * Strings are clipped, lists shortened, and details that still serialise large (e.g. text
+ * of control characters, which JSON escapes to six bytes each) are replaced by a marker.
+ * Worst case: 500 chars × 6 bytes of message + 8 KiB of details, well under 16 KiB.
+ */
+const MAX_MESSAGE_CHARS = 500;
+const MAX_DETAIL_CHARS = 200;
+const MAX_DETAIL_ITEMS = 20;
+const MAX_DETAILS_BYTES = 8 * 1024;
+
+const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+function bounded(v: unknown, depth: number): unknown {
+  if (typeof v === 'string') return clip(v, MAX_DETAIL_CHARS);
+  if (v === null || typeof v !== 'object') return v;
+  if (depth >= 4) return '…';
+  if (Array.isArray(v)) return v.slice(0, MAX_DETAIL_ITEMS).map((x) => bounded(x, depth + 1));
+  return Object.fromEntries(
+    Object.entries(v)
+      .slice(0, MAX_DETAIL_ITEMS)
+      .map(([k, x]) => [clip(k, MAX_DETAIL_CHARS), bounded(x, depth + 1)]),
+  );
+}
+
 export function errorBody(err: AppError, requestId: string): ErrorBody {
-  const body: ErrorBody = { code: err.statusCode, errorCode: err.errorCode, message: err.message, requestId };
-  if (err.details) body.details = err.details;
+  const message = clip(err.message, MAX_MESSAGE_CHARS);
+  const body: ErrorBody = { code: err.statusCode, errorCode: err.errorCode, message, requestId };
+  if (err.details) {
+    const details = bounded(err.details, 0) as Record<string, unknown>;
+    body.details = Buffer.byteLength(JSON.stringify(details)) <= MAX_DETAILS_BYTES ? details : { truncated: true };
+  }
   return body;
+}
+
+function answer(req: FastifyRequest, reply: FastifyReply, err: unknown, appErr: AppError): void {
+  if (appErr.statusCode === 503) req.log.warn({ err }, 'request failed: service unavailable');
+  else if (appErr.statusCode >= 500) req.log.error({ err }, 'request failed');
+  else req.log.info({ errorCode: appErr.errorCode, message: appErr.message }, 'request refused');
+  if (appErr.statusCode === 503 && !reply.hasHeader('retry-after')) {
+    reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_SECONDS));
+  }
+  reply.code(appErr.statusCode).type('application/json').send(errorBody(appErr, req.id));
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
-    const appErr = toAppError(err);
-    if (appErr.statusCode >= 500) req.log.error({ err }, 'request failed');
-    else req.log.info({ errorCode: appErr.errorCode, message: appErr.message }, 'request refused');
     const headers = (err as { headers?: Record<string, string> })?.headers;
     if (headers) reply.headers(headers);
-    reply.code(appErr.statusCode).type('application/json').send(errorBody(appErr, req.id));
+    answer(req, reply, err, toAppError(err));
   });
   app.setNotFoundHandler((req, reply) => {
     reply
@@ -141,4 +203,65 @@ export function registerErrorHandling(app: FastifyInstance): void {
         errorBody(new AppError(404, 'NOT_FOUND', `Route ${req.method} ${req.url.split('?')[0]} not found`), req.id),
       );
   });
+}
+
+/**
+ * Node's HTTP parser refuses some requests before Fastify sees them (a request line and
+ * headers over `maxHeaderSize`, malformed HTTP, a request not received within the server's
+ * timeouts). Fastify's `clientErrorHandler` option: the answer is the same body as every
+ * other error, written straight to the socket, which is then closed.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection is gone: there is nobody to answer.
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const appErr = fromClientError(err);
+  const requestId = randomUUID();
+  this.log.info({ requestId, errorCode: appErr.errorCode, reason: err.code }, 'request refused by the HTTP parser');
+  // As Node's own handler: write only when no response of this connection has begun, so that
+  // a half-written answer is never followed by a second one.
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent) {
+    const body = JSON.stringify(errorBody(appErr, requestId));
+    socket.write(
+      `HTTP/1.1 ${appErr.statusCode} ${HTTP_STATUS[appErr.statusCode]}\r\n` +
+        'Content-Type: application/json; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        `x-request-id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+function fromClientError(err: NodeJS.ErrnoException): AppError {
+  switch (err.code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new AppError(408, 'REQUEST_TIMEOUT', 'The request was not received in time');
+    case 'HPE_HEADER_OVERFLOW':
+      return new AppError(
+        431,
+        'HEADERS_TOO_LARGE',
+        `The request line and headers are larger than ${maxHeaderSize} bytes (a URL that long is refused too)`,
+      );
+    case 'HPE_CHUNK_EXTENSIONS_OVERFLOW':
+      return new AppError(413, 'PAYLOAD_TOO_LARGE', 'The chunk extensions of the request body are too large');
+    default:
+      return badRequest('The request is not valid HTTP/1.1');
+  }
+}
+
+/**
+ * Fastify's `frameworkErrors` option: errors its router raises before any route or hook runs
+ * (a path that is not valid percent-encoding, a path parameter over `maxParamLength`).
+ */
+export function frameworkErrorHandler(maxParamLength: number) {
+  return (err: FastifyError, req: FastifyRequest, reply: FastifyReply): void => {
+    let appErr: AppError;
+    if (err.code === 'FST_ERR_BAD_URL') appErr = badRequest('The URL path is not valid percent-encoded UTF-8');
+    else if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+      appErr = new AppError(414, 'URI_TOO_LONG', `A path segment is longer than ${maxParamLength} characters`);
+    } else appErr = toAppError(err);
+    // No onRequest hook ran for this request, so the request id header is set here.
+    reply.header('x-request-id', req.id);
+    answer(req, reply, err, appErr);
+  };
 }

@@ -11,3 +11,5 @@ export function newId(prefix: string): string {
 
 /** Identifiers that clients choose (collection ids, app ids): URL-safe, bounded. */
 export const SLUG_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$';
+/** The pattern's own bound, stated as maxLength too so that the OpenAPI document shows it. */
+export const SLUG_MAX_LENGTH = 64;

@@ -3,20 +3,37 @@
  * serialisation, TypeScript types and the OpenAPI document.
  */
 import { type TProperties, type TSchema, Type } from 'typebox';
-import { SLUG_PATTERN } from './ids.ts';
+import { SLUG_MAX_LENGTH, SLUG_PATTERN } from './ids.ts';
 
 /** A closed object: unknown fields are a 400, not silently dropped. */
 export const Closed = <P extends TProperties>(properties: P, options: Record<string, unknown> = {}) =>
   Type.Object(properties, { additionalProperties: false, ...options });
 
+/**
+ * Keys of one open object at its top level. Open sections take what a client stores, so the
+ * bound is generous; what is nested inside is bounded by the body limit (1 MiB) and the JSON
+ * depth limit (JSON_MAX_DEPTH, see platform/json-body.ts).
+ */
+export const OPEN_OBJECT_MAX_PROPERTIES = 1000;
+
 /** An open JSON object (the `data`, `owner`, `admin`, `metadata`, `payload` sections). */
 export const OpenObject = (options: Record<string, unknown> = {}) =>
-  Type.Record(Type.String(), Type.Unknown(), options);
+  Type.Record(Type.String(), Type.Unknown(), { maxProperties: OPEN_OBJECT_MAX_PROPERTIES, ...options });
+
+/** Longest ISO 8601 instant accepted (`2024-01-01T00:00:00.123456789+01:00` is 35). */
+export const DATE_TIME_MAX_LENGTH = 64;
+/** An ISO 8601 date-time with a zone, in a request. */
+export const DateTime = (description?: string) =>
+  Type.String({ format: 'date-time', maxLength: DATE_TIME_MAX_LENGTH, description });
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-export const CollectionIdParam = Type.String({ pattern: SLUG_PATTERN, description: 'The collection (tenant) id' });
+/** A client-chosen identifier (collection id, app id). */
+export const Slug = (description?: string) =>
+  Type.String({ pattern: SLUG_PATTERN, maxLength: SLUG_MAX_LENGTH, description });
+
+export const CollectionIdParam = Slug('The collection (tenant) id');
 
 export const ErrorBody = Type.Object(
   {

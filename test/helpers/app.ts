@@ -2,9 +2,10 @@
  * Builds the real application on a real database for a test file, plus the few helpers
  * every suite needs: a collection with its admin key, user tokens, auth headers.
  */
-import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import type { FastifyInstance, FastifyServerOptions, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
+import type { Db } from '../../src/db/index.ts';
 import { createTestDb, type TestDb } from './db.ts';
 
 export const SUPER_KEY = 'test-super-admin-key-0123456789';
@@ -39,7 +40,11 @@ export interface TestApp {
 
 let counter = 0;
 
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  /** Lets a test watch the queries the app makes (a pass-through around the real database). */
+  options: { wrapDb?: (db: Db) => Db; logger?: FastifyServerOptions['logger'] } = {},
+): Promise<TestApp> {
   const testDb = await createTestDb();
   const config = loadConfig({
     SUPER_ADMIN_KEY: SUPER_KEY,
@@ -48,7 +53,11 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     RATE_LIMIT_MAX: '100000',
     ...env,
   });
-  const app = await buildApp({ config, db: testDb.db, logger: false });
+  const app = await buildApp({
+    config,
+    db: options.wrapDb ? options.wrapDb(testDb.db) : testDb.db,
+    logger: options.logger ?? false,
+  });
   await app.ready();
   const inject = (options: InjectOptions) => app.inject(options);
   return {

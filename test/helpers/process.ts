@@ -52,6 +52,36 @@ export interface SpawnOptions {
   port?: number;
   /** Where the child's output goes; tests keep it quiet, the bench shows it. */
   stdio?: 'inherit' | 'ignore';
+  /**
+   * For a process without an HTTP listener (ROLE=worker): ready once a line of its standard
+   * output contains this text (its log), instead of once `readyPath` answers.
+   */
+  readyLine?: string;
+}
+
+async function waitForLine(child: ChildProcess, text: string, timeoutMs = 60_000): Promise<void> {
+  const out = child.stdout;
+  if (!out) throw new Error('readyLine needs the standard output of the child');
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => done(new Error(`no line with "${text}" within ${timeoutMs} ms`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      seen = (seen + chunk.toString()).slice(-4096);
+      if (seen.includes(text)) done();
+    };
+    const onExit = () => done(new Error(`process exited (${child.exitCode ?? child.signalCode}) before "${text}"`));
+    const done = (err?: Error) => {
+      clearTimeout(timer);
+      out.off('data', onData);
+      child.off('exit', onExit);
+      // Keep draining, so a chatty child never blocks on a full pipe.
+      out.resume();
+      if (err) reject(err);
+      else resolve();
+    };
+    out.on('data', onData);
+    child.once('exit', onExit);
+  });
 }
 
 export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<RunningProcess> {
@@ -59,13 +89,14 @@ export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<Runn
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...(o.args ?? [])], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...o.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', o.stdio ?? 'ignore', o.stdio ?? 'inherit'],
+    stdio: ['ignore', o.readyLine ? 'pipe' : (o.stdio ?? 'ignore'), o.stdio ?? 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   const waitExit = () => new Promise<void>((resolve) => (exited() ? resolve() : child.once('exit', () => resolve())));
   try {
-    await waitForOk(`${url}${o.readyPath ?? '/healthz'}`, child);
+    if (o.readyLine) await waitForLine(child, o.readyLine);
+    else await waitForOk(`${url}${o.readyPath ?? '/healthz'}`, child);
   } catch (err) {
     child.kill('SIGKILL');
     throw err;

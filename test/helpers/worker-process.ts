@@ -6,7 +6,8 @@
  *
  * Tasks:
  * - test.sleep {ms, laterMs?}: sleeps `ms` on the first attempt (`laterMs` on later ones).
- * - test.noop: records (job id, worker id) in `test_job_runs` when RECORD_RUNS=1.
+ * - test.noop: records (job id, worker id) in `test_job_runs` when RECORD_RUNS=1; with
+ *   NOOP_MAX_MS it first waits a random 0..NOOP_MAX_MS ms, so jobs finish out of claim order.
  */
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/index.ts';
@@ -24,6 +25,7 @@ const logAt = (level: string) => (obj: unknown, msg?: string) => {
 const log = { debug: logAt('debug'), info: logAt('info'), warn: logAt('warn'), error: logAt('error') } as EngineLogger;
 const engine = new JobEngine(db, config, log);
 const recordRuns = process.env.RECORD_RUNS === '1';
+const noopMaxMs = Number(process.env.NOOP_MAX_MS ?? 0);
 
 engine.registerTask({
   name: 'test.sleep',
@@ -40,6 +42,7 @@ engine.registerTask({
   name: 'test.noop',
   visible: false,
   async handler(ctx) {
+    if (noopMaxMs > 0) await sleep(Math.random() * noopMaxMs);
     if (recordRuns)
       await ctx.db.query('INSERT INTO test_job_runs (job_id, worker) VALUES ($1, $2)', [ctx.job.id, engine.workerId]);
     return null;

@@ -1,13 +1,12 @@
 import { Type } from 'typebox';
-import { SLUG_PATTERN } from '../../platform/ids.ts';
-import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, Nullable, Slug, Timestamp } from '../../platform/schemas.ts';
 
 export const Collection = Closed(
   { id: Type.String(), name: Type.String(), createdAt: Timestamp },
   { $id: 'Collection' },
 );
 export const CreateCollectionBody = Closed({
-  id: Type.Optional(Type.String({ pattern: SLUG_PATTERN, description: 'Your own id; generated when omitted' })),
+  id: Type.Optional(Slug('Your own id; generated when omitted')),
   name: Type.String({ minLength: 1, maxLength: 200 }),
 });
 export const CollectionList = Closed({

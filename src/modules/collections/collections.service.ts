@@ -160,6 +160,11 @@ export class CollectionsService {
     // Outside the try: a database failure while loading the secret is our fault (5xx), not an
     // invalid token (401).
     const key = await this.signingKey();
+    // jose decodes base64url leniently: the unused low bits of the signature's last character
+    // are ignored, so four spellings of one token would verify. Only the canonical one does,
+    // so that a token's text is unique (a variant is refused and counted as a failure).
+    const signature = token.slice(token.lastIndexOf('.') + 1);
+    if (Buffer.from(signature, 'base64url').toString('base64url') !== signature) return null;
     try {
       const { payload } = await jwtVerify(token, key, {
         issuer: TOKEN_ISSUER,

@@ -28,7 +28,11 @@ const payloadCheck = Compile(ExportPayload);
 export function parseExportPayload(payload: unknown): ExportPayload {
   const p = payload ?? {};
   if (!payloadCheck.Check(p)) {
-    const errors = [...payloadCheck.Errors(p)].map((e) => `${e.instancePath || 'payload'} ${e.message}`);
+    // The first few errors: a payload with a thousand unknown keys would list each of them.
+    const errors = payloadCheck
+      .Errors(p)
+      .slice(0, 5)
+      .map((e) => `${e.instancePath || 'payload'} ${e.message}`);
     throw badRequest(`Invalid payload for ${EXPORT_TASK}: ${errors.join('; ')}`, { errors });
   }
   const parsed = p as ExportPayload;

@@ -261,7 +261,8 @@ export async function queryOwnEvents(
   return rows;
 }
 
-const ID_COLUMN: Record<IdField, Sql> = { userId: raw('user_id'), contactId: raw('contact_id') };
+/** A comparison, not a lookup in an object: idField comes from the request. */
+const idColumn = (idField: IdField): Sql => (idField === 'contactId' ? raw('contact_id') : raw('user_id'));
 
 const HOUR_MS = 3600_000;
 
@@ -277,7 +278,7 @@ export async function countsByOutcome(
   f: EventFilter & { limit: number; dedupeLatest: boolean; idField: IdField },
 ): Promise<{ outcome: string | null; count: number }[]> {
   const where = eventWhere(collectionId, f);
-  const id = ID_COLUMN[f.idField];
+  const id = idColumn(f.idField);
   let source: Sql | null = null;
   if (f.dedupeLatest) {
     source = sql`
@@ -337,17 +338,18 @@ function rollupSource(collectionId: string, f: EventFilter): Sql | null {
   return join(parts, ' UNION ALL ');
 }
 
-const GROUP_EXPR: Record<string, Sql> = {
-  outcome: raw('outcome'),
-  interactionId: raw('interaction_id'),
-  appId: raw('app_id'),
-  scope: raw('scope'),
-  userId: raw('user_id'),
-  contactId: raw('contact_id'),
-  broadcastId: raw('broadcast_id'),
-  journeyId: raw('journey_id'),
-  day: raw(`to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`),
-};
+/** A Map, not an object: groupBy is the caller's text, and `constructor` must not be found. */
+const GROUP_EXPR = new Map<string, Sql>([
+  ['outcome', raw('outcome')],
+  ['interactionId', raw('interaction_id')],
+  ['appId', raw('app_id')],
+  ['scope', raw('scope')],
+  ['userId', raw('user_id')],
+  ['contactId', raw('contact_id')],
+  ['broadcastId', raw('broadcast_id')],
+  ['journeyId', raw('journey_id')],
+  ['day', raw(`to_char(occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')`)],
+]);
 
 /** A metadata key, passed as a parameter (never spliced into the SQL text). */
 const metadataText = (key: string) => sql`(metadata->>${key})`;
@@ -368,9 +370,11 @@ export async function aggregate(
   },
 ): Promise<Record<string, number | string | null>[]> {
   const where = eventWhere(collectionId, f);
-  const group = f.groupBy.startsWith('metadata.') ? metadataText(f.groupBy.slice(9)) : GROUP_EXPR[f.groupBy];
+  const group = f.groupBy.startsWith('metadata.') ? metadataText(f.groupBy.slice(9)) : GROUP_EXPR.get(f.groupBy);
+  // The request schema allows only GROUPABLE names and metadata paths; this is the backstop.
+  if (!group) throw new TypeError(`groupBy "${f.groupBy}" passed validation but is not groupable`);
   const value = f.field.startsWith('metadata.') ? metadataNumber(f.field.slice(9)) : sql`NULL::float8`;
-  const id = ID_COLUMN[f.idField];
+  const id = idColumn(f.idField);
   const source = f.dedupeLatest
     ? sql`(SELECT DISTINCT ON (interaction_id, ${id}) * FROM interaction_events WHERE ${where} AND ${id} IS NOT NULL
            ORDER BY interaction_id, ${id}, occurred_at DESC, id DESC)`

@@ -1,10 +1,8 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
 const Text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
-/** Absolute time in a request: ISO 8601 with a zone. */
-const Instant = (description: string) => Type.String({ format: 'date-time', description });
 
 export const IdField = Type.Union([Type.Literal('userId'), Type.Literal('contactId')], {
   description: 'Which identity counts as one recipient (default userId)',
@@ -27,8 +25,8 @@ export const InteractionPermissions = Closed(
         description: 'Origins allowed to submit; `*.example.com` matches subdomains',
       }),
     ),
-    startAt: Type.Optional(Instant('Submits before this instant are refused')),
-    endAt: Type.Optional(Instant('Submits at or after this instant are refused')),
+    startAt: Type.Optional(DateTime('Submits before this instant are refused')),
+    endAt: Type.Optional(DateTime('Submits at or after this instant are refused')),
     uniquePerUser: Type.Optional(Type.Boolean({ description: 'One event per user (optionally per window)' })),
     uniquePerUserWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
     uniqueOutcome: Type.Optional(Text(200, 'Uniqueness applies only to events with this outcome')),
@@ -69,6 +67,7 @@ export const CreateInteractionTypeBody = Closed(
   {
     id: Type.String({
       pattern: '^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$',
+      maxLength: 100,
       description: 'Chosen by the client, unique in the collection',
     }),
     appId: Type.String({ minLength: 1, maxLength: 100 }),
@@ -115,10 +114,11 @@ export const AppendInteractionBody = Closed(
     eventId: Type.Optional(
       Type.String({
         pattern: '^[A-Za-z0-9_.:-]{1,200}$',
+        maxLength: 200,
         description: 'Groups versions of one logical event (latestPerEventId); generated when absent',
       }),
     ),
-    timestamp: Type.Optional(Instant('When the event happened (backfill); default now')),
+    timestamp: Type.Optional(DateTime('When the event happened (backfill); default now')),
   },
   { $id: 'AppendInteractionBody', description: 'userId or contactId is required' },
 );
@@ -181,8 +181,8 @@ const windowFields = {
   appId: Type.Optional(Text(100)),
   interactionId: Type.Optional(Id()),
   scope: Type.Optional(Text(200)),
-  from: Type.Optional(Instant('Inclusive start of the window')),
-  to: Type.Optional(Instant('Exclusive end of the window')),
+  from: Type.Optional(DateTime('Inclusive start of the window')),
+  to: Type.Optional(DateTime('Exclusive end of the window')),
 };
 
 export const AdminInteractionsQueryRequest = Closed(
@@ -246,7 +246,7 @@ export const GROUPABLE = [
   'journeyId',
   'day',
 ] as const;
-const FieldPath = Type.String({ pattern: '^metadata\\.[A-Za-z0-9_-]{1,100}$' });
+const FieldPath = Type.String({ pattern: '^metadata\\.[A-Za-z0-9_-]{1,100}$', maxLength: 109 });
 
 export const AdminInteractionsAggregateRequest = Closed(
   {
@@ -328,8 +328,8 @@ export const ExportParams = Type.Object({ collectionId: CollectionIdParam, jobId
 
 export const ExportPayload = Closed({
   format: Type.Optional(Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], { default: 'ndjson' })),
-  from: Type.Optional(Instant('Inclusive start')),
-  to: Type.Optional(Instant('Exclusive end')),
+  from: Type.Optional(DateTime('Inclusive start')),
+  to: Type.Optional(DateTime('Exclusive end')),
   interactionId: Type.Optional(Id()),
   includeDeleted: Type.Optional(Type.Boolean()),
 });

@@ -11,7 +11,8 @@
  * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
  *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
  *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
- * - Liveness: a running worker refreshes `locked_at` (heartbeat, every lockTimeout/3). A job
+ * - Liveness: a running worker refreshes `locked_at` (heartbeat, every lockTimeout/3 unless
+ *   JOBS_HEARTBEAT_MS says otherwise). A job
  *   whose `locked_at` is older than the lock timeout belonged to a dead worker: it is made
  *   claimable again (the lost attempt counts). Every finishing UPDATE checks `locked_by`, so
  *   a worker that lost its claim cannot overwrite the new owner's outcome.
@@ -25,12 +26,17 @@
  *   heartbeat + the claiming worker's lock timeout), so workers with different settings agree.
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
  *   their signal and releases their claims (queued again, attempt not counted).
+ * - Contention: multi-row statements lock their rows in id order (jobs.repository.ts), and a
+ *   deadlock or serialization failure is retried (src/db/retry.ts). A finished job's outcome
+ *   is kept in memory until written: a failed completion write is retried with a bounded
+ *   backoff for as long as this engine runs, and the job stays claimed (heart-beaten)
+ *   meanwhile, so a live worker's success is never lost and never re-run by another worker.
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { type Config, intFrom } from '../../config.ts';
-import type { Db, Queryable, Tx } from '../../db/index.ts';
+import { backoffMs, type Db, isConflictError, type Queryable, retryOnConflict, type Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
 import * as repo from './jobs.repository.ts';
 
@@ -73,6 +79,8 @@ export interface JobsConfig {
   concurrency: number;
   pollIntervalMs: number;
   lockTimeoutMs: number;
+  /** How often a worker extends its claims; well under the lock timeout. */
+  heartbeatMs: number;
   maxAttempts: number;
   backoffBaseMs: number;
   backoffMaxMs: number;
@@ -82,10 +90,19 @@ export interface JobsConfig {
 
 export function jobsConfig(config: Config): JobsConfig {
   const env = config.env;
+  const lockTimeoutMs = intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100);
   return {
     concurrency: intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000),
     pollIntervalMs: intFrom(env, 'JOBS_POLL_INTERVAL_MS', 2000, 10),
-    lockTimeoutMs: intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100),
+    lockTimeoutMs,
+    // At most half the lock timeout, so one late beat never costs a live worker its claims.
+    heartbeatMs: intFrom(
+      env,
+      'JOBS_HEARTBEAT_MS',
+      Math.max(50, Math.floor(lockTimeoutMs / 3)),
+      10,
+      Math.floor(lockTimeoutMs / 2),
+    ),
     maxAttempts: intFrom(env, 'JOBS_MAX_ATTEMPTS', 5, 1, 100),
     backoffBaseMs: intFrom(env, 'JOBS_BACKOFF_BASE_MS', 1000, 0),
     backoffMaxMs: intFrom(env, 'JOBS_BACKOFF_MAX_MS', 3_600_000, 0),
@@ -100,6 +117,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const SWEEP_EVERY_MS = 60_000;
 const PROGRESS_MIN_INTERVAL_MS = 200;
 const MAX_ERROR_LENGTH = 4000;
+/** Retry delays of a completion write that failed: 50 ms doubling up to 5 s, jittered. */
+const COMPLETION_RETRY_BASE_MS = 50;
+const COMPLETION_RETRY_MAX_MS = 5000;
 
 interface Running {
   row: repo.JobRow;
@@ -115,6 +135,8 @@ export class JobEngine {
   private readonly running = new Map<number, Running>();
   private started = false;
   private stopping = false;
+  /** stop() has returned: nothing is written any more (the database may be closing). */
+  private stopped = false;
   private pumping = false;
   private pumpAgain = false;
   private readonly abort = new AbortController();
@@ -201,17 +223,24 @@ export class JobEngine {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    this.unlisten = await this.db.listen(JOBS_CHANNEL, (payload) => {
-      // "<due epoch ms>[,<due>…]", with ":q" when a job is in a named queue.
-      if (payload.endsWith(':q')) this.queueHint = true;
-      const dues = payload.replace(/:q$/, '').split(',').map(Number).filter(Number.isFinite);
-      if (dues.length === 0) dues.push(Date.now());
-      for (const due of dues) this.wake(due);
-    });
+    this.unlisten = await this.db.listen(
+      JOBS_CHANNEL,
+      (payload) => {
+        // "<due epoch ms>[,<due>…]", with ":q" when a job is in a named queue.
+        if (payload.endsWith(':q')) this.queueHint = true;
+        const dues = payload.replace(/:q$/, '').split(',').map(Number).filter(Number.isFinite);
+        if (dues.length === 0) dues.push(Date.now());
+        for (const due of dues) this.wake(due);
+      },
+      () => {
+        // Jobs enqueued elsewhere while the LISTEN connection was down were announced to nobody:
+        // look now instead of at the next poll.
+        void this.tick();
+      },
+    );
     this.pollTimer = setInterval(() => void this.tick(), this.settings.pollIntervalMs);
     this.pollTimer.unref();
-    const beat = Math.max(50, Math.floor(this.settings.lockTimeoutMs / 3));
-    this.heartbeatTimer = setInterval(() => void this.heartbeat(), beat);
+    this.heartbeatTimer = setInterval(() => void this.heartbeat(), this.settings.heartbeatMs);
     this.heartbeatTimer.unref();
     void this.tick();
   }
@@ -237,7 +266,7 @@ export class JobEngine {
     if (timedOut) {
       this.abort.abort(new Error('worker shutting down'));
       const ids = [...this.running.keys()];
-      const released = await repo.release(this.db, this.workerId, ids).catch((err) => {
+      const released = await this.retrying(() => repo.release(this.db, this.workerId, ids)).catch((err) => {
         this.log.error({ err }, 'jobs: could not release claims on shutdown');
         return 0;
       });
@@ -245,17 +274,18 @@ export class JobEngine {
       this.log.warn({ released, ids }, 'jobs: shutdown timeout; released unfinished jobs');
     }
     clearInterval(this.heartbeatTimer);
+    this.stopped = true;
     this.log.info({ workerId: this.workerId }, 'jobs: worker stopped');
   }
 
   /** Runs the housekeeping now: lock-timeout reclaim and retention. Returns what it did. */
   async sweep(): Promise<{ reclaimed: number; deleted: number }> {
     this.lastSweep = Date.now();
-    const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
+    const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
     if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
     let deleted = 0;
     for (;;) {
-      const n = await repo.deleteFinished(this.db, this.settings.retentionMs);
+      const n = await this.retrying(() => repo.deleteFinished(this.db, this.settings.retentionMs));
       deleted += n;
       if (n < 1000) break;
     }
@@ -277,7 +307,7 @@ export class JobEngine {
     this.queueHint = true;
     try {
       // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
-      const reclaimed = await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs);
+      const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
       if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
       if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
       // Arm the timer for the next job in the future, so `runAt` is kept to the millisecond.
@@ -291,9 +321,9 @@ export class JobEngine {
 
   private async heartbeat(): Promise<void> {
     if (this.running.size === 0) return;
-    await repo
-      .touchLocks(this.db, this.workerId, this.settings.lockTimeoutMs)
-      .catch((err) => this.log.error({ err }, 'jobs: heartbeat failed'));
+    await this.retrying(() => repo.touchLocks(this.db, this.workerId, this.settings.lockTimeoutMs)).catch((err) =>
+      this.log.error({ err }, 'jobs: heartbeat failed'),
+    );
   }
 
   /** Claim now when `due` has come; otherwise arm one timer for the earliest future job. */
@@ -461,14 +491,8 @@ export class JobEngine {
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
       } else {
         const delay = this.backoff(row.attempts);
-        const r = await repo.fail(
-          this.db,
-          row.collection_id,
-          row.id,
-          this.workerId,
-          outcome.error,
-          delay,
-          entry.lastProgress,
+        const r = await this.retrying(() =>
+          repo.fail(this.db, row.collection_id, row.id, this.workerId, outcome.error, delay, entry.lastProgress),
         );
         this.log.warn(
           { jobId: row.id, task: row.task, attempt: row.attempts, status: r?.status, error: outcome.error },
@@ -495,23 +519,48 @@ export class JobEngine {
     });
   }
 
+  /**
+   * Writes a batch of completions. A failed write is tried again (bounded, jittered backoff)
+   * until it succeeds: the jobs stay in `running` meanwhile, so the heartbeat keeps their
+   * claims, and no other worker runs them again. Only a stopped engine gives up; the lock
+   * timeout then hands the jobs on (at least once).
+   */
   private async flushCompletions(): Promise<void> {
     const batch = this.completions.splice(0);
-    try {
-      const kept = await repo.completeMany(
-        this.db,
-        this.workerId,
-        batch.map((c) => ({ collectionId: c.row.collection_id, id: c.row.id, result: c.result, progress: c.progress })),
-      );
-      for (const c of batch)
-        if (!kept.has(c.row.id))
-          this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
-    } catch (err) {
-      // The lock timeout will hand these jobs to another worker (at least once).
-      this.log.error({ err, jobIds: batch.map((c) => c.row.id) }, 'jobs: could not record completions');
-    } finally {
-      for (const c of batch) c.done();
+    const done = batch.map((c) => ({
+      collectionId: c.row.collection_id,
+      id: c.row.id,
+      result: c.result,
+      progress: c.progress,
+    }));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const kept = await repo.completeMany(this.db, this.workerId, done);
+        for (const c of batch)
+          if (!kept.has(c.row.id))
+            this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
+        break;
+      } catch (err) {
+        const jobIds = batch.map((c) => c.row.id);
+        if (this.stopped) {
+          this.log.error({ err, jobIds }, 'jobs: could not record completions; worker stopped, giving up');
+          break;
+        }
+        const delayMs = backoffMs(attempt, COMPLETION_RETRY_BASE_MS, COMPLETION_RETRY_MAX_MS);
+        const level = isConflictError(err) ? 'warn' : 'error';
+        this.log[level]({ err, jobIds, attempt, delayMs }, 'jobs: could not record completions; retrying');
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
     }
+    for (const c of batch) c.done();
+  }
+
+  /** A write of this engine, retried when PostgreSQL aborts it for a deadlock or serialization failure. */
+  private retrying<T>(fn: () => Promise<T>): Promise<T> {
+    return retryOnConflict(fn, {
+      onRetry: (err, attempt, delayMs) =>
+        this.log.warn({ err, attempt, delayMs }, 'jobs: write aborted by a concurrent transaction; retrying'),
+    });
   }
 
   /** Exponential with ±20% jitter: base·2^(attempt−1), capped. */

@@ -1,8 +1,17 @@
 /**
  * All SQL of the jobs module: the engine's claim/finish statements and the API's reads.
  * Times come from the database clock (`now()`), so every worker process agrees on them.
+ *
+ * Lock order: every statement that changes several job rows locks them first, in a CTE,
+ * ordered by `id` (unique across collections: one sequence). Two such statements can then
+ * never wait for each other in a cycle (a heartbeat and a completion batch of one worker,
+ * a worker's completion batch and a stop's release, …); without the ORDER BY each takes its
+ * rows in whatever order its plan meets them, and PostgreSQL aborts one side with a deadlock.
+ * Statements that may leave a row to another (claims, heartbeat, sweeps) use SKIP LOCKED:
+ * they never wait, so they cannot be part of a cycle either. Single-row statements (`fail`,
+ * `setProgress`, `cancel`, `enqueue`) hold one row and wait for nothing else.
  */
-import sql, { join, raw } from 'sql-template-tag';
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 
 export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
@@ -165,11 +174,36 @@ export async function lockQueueClaims(q: Queryable): Promise<void> {
   await q.query(sql`SELECT pg_advisory_xact_lock(${QUEUE_CLAIM_LOCK})`);
 }
 
-/** Heartbeat: the worker is alive; its claims stay its own for another lock timeout. */
+/**
+ * `UPDATE jobs … SET <set>` on the rows `pick` selects (a `SELECT collection_id, id FROM
+ * jobs …` without ordering), locked in id order first; returns the ids updated. With
+ * `skipLocked` a row another transaction holds is left out instead of waited for.
+ */
+async function updateInIdOrder(q: Queryable, pick: Sql, set: Sql, o: { skipLocked?: boolean } = {}): Promise<number[]> {
+  const { rows } = await q.query<{ id: number }>(sql`
+    WITH picked AS MATERIALIZED (
+      ${pick}
+      ORDER BY id
+      FOR UPDATE ${raw(o.skipLocked ? 'SKIP LOCKED' : '')}
+    )
+    UPDATE jobs j SET ${set}
+    FROM picked WHERE j.collection_id = picked.collection_id AND j.id = picked.id
+    RETURNING j.id`);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Heartbeat: the worker is alive; its claims stay its own for another lock timeout. A claim
+ * locked right now (its completion being written) is skipped: it is ending, or the next beat
+ * extends it.
+ */
 export async function touchLocks(q: Queryable, workerId: string, lockTimeoutMs: number): Promise<void> {
-  await q.query(sql`
-    UPDATE jobs SET locked_at = now(), lock_expires_at = now() + ${interval(lockTimeoutMs)}
-    WHERE locked_by = ${workerId} AND status = 'running'`);
+  await updateInIdOrder(
+    q,
+    sql`SELECT collection_id, id FROM jobs WHERE locked_by = ${workerId} AND status = 'running'`,
+    sql`locked_at = now(), lock_expires_at = now() + ${interval(lockTimeoutMs)}`,
+    { skipLocked: true },
+  );
 }
 
 export async function setProgress(
@@ -193,12 +227,22 @@ export async function completeMany(
   workerId: string,
   done: { collectionId: string; id: number; result: unknown; progress: JobProgress | null }[],
 ): Promise<Set<number>> {
+  // The batch's rows are locked in id order before any is changed (see the top of the file):
+  // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
   const { rows } = await q.query<{ id: number }>(sql`
+    WITH d AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
+        AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
+    ), mine AS MATERIALIZED (
+      SELECT j.collection_id, j.id FROM jobs j JOIN d ON j.collection_id = d."collectionId" AND j.id = d.id
+      WHERE j.locked_by = ${workerId} AND j.status = 'running'
+      ORDER BY j.id
+      FOR UPDATE OF j
+    )
     UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
       finished_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
-      AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
-    WHERE j.collection_id = d."collectionId" AND j.id = d.id AND j.locked_by = ${workerId} AND j.status = 'running'
+    FROM mine JOIN d ON d."collectionId" = mine.collection_id AND d.id = mine.id
+    WHERE j.collection_id = mine.collection_id AND j.id = mine.id
     RETURNING j.id`);
   return new Set(rows.map((r) => r.id));
 }
@@ -232,11 +276,13 @@ export async function fail(
  */
 export async function release(q: Queryable, workerId: string, ids?: number[]): Promise<number> {
   const only = ids ? sql`AND id = ANY(${ids}::bigint[])` : sql``;
-  const { rowCount } = await q.query(sql`
-    UPDATE jobs SET status = 'queued', attempts = greatest(attempts - 1, 0), run_at = now(),
-      locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    WHERE locked_by = ${workerId} AND status = 'running' ${only}`);
-  return rowCount;
+  const released = await updateInIdOrder(
+    q,
+    sql`SELECT collection_id, id FROM jobs WHERE locked_by = ${workerId} AND status = 'running' ${only}`,
+    sql`status = 'queued', attempts = greatest(j.attempts - 1, 0), run_at = now(),
+      locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()`,
+  );
+  return released.length;
 }
 
 /**
@@ -245,24 +291,35 @@ export async function release(q: Queryable, workerId: string, ids?: number[]): P
  * are spent. `lockTimeoutMs` only applies to claims that carry no expiry of their own.
  */
 export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promise<number> {
-  const { rowCount } = await q.query(sql`
-    UPDATE jobs SET
-      status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'errored' END,
-      finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
+  // Every worker sweeps: SKIP LOCKED lets concurrent sweeps share the expired rows instead of
+  // queueing on (or deadlocking over) the same ones, and leaves alone a claim whose owner is
+  // writing its outcome right now.
+  const reclaimed = await updateInIdOrder(
+    q,
+    sql`SELECT collection_id, id FROM jobs
+      WHERE status = 'running' AND coalesce(lock_expires_at, locked_at + ${interval(lockTimeoutMs)}) < now()`,
+    sql`status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'errored' END,
+      finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
       last_error = 'The worker running this job stopped responding (lock timeout)',
-      run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    WHERE status = 'running' AND coalesce(lock_expires_at, locked_at + ${interval(lockTimeoutMs)}) < now()`);
-  return rowCount;
+      run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()`,
+    { skipLocked: true },
+  );
+  return reclaimed.length;
 }
 
 /** Retention: finished jobs older than the period are removed (reads then answer 404). */
 export async function deleteFinished(q: Queryable, retentionMs: number, batch = 1000): Promise<number> {
+  // Every worker's retention sweep meets the same old rows: SKIP LOCKED splits them between
+  // sweeps, and a statement that never waits cannot be part of a deadlock (so no ORDER BY,
+  // which would sort every expired row instead of stopping after `batch` of them).
   const { rowCount } = await q.query(sql`
-    DELETE FROM jobs WHERE (collection_id, id) IN (
+    WITH old AS MATERIALIZED (
       SELECT collection_id, id FROM jobs
       WHERE finished_at IS NOT NULL
         AND finished_at < now() - make_interval(secs => ${retentionMs / 1000}::double precision)
-      LIMIT ${batch})`);
+      LIMIT ${batch}
+      FOR UPDATE SKIP LOCKED)
+    DELETE FROM jobs j USING old WHERE j.collection_id = old.collection_id AND j.id = old.id`);
   return rowCount;
 }
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 import { JOB_STATUSES } from './jobs.repository.ts';
 
 export const JobStatus = Type.Union(
@@ -51,7 +51,7 @@ export const EnqueueAsyncJobRequest = Closed(
   {
     task: Type.String({ minLength: 1, maxLength: 100, description: 'A registered visible task' }),
     payload: Type.Optional(OpenObject({ description: 'Task input; checked by the task' })),
-    runAt: Type.Optional(Type.String({ format: 'date-time', description: 'Not before this time; default now' })),
+    runAt: Type.Optional(DateTime('Not before this time; default now')),
     priority: Type.Optional(
       Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Higher runs first' }),
     ),
@@ -72,8 +72,8 @@ export type EnqueueAsyncJobResponse = Type.Static<typeof EnqueueAsyncJobResponse
 export const JobsQuery = Closed({
   state: Type.Optional(Type.Ref('JobStatus')),
   task: Type.Optional(Type.String({ maxLength: 100 })),
-  from: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after' })),
-  to: Type.Optional(Type.String({ format: 'date-time', description: 'Created before' })),
+  from: Type.Optional(DateTime('Created at or after')),
+  to: Type.Optional(DateTime('Created before')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
 });
@@ -82,5 +82,5 @@ export type JobsQuery = Type.Static<typeof JobsQuery>;
 export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
 export const JobParams = Type.Object({
   collectionId: CollectionIdParam,
-  jobId: Type.String({ pattern: '^[0-9]{1,15}$', description: 'Numeric job id' }),
+  jobId: Type.String({ pattern: '^[0-9]{1,15}$', maxLength: 15, description: 'Numeric job id' }),
 });

@@ -100,7 +100,8 @@ export interface FunnelInput {
   end?: string;
 }
 
-const ID_COLUMN: Record<IdField, string> = { userId: 'user_id', contactId: 'contact_id' };
+/** A comparison, not a lookup in an object: idField comes from the request. */
+const idColumn = (idField: IdField) => (idField === 'contactId' ? 'contact_id' : 'user_id');
 
 /**
  * The funnel as a chain of CTEs, one per step (`s0`, `s1`, ...), each row a recipient that
@@ -112,8 +113,8 @@ const ID_COLUMN: Record<IdField, string> = { userId: 'user_id', contactId: 'cont
  * planner picks a hash join over the interaction index or index lookups per recipient).
  */
 function funnelCtes(collectionId: string, f: FunnelInput): Sql {
-  const rid = raw(ID_COLUMN[f.idField]);
-  const xrid = raw(`x.${ID_COLUMN[f.idField]}`);
+  const rid = raw(idColumn(f.idField));
+  const xrid = raw(`x.${idColumn(f.idField)}`);
   const startCond = f.start ? sql`AND occurred_at >= ${f.start}::timestamptz` : sql``;
   const endCond = f.end ? sql`AND occurred_at < ${f.end}::timestamptz` : sql``;
   const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;

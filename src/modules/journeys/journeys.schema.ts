@@ -1,9 +1,8 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 import { IdField } from '../interactions/interactions.schema.ts';
 
 const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
-const Instant = (description: string) => Type.String({ format: 'date-time', description });
 
 export const JourneyRecord = Type.Object(
   {
@@ -88,8 +87,8 @@ const StepMappings = Type.Array(StepMapping, { maxItems: 50 });
 export const JourneyFunnelReportRequest = Closed(
   {
     idField: Type.Optional(IdField),
-    periodStart: Type.Optional(Instant('Inclusive start of the period')),
-    periodEnd: Type.Optional(Instant('Exclusive end of the period')),
+    periodStart: Type.Optional(DateTime('Inclusive start of the period')),
+    periodEnd: Type.Optional(DateTime('Exclusive end of the period')),
     stepMappings: StepMappings,
   },
   { $id: 'JourneyFunnelReportRequest', description: 'An empty stepMappings uses the journey’s own step mappings' },
@@ -122,8 +121,8 @@ export type JourneyFunnelReportResponse = Type.Static<typeof JourneyFunnelReport
 export const JourneyStatsRequest = Closed(
   {
     idField: Type.Optional(IdField),
-    from: Type.Optional(Instant('Inclusive start of the window')),
-    to: Type.Optional(Instant('Exclusive end of the window')),
+    from: Type.Optional(DateTime('Inclusive start of the window')),
+    to: Type.Optional(DateTime('Exclusive end of the window')),
     finalStepId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     outcome: Type.Optional(
       Type.String({ maxLength: 200, description: 'Outcome of mappings that name none (default success)' }),
@@ -161,8 +160,8 @@ export const JourneyStepRecipientsRequest = Closed(
       Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' }),
     ),
     outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Overrides the step’s mapped outcome' })),
-    from: Type.Optional(Instant('Inclusive start of the window')),
-    to: Type.Optional(Instant('Exclusive end of the window')),
+    from: Type.Optional(DateTime('Inclusive start of the window')),
+    to: Type.Optional(DateTime('Exclusive end of the window')),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
   },
   { $id: 'JourneyStepRecipientsRequest' },

@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, Timestamp } from '../../platform/schemas.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
   pattern: CODE_PATTERN,
+  maxLength: 64,
   description: 'Custom code: 3-64 letters, digits, "_" or "-", starting with a letter or digit; unique per deployment',
 });
 const Destination = Type.String({ minLength: 1, maxLength: 2048, description: 'Destination address, http or https' });
@@ -23,9 +24,7 @@ export const CreateLinkBody = Closed(
     code: Type.Optional(Code),
     title: Type.Optional(Title),
     tags: Type.Optional(Tags),
-    expiresAt: Type.Optional(
-      Type.String({ format: 'date-time', description: 'After this time the short address answers 410' }),
-    ),
+    expiresAt: Type.Optional(DateTime('After this time the short address answers 410')),
   },
   { $id: 'CreateLinkBody' },
 );
@@ -37,7 +36,7 @@ export const UpdateLinkBody = Closed(
     code: Type.Optional(Code),
     title: Type.Optional(Nullable(Title)),
     tags: Type.Optional(Tags),
-    expiresAt: Type.Optional(Nullable(Type.String({ format: 'date-time' }))),
+    expiresAt: Type.Optional(Nullable(DateTime())),
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -92,8 +91,8 @@ export const Click = Closed(
 export type Click = Type.Static<typeof Click>;
 
 export const ClickListQuery = Closed({
-  from: Type.Optional(Type.String({ format: 'date-time' })),
-  to: Type.Optional(Type.String({ format: 'date-time' })),
+  from: Type.Optional(DateTime()),
+  to: Type.Optional(DateTime()),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
 });

@@ -110,7 +110,12 @@ export class LinksService {
   /** Opens the GeoIP database and subscribes to other processes' link changes. */
   async start(): Promise<void> {
     if (this.settings.geoipDb) this.geo = await GeoIp.open(this.settings.geoipDb);
-    this.unlisten = await this.db.listen(repo.LINKS_CHANNEL, (code) => this.cache.invalidate(code));
+    this.unlisten = await this.db.listen(
+      repo.LINKS_CHANNEL,
+      (code) => this.cache.invalidate(code),
+      // Changes made elsewhere while the LISTEN connection was down were never announced.
+      () => this.cache.clear(),
+    );
   }
 
   /** Flushes buffered clicks; called on close. */

@@ -66,11 +66,13 @@ export async function findForCollection(
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-const ORDER = {
-  name: raw('name, id'),
-  countryCode: raw('country_code NULLS LAST, name, id'),
-  countryName: raw('country_name NULLS LAST, name, id'),
-} as const;
+/** A Map, not an object: the sort name comes from the query string. */
+const BY_NAME = raw('name, id');
+const ORDER = new Map([
+  ['name', BY_NAME],
+  ['countryCode', raw('country_code NULLS LAST, name, id')],
+  ['countryName', raw('country_name NULLS LAST, name, id')],
+]);
 
 export interface SearchPage {
   rows: LocationRow[];
@@ -85,7 +87,7 @@ async function searchWhere(
   const { rows } = await db.query<LocationRow>(sql`
     SELECT ${COLUMNS}, count(*) OVER () AS total FROM locations
     WHERE ${join(where, ' AND ')}
-    ORDER BY ${ORDER[q.sort ?? 'name']}
+    ORDER BY ${ORDER.get(q.sort ?? 'name') ?? BY_NAME}
     LIMIT ${q.limit} OFFSET ${q.offset}`);
   if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
   const count = await db.query<{ total: number }>(

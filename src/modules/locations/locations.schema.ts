@@ -32,7 +32,9 @@ export const LocationPayload = Closed(
     category: Type.Optional(text(100)),
     description: Type.Optional(text(5000)),
     countryName: Type.Optional(text(100)),
-    countryCode: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}$', description: 'ISO 3166 alpha-2 or alpha-3' })),
+    countryCode: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z]{2,3}$', maxLength: 3, description: 'ISO 3166 alpha-2 or alpha-3' }),
+    ),
     websiteUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2000 })),
     logoUrl: Type.Optional(Type.String({ format: 'uri', maxLength: 2000 })),
     phone: Type.Optional(text(50)),

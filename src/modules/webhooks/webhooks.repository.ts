@@ -1,4 +1,16 @@
-/** All SQL of the webhooks module: registrations, the event outbox, deliveries, attempts. */
+/**
+ * All SQL of the webhooks module: registrations, the event outbox, deliveries, attempts.
+ *
+ * Lock order: a registration's row before any of its deliveries, and deliveries in id order.
+ * Every transaction that writes both keeps to it: a disable (the row, then its pending
+ * deliveries), an attempt being recorded (the row, then its delivery: `lockWebhookOfDelivery`
+ * first) and the success statement. The other way round, an attempt holding its delivery
+ * and waiting for the registration meets a disable holding the registration and waiting for
+ * that delivery: a deadlock. Registration rows are locked FOR NO KEY UPDATE (or FOR SHARE),
+ * never FOR UPDATE, so that writing deliveries (whose foreign key takes KEY SHARE on the
+ * registration) is never held up by a PATCH. A DELETE takes FOR UPDATE by itself; it too
+ * starts with the registration, and its cascade follows.
+ */
 import sql, { join, raw } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 
@@ -70,6 +82,19 @@ export async function insertWebhook(
   return rows[0];
 }
 
+/** Two-int advisory lock space of the registration cap (the second key: the collection). */
+const REGISTRATIONS_LOCK = 727_040_001;
+
+/**
+ * Serialises creations of one collection's registrations until the transaction ends, so that
+ * counting them and inserting one is atomic (two creates cannot both see room for one more).
+ * Keyed on a hash of the collection id: a collision only makes two collections wait for each
+ * other for a moment.
+ */
+export async function lockRegistrations(db: Queryable, collectionId: string): Promise<void> {
+  await db.query(sql`SELECT pg_advisory_xact_lock(${REGISTRATIONS_LOCK}, hashtext(${collectionId}))`);
+}
+
 export async function countWebhooks(db: Queryable, collectionId: string): Promise<number> {
   const { rows } = await db.query<{ n: number }>(
     sql`SELECT count(*) AS n FROM webhooks WHERE collection_id = ${collectionId}`,
@@ -84,16 +109,31 @@ export async function listWebhooks(db: Queryable, collectionId: string): Promise
   return rows;
 }
 
+const ROW_LOCKS = { none: '', share: 'FOR SHARE', update: 'FOR NO KEY UPDATE' } as const;
+
+/**
+ * A registration; `lock` 'update' before changing it, 'share' to keep it as read until the
+ * transaction ends (see the lock order at the top).
+ */
 export async function findWebhook(
   db: Queryable,
   collectionId: string,
   id: string,
-  forUpdate = false,
+  lock: keyof typeof ROW_LOCKS = 'none',
 ): Promise<WebhookRow | undefined> {
   const { rows } = await db.query<WebhookRow>(
-    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id} ${raw(forUpdate ? 'FOR UPDATE' : '')}`,
+    sql`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE collection_id = ${collectionId} AND id = ${id} ${raw(ROW_LOCKS[lock])}`,
   );
   return rows[0];
+}
+
+/** Locks the registration a delivery belongs to (first, as the lock order wants). */
+export async function lockWebhookOfDelivery(db: Queryable, collectionId: string, deliveryId: string): Promise<void> {
+  await db.query(sql`
+    SELECT w.id FROM webhooks w
+    JOIN webhook_deliveries d ON d.collection_id = w.collection_id AND d.webhook_id = w.id
+    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}
+    FOR NO KEY UPDATE OF w`);
 }
 
 export async function updateWebhook(
@@ -151,8 +191,9 @@ export async function activeSubscriptions(
   db: Queryable,
   collectionId: string,
 ): Promise<{ id: string; events: string[] }[]> {
+  // In id order: the deliveries written for them take KEY SHARE on these rows in this order.
   const { rows } = await db.query<{ id: string; events: string[] }>(
-    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active`,
+    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active ORDER BY id`,
   );
   return rows;
 }
@@ -223,6 +264,11 @@ export async function loadDeliveryWork(
  * Records a successful attempt in one statement (the hot path): the attempt row, the
  * delivery's final state and the registration's failure count reset. Nothing is written when
  * the delivery is no longer waiting for this attempt (a duplicate or stale job).
+ *
+ * Lock order: when the count needs a reset, the registration is locked (`w0`) before the
+ * delivery. `w0` is read by an uncorrelated condition of the delivery's UPDATE, which the
+ * planner runs once, before that UPDATE reads its first row. With the count at 0 (the usual
+ * case) no registration lock is taken at all.
  */
 export async function recordSuccessfulAttempt(
   db: Queryable,
@@ -238,11 +284,17 @@ export async function recordSuccessfulAttempt(
   },
 ): Promise<boolean> {
   const { rows } = await db.query<{ n: number }>(sql`
-    WITH d AS (
+    WITH w0 AS MATERIALIZED (
+      SELECT w.id FROM webhooks w
+      WHERE w.collection_id = ${collectionId} AND w.consecutive_failures <> 0
+        AND w.id = (SELECT webhook_id FROM webhook_deliveries WHERE collection_id = ${collectionId} AND id = ${a.deliveryId})
+      FOR NO KEY UPDATE
+    ), d AS (
       UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = ${a.attempt}, next_attempt_at = NULL,
         last_status_code = ${a.statusCode}, last_error = NULL, updated_at = now()
       WHERE collection_id = ${collectionId} AND id = ${a.deliveryId} AND status = 'pending'
         AND attempt_count = ${a.attempt - 1}
+        AND (SELECT count(*) FROM w0) >= 0
       RETURNING webhook_id
     ), ins AS (
       INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
@@ -252,7 +304,7 @@ export async function recordSuccessfulAttempt(
       ON CONFLICT DO NOTHING
     ), w AS (
       UPDATE webhooks SET consecutive_failures = 0
-      WHERE collection_id = ${collectionId} AND id IN (SELECT webhook_id FROM d) AND consecutive_failures <> 0
+      WHERE collection_id = ${collectionId} AND id IN (SELECT id FROM w0) AND id IN (SELECT webhook_id FROM d)
     )
     SELECT count(*) AS n FROM d`);
   return rows[0].n > 0;
@@ -381,7 +433,10 @@ export async function attemptsOf(db: Queryable, collectionId: string, deliveryId
   return rows;
 }
 
-/** Pending deliveries of a registration that is being deleted or disabled. */
+/**
+ * Pending deliveries of a registration that is being disabled. The caller holds the
+ * registration's row; the deliveries are locked in id order.
+ */
 export async function cancelPending(
   db: Queryable,
   collectionId: string,
@@ -389,8 +444,15 @@ export async function cancelPending(
   reason: string,
 ): Promise<void> {
   await db.query(sql`
-    UPDATE webhook_deliveries SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
-    WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'`);
+    WITH p AS MATERIALIZED (
+      SELECT collection_id, id FROM webhook_deliveries
+      WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status = 'pending'
+      ORDER BY id
+      FOR UPDATE
+    )
+    UPDATE webhook_deliveries d
+    SET status = 'cancelled', next_attempt_at = NULL, last_error = ${reason}, updated_at = now()
+    FROM p WHERE d.collection_id = p.collection_id AND d.id = p.id`);
 }
 
 /**

@@ -8,9 +8,14 @@
  * new job (runAt) in the same transaction, so the schedule survives a crash and belongs to
  * this module (3 retries, exponential backoff with jitter, capped, Retry-After honoured).
  * A job names the attempt number it is for, so a duplicated or stale job changes nothing.
+ *
+ * Concurrency: transactions take a registration's row before its deliveries (see
+ * webhooks.repository.ts), and one aborted by a deadlock or serialization failure anyway is
+ * run again (`retryOnConflict`). The registration cap is checked under a per-collection
+ * lock, so parallel creates cannot overshoot it.
  */
 import type { Config } from '../../config.ts';
-import type { Db, Queryable } from '../../db/index.ts';
+import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { TaskDefinition } from '../jobs/index.ts';
@@ -224,6 +229,8 @@ export class WebhooksService {
   async create(collectionId: string, body: CreateWebhookBody): Promise<Webhook> {
     const url = this.checkUrl(body.url);
     return this.db.transaction(async (tx) => {
+      // Count and insert under one lock: otherwise parallel creates all see room for one more.
+      await repo.lockRegistrations(tx, collectionId);
       if ((await repo.countWebhooks(tx, collectionId)) >= this.settings.maxRegistrations) {
         throw conflict(`A collection may hold at most ${this.settings.maxRegistrations} webhook registrations`);
       }
@@ -251,8 +258,9 @@ export class WebhooksService {
 
   async update(collectionId: string, id: string, body: UpdateWebhookBody): Promise<Webhook> {
     const url = body.url !== undefined ? this.checkUrl(body.url) : undefined;
-    return this.db.transaction(async (tx) => {
-      const current = await repo.findWebhook(tx, collectionId, id, true);
+    return this.inTransaction(async (tx) => {
+      // The registration first, then its deliveries (cancelPending): the module's lock order.
+      const current = await repo.findWebhook(tx, collectionId, id, 'update');
       if (!current) throw notFound('Webhook');
       const row = await repo.updateWebhook(tx, collectionId, id, {
         url,
@@ -268,7 +276,7 @@ export class WebhooksService {
   }
 
   async remove(collectionId: string, id: string): Promise<{ success: boolean }> {
-    if (!(await repo.deleteWebhook(this.db, collectionId, id))) throw notFound('Webhook');
+    if (!(await retryOnConflict(() => repo.deleteWebhook(this.db, collectionId, id)))) throw notFound('Webhook');
     return { success: true };
   }
 
@@ -340,8 +348,9 @@ export class WebhooksService {
   }
 
   async sendTest(collectionId: string, id: string): Promise<Delivery> {
-    const deliveryId = await this.db.transaction(async (tx) => {
-      const w = await repo.findWebhook(tx, collectionId, id, true);
+    const deliveryId = await this.inTransaction(async (tx) => {
+      // Kept active until the delivery is written; FOR SHARE lets other deliveries be written.
+      const w = await repo.findWebhook(tx, collectionId, id, 'share');
       if (!w) throw notFound('Webhook');
       if (!w.active) throw conflict('The registration is not active; re-enable it with PATCH {"active": true} first');
       const written = await this.writeEvents(
@@ -389,8 +398,10 @@ export class WebhooksService {
 
   /** Sends a delivery again, with the same event id and a fresh set of automatic retries. */
   async redeliver(collectionId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
-    await this.db.transaction(async (tx) => {
-      const w = await repo.findWebhook(tx, collectionId, webhookId);
+    await this.inTransaction(async (tx) => {
+      // The registration before the delivery (the lock order), and held: a disable committing
+      // meanwhile would leave a pending delivery behind a registration that is off.
+      const w = await repo.findWebhook(tx, collectionId, webhookId, 'share');
       if (!w) throw notFound('Webhook');
       const d = await repo.lockDelivery(tx, collectionId, deliveryId);
       if (!d || d.webhook_id !== webhookId) throw notFound('Delivery');
@@ -440,18 +451,27 @@ export class WebhooksService {
     // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
     if (signal?.aborted) throw new Error('worker stopping; attempt abandoned');
     if (result.outcome === 'succeeded') {
-      const recorded = await repo.recordSuccessfulAttempt(db, collectionId, {
-        deliveryId: delivery.id,
-        attempt: payload.attempt,
-        trigger: payload.trigger,
-        startedAt,
-        durationMs: result.durationMs,
-        statusCode: result.statusCode!,
-        responseExcerpt: result.responseExcerpt,
-      });
+      const recorded = await retryOnConflict(() =>
+        repo.recordSuccessfulAttempt(db, collectionId, {
+          deliveryId: delivery.id,
+          attempt: payload.attempt,
+          trigger: payload.trigger,
+          startedAt,
+          durationMs: result.durationMs,
+          statusCode: result.statusCode!,
+          responseExcerpt: result.responseExcerpt,
+        }),
+      );
       return recorded ? { outcome: 'succeeded', statusCode: result.statusCode } : { skipped: 'raced' };
     }
-    return db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result));
+    return retryOnConflict(() =>
+      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result)),
+    );
+  }
+
+  /** A transaction of this service, run again when PostgreSQL aborts it for a deadlock. */
+  private inTransaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return retryOnConflict(() => this.db.transaction(fn));
   }
 
   private async recordFailedAttempt(
@@ -461,6 +481,9 @@ export class WebhooksService {
     startedAt: Date,
     result: AttemptResult,
   ): Promise<Record<string, unknown>> {
+    // The registration first: recordFailure and cancelPending below write it and its other
+    // deliveries, and a disable takes them in that order too.
+    await repo.lockWebhookOfDelivery(tx, collectionId, payload.deliveryId);
     const d = await repo.lockDelivery(tx, collectionId, payload.deliveryId);
     // Another job made this attempt meanwhile (a redeliver racing a retry): keep its record.
     if (d?.status !== 'pending' || d.attempt_count !== payload.attempt - 1) return { skipped: 'raced' };

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, DateTime, Nullable, OpenObject } from '../../../platform/schemas.ts';
 import { CASE } from '../shared/kinds.ts';
 import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
 
@@ -72,8 +72,8 @@ export const CaseSummaryRequest = Closed(
   {
     period: Type.Optional(
       Closed({
-        from: Type.Optional(Type.String({ format: 'date-time' })),
-        to: Type.Optional(Type.String({ format: 'date-time' })),
+        from: Type.Optional(DateTime()),
+        to: Type.Optional(DateTime()),
       }),
     ),
   },

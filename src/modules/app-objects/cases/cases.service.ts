@@ -9,7 +9,7 @@ import { newId } from '../../../platform/ids.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { type BuiltPatch, ObjectService } from '../shared/objects.service.ts';
+import { type BuiltPatch, columnValues, ObjectService } from '../shared/objects.service.ts';
 import { type AppObject, type Caller, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
@@ -49,12 +49,7 @@ export class CasesService extends ObjectService {
       delete values.admin;
       values.contactId = caller.contactId;
     }
-    const cols: Record<string, ReturnType<typeof objects.value>> = {};
-    for (const [k, v] of Object.entries(values)) {
-      if (v === undefined) continue;
-      if (k === 'data' || k === 'owner' || k === 'admin') cols[k] = objects.value('json', v);
-      else cols[CASE.fields[k].col] = objects.value(CASE.fields[k].kind, v);
-    }
+    const cols = columnValues(CASE, values);
     if (typeof values.status === 'string') cols.closed_at = repo.closedAtOnInsert(values.status, CLOSED_STATUSES);
     return this.db.transaction(async (tx) => {
       const row = await objects.insertObject(tx, CASE, collectionId, appId, newId(CASE.idPrefix), cols);
@@ -186,10 +181,10 @@ export class CasesService extends ObjectService {
     const from = period.from ? new Date(period.from) : new Date(to.getTime() - 30 * 86_400_000);
     if (from > to) throw badRequest('period.from must not be after period.to');
     const s = await repo.summary(this.db, collectionId, appId, from, to);
-    const byStatus: Record<string, number> = {};
-    for (const r of s.byStatus) byStatus[r.k] = r.n;
-    const byPriority: Record<string, number> = {};
-    for (const r of s.byPriority) byPriority[r.k ?? 'none'] = r.n;
+    // fromEntries defines own properties: a status named `__proto__` is counted, not swallowed
+    // by the prototype setter an assignment would call.
+    const byStatus: Record<string, number> = Object.fromEntries(s.byStatus.map((r) => [r.k, r.n]));
+    const byPriority: Record<string, number> = Object.fromEntries(s.byPriority.map((r) => [r.k ?? 'none', r.n]));
     return {
       total: s.byStatus.reduce((n, r) => n + r.n, 0),
       byStatus,

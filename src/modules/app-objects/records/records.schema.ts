@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, DateTime, Nullable, OpenObject } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
 import { commonListQuery, DateText, objectSchema, text, Visibility } from '../shared/schema.ts';
 
@@ -127,7 +127,7 @@ export const RecordListQuery = Closed({
   parentId: Type.Optional(text()),
   startsAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
   expiresAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
-  at: Type.Optional(Type.String({ format: 'date-time', description: 'Point in time of the schedule window' })),
+  at: Type.Optional(DateTime('Point in time of the schedule window')),
   includeScheduled: Type.Optional(Type.Boolean({ description: 'Include records whose startsAt is after `at`' })),
   includeExpired: Type.Optional(Type.Boolean({ description: 'Include records whose expiresAt is at or before `at`' })),
 });

@@ -6,13 +6,13 @@
  * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
  */
 import type { Sql } from 'sql-template-tag';
-import type { Db, Queryable } from '../../../db/index.ts';
+import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { createValues, ObjectService } from '../shared/objects.service.ts';
+import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
 import { type AppObject, type Caller, isAdmin } from '../shared/sections.ts';
 import * as repo from './records.repository.ts';
 import type { BulkDeleteInput, CreateRecordInput, UpdateRecordInput, UpsertRecordInput } from './records.schema.ts';
@@ -33,15 +33,15 @@ export const RECORD_FILTERS: FilterDefs = {
   q: { col: 'ref', op: 'search', cols: ['ref', 'custom_id', 'record_type'] },
 };
 
-const SPECIFICITY: Record<string, number> = {
-  proof: 50,
-  batch: 40,
-  variant: 30,
-  product: 20,
-  facet: 10,
-  collection: 0,
-};
-const SECTION_COLS = new Set(['data', 'owner', 'admin', 'metadata']);
+/** By scope type; a Map because scopeType is the caller's text (`constructor` is no scope). */
+const SPECIFICITY = new Map<string, number>([
+  ['proof', 50],
+  ['batch', 40],
+  ['variant', 30],
+  ['product', 20],
+  ['facet', 10],
+  ['collection', 0],
+]);
 
 export const normaliseCustomId = (s: string) => s.trim().replace(/\s+/g, ' ').toLowerCase();
 
@@ -72,13 +72,8 @@ export class RecordsService extends ObjectService {
 
   /** Input fields → column values, with the derived columns. */
   private columns(collectionId: string, input: Record<string, unknown>, isCreate: boolean) {
-    const cols: Record<string, Sql> = {};
     const { singletonPer, ...fields } = input as Record<string, unknown> & { singletonPer?: string };
-    for (const [k, v] of Object.entries(fields)) {
-      if (v === undefined) continue;
-      if (SECTION_COLS.has(k)) cols[k] = objects.value('json', v);
-      else cols[RECORD.fields[k].col] = objects.value(RECORD.fields[k].kind, v);
-    }
+    const cols = columnValues(RECORD, fields);
     if (typeof fields.customId === 'string')
       cols.custom_id_normalized = objects.value('text', normaliseCustomId(fields.customId));
     const insertOnly: string[] = [];
@@ -87,7 +82,7 @@ export class RecordsService extends ObjectService {
       if (scope) {
         cols.scope_type = objects.value('text', scope.type);
         if (fields.scopeId === undefined) cols.scope_id = objects.value('text', scope.id);
-        cols.specificity = objects.value('int', SPECIFICITY[scope.type]);
+        cols.specificity = objects.value('int', SPECIFICITY.get(scope.type) ?? 0);
       } else if (isCreate) {
         cols.scope_type = objects.value('text', 'collection');
         if (fields.scopeId === undefined) cols.scope_id = objects.value('text', collectionId);
@@ -95,7 +90,7 @@ export class RecordsService extends ObjectService {
         insertOnly.push('scope_type', 'scope_id', 'specificity');
       }
     } else if (typeof fields.scopeType === 'string') {
-      cols.specificity = objects.value('int', SPECIFICITY[fields.scopeType] ?? 0);
+      cols.specificity = objects.value('int', SPECIFICITY.get(fields.scopeType) ?? 0);
     }
     if (singletonPer !== undefined) {
       const value = singletonPer === 'collection' ? collectionId : fields[singletonPer];
@@ -164,30 +159,42 @@ export class RecordsService extends ObjectService {
     return { ...this.present(row, caller), created: row.created };
   }
 
-  /** All or nothing, in one transaction; a failing item is named (index and ref). */
+  /**
+   * All or nothing, in one transaction; a failing item is named (index and ref).
+   *
+   * The items are written in ref order (stable: repeats of a ref keep their order, the last
+   * wins) and answered in the caller's order. Each upsert locks its ref's row (or unique
+   * index entry) until commit, so two batches sharing refs in different orders would wait
+   * for each other in a cycle; in one order they just queue. A deadlock that happens anyway
+   * reruns the whole transaction.
+   */
   async bulkUpsert(collectionId: string, appId: string, items: UpsertRecordInput[]) {
-    const results = await this.db.transaction(async (tx) => {
-      const out: { index: number; ref: string; id: string; created: boolean }[] = [];
-      for (const [index, item] of items.entries()) {
-        try {
-          const row = await this.upsertOne(tx, collectionId, appId, item);
-          out.push({ index, ref: item.ref, id: row.id, created: row.created });
-        } catch (err) {
-          const e = toAppError(err);
-          if (e.statusCode >= 500) throw err;
-          throw new AppError(
-            e.statusCode,
-            e.errorCode,
-            `Item ${index} (ref "${item.ref}"): ${e.message}; nothing was written`,
-            {
-              index,
-              ref: item.ref,
-            },
-          );
+    const order = [...items.entries()].sort(([, x], [, y]) => (x.ref < y.ref ? -1 : x.ref > y.ref ? 1 : 0));
+    const written = await retryOnConflict(() =>
+      this.db.transaction(async (tx) => {
+        const out: { index: number; ref: string; id: string; created: boolean }[] = [];
+        for (const [index, item] of order) {
+          try {
+            const row = await this.upsertOne(tx, collectionId, appId, item);
+            out.push({ index, ref: item.ref, id: row.id, created: row.created });
+          } catch (err) {
+            const e = toAppError(err);
+            if (e.statusCode >= 500) throw err;
+            throw new AppError(
+              e.statusCode,
+              e.errorCode,
+              `Item ${index} (ref "${item.ref}"): ${e.message}; nothing was written`,
+              {
+                index,
+                ref: item.ref,
+              },
+            );
+          }
         }
-      }
-      return out;
-    });
+        return out;
+      }),
+    );
+    const results = written.sort((x, y) => x.index - y.index);
     const created = results.filter((r) => r.created).length;
     return {
       saved: results.length,

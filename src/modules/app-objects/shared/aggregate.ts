@@ -35,8 +35,16 @@ export interface AggregateRequest {
   [filter: string]: unknown;
 }
 
-const GROUPS: Record<KindName, Record<string, string>> = {
-  case: {
+/**
+ * The whitelists as Maps: the names looked up in them are the caller's, and a plain object
+ * would answer `constructor`, `toString` or `__proto__` with something inherited from Object.
+ */
+type Table<T> = ReadonlyMap<string, T>;
+const table = <T>(entries: Record<string, T>): Table<T> => new Map(Object.entries(entries));
+const listed = (t: Table<unknown>) => [...t.keys()].join(', ');
+
+const GROUPS: Record<KindName, Table<string>> = {
+  case: table({
     status: 'status',
     priority: 'priority',
     category: 'category',
@@ -45,8 +53,8 @@ const GROUPS: Record<KindName, Record<string, string>> = {
     proof_id: 'proof_id',
     contact_id: 'contact_id',
     visibility: 'visibility',
-  },
-  thread: {
+  }),
+  thread: table({
     status: 'status',
     author_type: 'author_type',
     author_id: 'author_id',
@@ -54,8 +62,8 @@ const GROUPS: Record<KindName, Record<string, string>> = {
     product_id: 'product_id',
     contact_id: 'contact_id',
     visibility: 'visibility',
-  },
-  record: {
+  }),
+  record: table({
     status: 'status',
     record_type: 'record_type',
     product_id: 'product_id',
@@ -67,11 +75,11 @@ const GROUPS: Record<KindName, Record<string, string>> = {
     author_type: 'author_type',
     contact_id: 'contact_id',
     visibility: 'visibility',
-  },
+  }),
 };
 
-const METRICS: Record<KindName, Record<string, MetricName[]>> = {
-  case: {
+const METRICS: Record<KindName, Table<MetricName[]>> = {
+  case: table({
     count: ['count'],
     avg_close_time: ['avg_close_time_seconds'],
     avg_close_time_seconds: ['avg_close_time_seconds'],
@@ -79,25 +87,30 @@ const METRICS: Record<KindName, Record<string, MetricName[]>> = {
     p50_close_time_seconds: ['p50_close_time_seconds'],
     p95_close_time: ['p95_close_time_seconds'],
     p95_close_time_seconds: ['p95_close_time_seconds'],
-  },
-  thread: {
+  }),
+  thread: table({
     count: ['count'],
     reply_count: ['total_replies', 'avg_replies'],
     total_replies: ['total_replies'],
     avg_replies: ['avg_replies'],
-  },
-  record: { count: ['count'] },
+  }),
+  record: table({ count: ['count'] }),
 };
 
-const TIME_FIELDS: Record<KindName, Record<string, string>> = {
-  case: { created_at: 'created_at', updated_at: 'updated_at', closed_at: 'closed_at' },
-  thread: { created_at: 'created_at', updated_at: 'updated_at', last_reply_at: 'last_reply_at' },
-  record: { created_at: 'created_at', updated_at: 'updated_at', starts_at: 'starts_at', expires_at: 'expires_at' },
+const TIME_FIELDS: Record<KindName, Table<string>> = {
+  case: table({ created_at: 'created_at', updated_at: 'updated_at', closed_at: 'closed_at' }),
+  thread: table({ created_at: 'created_at', updated_at: 'updated_at', last_reply_at: 'last_reply_at' }),
+  record: table({
+    created_at: 'created_at',
+    updated_at: 'updated_at',
+    starts_at: 'starts_at',
+    expires_at: 'expires_at',
+  }),
 };
 
 /** Filters an aggregate accepts, by kind: name → column and value form. */
-const FILTERS: Record<KindName, Record<string, { col: string; form: 'text' | 'status' | 'range' | 'num' }>> = {
-  case: {
+const FILTERS: Record<KindName, Table<{ col: string; form: 'text' | 'status' | 'range' | 'num' }>> = {
+  case: table({
     status: { col: 'status', form: 'status' },
     category: { col: 'category', form: 'text' },
     priority: { col: 'priority', form: 'num' },
@@ -108,8 +121,8 @@ const FILTERS: Record<KindName, Record<string, { col: string; form: 'text' | 'st
     created_at: { col: 'created_at', form: 'range' },
     updated_at: { col: 'updated_at', form: 'range' },
     closed_at: { col: 'closed_at', form: 'range' },
-  },
-  thread: {
+  }),
+  thread: table({
     status: { col: 'status', form: 'status' },
     author_type: { col: 'author_type', form: 'text' },
     author_id: { col: 'author_id', form: 'text' },
@@ -120,8 +133,8 @@ const FILTERS: Record<KindName, Record<string, { col: string; form: 'text' | 'st
     created_at: { col: 'created_at', form: 'range' },
     updated_at: { col: 'updated_at', form: 'range' },
     last_reply_at: { col: 'last_reply_at', form: 'range' },
-  },
-  record: {
+  }),
+  record: table({
     status: { col: 'status', form: 'status' },
     record_type: { col: 'record_type', form: 'text' },
     product_id: { col: 'product_id', form: 'text' },
@@ -134,7 +147,7 @@ const FILTERS: Record<KindName, Record<string, { col: string; form: 'text' | 'st
     updated_at: { col: 'updated_at', form: 'range' },
     starts_at: { col: 'starts_at', form: 'range' },
     expires_at: { col: 'expires_at', form: 'range' },
-  },
+  }),
 };
 
 /** `recordType` → `record_type`, so both spellings name the same field. */
@@ -145,9 +158,9 @@ function filterConditions(kind: KindName, filters: Record<string, unknown>): Con
   for (const [rawName, value] of Object.entries(filters)) {
     if (value === undefined || value === null) continue;
     const name = snake(rawName);
-    const def = FILTERS[kind][name];
+    const def = FILTERS[kind].get(name);
     if (!def) {
-      throw badRequest(`Unknown aggregate filter "${rawName}"; allowed: ${Object.keys(FILTERS[kind]).join(', ')}`, {
+      throw badRequest(`Unknown aggregate filter "${rawName}"; allowed: ${listed(FILTERS[kind])}`, {
         filter: rawName,
       });
     }
@@ -188,25 +201,21 @@ export function parseAggregate(kind: KindName, body: AggregateRequest): Aggregat
   const { filters = {}, groupBy = [], metrics = ['count'], timeSeriesField, timeSeriesInterval, ...topLevel } = body;
   const conditions = [...filterConditions(kind, filters), ...filterConditions(kind, topLevel)];
   const groups = groupBy.map((g) => {
-    const col = GROUPS[kind][snake(g)];
-    if (!col)
-      throw badRequest(`Unknown groupBy "${g}"; allowed: ${Object.keys(GROUPS[kind]).join(', ')}`, { groupBy: g });
+    const col = GROUPS[kind].get(snake(g));
+    if (!col) throw badRequest(`Unknown groupBy "${g}"; allowed: ${listed(GROUPS[kind])}`, { groupBy: g });
     return { name: g, col };
   });
   const names = new Set<MetricName>(['count']);
   for (const m of metrics) {
-    const expanded = METRICS[kind][snake(m)];
-    if (!expanded)
-      throw badRequest(`Unknown metric "${m}"; allowed: ${Object.keys(METRICS[kind]).join(', ')}`, { metric: m });
+    const expanded = METRICS[kind].get(snake(m));
+    if (!expanded) throw badRequest(`Unknown metric "${m}"; allowed: ${listed(METRICS[kind])}`, { metric: m });
     for (const e of expanded) names.add(e);
   }
   let timeSeries: AggregateSpec['timeSeries'];
   if (timeSeriesField !== undefined || timeSeriesInterval !== undefined) {
-    const col = TIME_FIELDS[kind][snake(timeSeriesField ?? 'created_at')];
+    const col = TIME_FIELDS[kind].get(snake(timeSeriesField ?? 'created_at'));
     if (!col) {
-      throw badRequest(
-        `Unknown timeSeriesField "${timeSeriesField}"; allowed: ${Object.keys(TIME_FIELDS[kind]).join(', ')}`,
-      );
+      throw badRequest(`Unknown timeSeriesField "${timeSeriesField}"; allowed: ${listed(TIME_FIELDS[kind])}`);
     }
     const interval = (timeSeriesInterval ?? 'day') as Interval;
     if (!INTERVALS.includes(interval)) throw badRequest(`timeSeriesInterval must be one of ${INTERVALS.join(', ')}`);

@@ -29,6 +29,17 @@ export interface ObjectKind {
 
 const f = (col: string, kind: FieldKind = 'text'): FieldDef => ({ col, kind });
 
+/**
+ * The kind's field of this name, if it has one. Names come from requests, so only the table's
+ * own properties count: `kind.fields.constructor` is Object's, not a column.
+ */
+export const fieldOf = (kind: ObjectKind, name: string): FieldDef | undefined =>
+  Object.hasOwn(kind.fields, name) ? kind.fields[name] : undefined;
+
+/** The column a sort field names, if the kind sorts by it (own properties only, as fieldOf). */
+export const sortColumnOf = (kind: ObjectKind, name: string): string | undefined =>
+  Object.hasOwn(kind.sortable, name) ? kind.sortable[name] : undefined;
+
 const common = {
   visibility: f('visibility'),
   status: f('status'),

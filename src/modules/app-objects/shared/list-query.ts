@@ -7,7 +7,7 @@
  * - `sort=field:asc|desc` over the kind's sortable fields (default `createdAt:desc`)
  */
 import { badRequest } from '../../../platform/errors.ts';
-import type { ObjectKind } from './kinds.ts';
+import { type ObjectKind, sortColumnOf } from './kinds.ts';
 
 export type Condition =
   | { col: string; op: 'eq' | 'prefix' | 'tag' | 'ne'; value: string }
@@ -84,7 +84,7 @@ export function statusCondition(col: string, raw: string): Condition {
 
 export function parseSort(kind: ObjectKind, raw: string | undefined): Order {
   const [field, dirText = 'desc'] = (raw ?? 'createdAt:desc').split(':');
-  const col = kind.sortable[field];
+  const col = sortColumnOf(kind, field);
   const dir = dirText.toLowerCase();
   if (!col || (dir !== 'asc' && dir !== 'desc')) {
     throw badRequest(`sort must be <field>:asc|desc with field one of ${Object.keys(kind.sortable).join(', ')}`, {

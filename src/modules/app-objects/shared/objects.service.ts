@@ -7,10 +7,11 @@
  * removed; a nested object replaces the stored value of its key whole. The merge runs
  * inside one UPDATE statement, so concurrent PATCHes of different keys all survive.
  */
+import type { Sql } from 'sql-template-tag';
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, forbidden, notFound } from '../../../platform/errors.ts';
 import { type AggregateRequest, parseAggregate } from './aggregate.ts';
-import type { ObjectKind, Section } from './kinds.ts';
+import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type FilterDefs, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
 import { type AppObject, type Caller, canSee, isAdmin, isOwner, present, type Row } from './sections.ts';
@@ -49,6 +50,22 @@ export function createValues(caller: Caller, input: Record<string, unknown>): Re
     values.authorType = 'user';
   }
   return values;
+}
+
+/** A create's values as column values: sections as jsonb, fields through the kind's table. */
+export function columnValues(kind: ObjectKind, values: Record<string, unknown>): Record<string, Sql> {
+  const cols: Record<string, Sql> = {};
+  for (const [k, v] of Object.entries(values)) {
+    if (v === undefined) continue;
+    if (MERGED_SECTIONS.has(k)) {
+      cols[k] = repo.value('json', v);
+      continue;
+    }
+    const def = fieldOf(kind, k);
+    if (!def) throw badRequest(`Unknown field ${k}`);
+    cols[def.col] = repo.value(def.kind, v);
+  }
+  return cols;
 }
 
 export class ObjectService {
@@ -144,7 +161,7 @@ export class ObjectService {
         patch.sections[key as Section] = { set, remove };
         continue;
       }
-      const def = this.kind.fields[key];
+      const def = fieldOf(this.kind, key);
       if (!def) throw badRequest(`Unknown field ${key}`);
       patch.columns[def.col] = repo.value(def.kind, v);
       named.push(key);
@@ -166,7 +183,7 @@ export class ObjectService {
         if (JSON.stringify(before) !== JSON.stringify(after)) changedFields.push(name);
         continue;
       }
-      const col = this.kind.fields[name].col;
+      const col = (fieldOf(this.kind, name) as FieldDef).col;
       const before = previous[col] === null || previous[col] === undefined ? null : previous[col];
       const after = norm(row[col]) ?? null;
       const sameTime =

@@ -1,7 +1,6 @@
 /** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
 import { type TSchema, Type } from 'typebox';
-import { SLUG_PATTERN } from '../../../platform/ids.ts';
-import { Closed, CollectionIdParam, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Slug } from '../../../platform/schemas.ts';
 import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
@@ -9,7 +8,7 @@ import { MAX_LIMIT } from './list-query.ts';
 export const Zone = Type.Union([Type.Literal('admin'), Type.Literal('public')], {
   description: '`admin` (admin credential of the collection) or `public` (user token; admins too)',
 });
-export const AppIdParam = Type.String({ pattern: SLUG_PATTERN, description: 'The app id' });
+export const AppIdParam = Slug('The app id');
 export const ObjectIdParam = Type.String({ minLength: 1, maxLength: 100 });
 
 export const AppParams = Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam });
@@ -21,7 +20,7 @@ export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owne
 });
 
 export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
-export const DateText = Type.String({ format: 'date-time', description: 'ISO 8601 timestamp' });
+export const DateText = DateTime('ISO 8601 timestamp');
 
 /** The part of every list's query string that is the same for all kinds. */
 export const commonListQuery = {
@@ -60,6 +59,8 @@ export const AggregateRequest = Type.Object(
   {
     $id: 'AggregateRequest',
     additionalProperties: true,
+    // The five named fields and top-level filters (a kind has at most a dozen).
+    maxProperties: 50,
     description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
   },
 );

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject } from '../../../platform/schemas.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
 
@@ -59,6 +59,7 @@ export const ReplyInput = Type.Object(
   {
     $id: 'ReplyInput',
     additionalProperties: true,
+    maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
     description: 'Any further fields (text, attachments, …) are stored with the reply',
   },
 );

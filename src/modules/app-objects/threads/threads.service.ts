@@ -5,7 +5,7 @@ import { newId } from '../../../platform/ids.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { createValues, ObjectService } from '../shared/objects.service.ts';
+import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
 import { type AppObject, type Caller, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
 import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
@@ -29,12 +29,7 @@ export class ThreadsService extends ObjectService {
 
   async create(collectionId: string, appId: string, caller: Caller, input: CreateThreadInput): Promise<AppObject> {
     const values = createValues(caller, input);
-    const cols: Record<string, ReturnType<typeof objects.value>> = {};
-    for (const [k, v] of Object.entries(values)) {
-      if (v === undefined) continue;
-      if (k === 'data' || k === 'owner' || k === 'admin') cols[k] = objects.value('json', v);
-      else cols[THREAD.fields[k].col] = objects.value(THREAD.fields[k].kind, v);
-    }
+    const cols = columnValues(THREAD, values);
     const row = await objects.insertObject(this.db, THREAD, collectionId, appId, newId(THREAD.idPrefix), cols);
     return this.present(row, caller);
   }

@@ -1,0 +1,62 @@
+/**
+ * Which database failures are the database's weather rather than the caller's mistake or our
+ * bug. A lost connection, a server restarting, a deadlock victim: waiting and trying again
+ * helps, so the HTTP layer answers 503 with `Retry-After` instead of 500, and background work
+ * retries instead of dropping what it held.
+ *
+ * node-postgres reports these three ways: a SQLSTATE in `code` (the server said so before it
+ * went), a Node socket errno in `code` (ECONNRESET…), or only a message (the socket ended with
+ * nothing said). All three are read here, and nowhere else.
+ */
+
+/** SQLSTATEs that mean "the connection or the server is going away / cannot serve now". */
+const UNAVAILABLE_STATES = new Set([
+  '57P01', // admin_shutdown: pg_terminate_backend, a fast shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now: starting up or in recovery
+  '53300', // too_many_connections
+  '55P03', // lock_not_available (lock_timeout)
+  '57014', // query_canceled (statement_timeout)
+]);
+
+/** SQLSTATEs of a transaction that lost a race; running it again normally succeeds. */
+const CONFLICT_STATES = new Set(['40001', '40P01']);
+
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+// node-postgres' own words when a socket ends or a pool cannot hand out a connection.
+const LOST_MESSAGES =
+  /Connection terminated|not queryable|timeout exceeded when trying to connect|Cannot use a pool after calling end|Client was closed|connection error/i;
+
+function codeOf(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/** The connection (or the server behind it) is gone or cannot serve now. */
+export function isConnectionLost(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const code = codeOf(err);
+  if (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code)) return true;
+  const message = (err as { message?: unknown }).message;
+  return !code && typeof message === 'string' && LOST_MESSAGES.test(message);
+}
+
+/** A deadlock victim or a serialization failure: the transaction may simply be run again. */
+export function isRetryableConflict(err: unknown): boolean {
+  return CONFLICT_STATES.has(codeOf(err));
+}
+
+/** Anything where waiting helps: answered 503 with Retry-After over HTTP. */
+export function isTransient(err: unknown): boolean {
+  return isConnectionLost(err) || isRetryableConflict(err);
+}

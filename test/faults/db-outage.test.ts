@@ -1,0 +1,293 @@
+/**
+ * The database goes away under load, and the service rides it out: real processes, a real
+ * PostgreSQL, real connections killed. An API process (ROLE=api) and a worker (ROLE=worker) reach
+ * PostgreSQL through a TCP proxy the test controls, under an application_name the test can
+ * target with pg_terminate_backend; the machine's shared server itself is never stopped.
+ *
+ * What must hold after each fault: both processes are still up; every answer during the fault
+ * was a 2xx or a 503 with Retry-After in the error body (never a 500, never a dropped
+ * connection); /readyz comes back by itself; every write that was answered 2xx is stored, and
+ * every acknowledged link's outbox event reaches the webhook receiver; a job enqueued afterwards
+ * through the API is picked up by the worker although its poll is set to ten minutes, which
+ * only the re-established LISTEN connection (or its catch-up sweep) can do.
+ *
+ * PostgreSQL only: PGlite runs inside the process and has no connection to lose.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUPER_KEY } from '../helpers/app.ts';
+import { createTestDb, onPostgres, type TestDb } from '../helpers/db.ts';
+import { type RunningProcess, spawnTs } from '../helpers/process.ts';
+import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
+import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
+
+const COLLECTION = 'faults';
+const CLIENTS = 8;
+
+let testDb: TestDb;
+let proxy: TcpProxy;
+let admin: pg.Client;
+let api: RunningProcess;
+let worker: RunningProcess;
+let rx: Receiver;
+let key = '';
+const appName = `faults_${randomBytes(4).toString('hex')}`;
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${api.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key || SUPER_KEY}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+}
+
+/** Answers seen under load, and what was acknowledged. */
+interface Load {
+  cases: string[];
+  links: string[];
+  statuses: Map<number, number>;
+  /** Anything that is not a 2xx or a well-formed 503: empty when the service behaved. */
+  bad: string[];
+  stop(): Promise<void>;
+}
+
+function writeLoad(): Load {
+  const load: Load = { cases: [], links: [], statuses: new Map(), bad: [], stop: async () => {} };
+  let running = true;
+  const note = (what: string, res: { status: number; headers: Headers; body: Record<string, unknown> }) => {
+    load.statuses.set(res.status, (load.statuses.get(res.status) ?? 0) + 1);
+    if (res.status >= 200 && res.status < 300) return true;
+    const wellFormed503 =
+      res.status === 503 &&
+      res.headers.get('retry-after') !== null &&
+      res.body?.code === 503 &&
+      typeof res.body?.errorCode === 'string' &&
+      typeof res.body?.requestId === 'string';
+    if (!wellFormed503) load.bad.push(`${what}: ${res.status} ${JSON.stringify(res.body)}`);
+    return false;
+  };
+  const client = async (n: number) => {
+    for (let i = 0; running; i++) {
+      try {
+        // A case with history: created, then its status changed (a history row, one transaction).
+        const created = await call('POST', `/admin/collection/${COLLECTION}/app/desk/cases`, {
+          data: { n, i },
+          status: 'open',
+        });
+        if (note('create case', created)) {
+          const id = created.body.id as string;
+          const patched = await call('PATCH', `/admin/collection/${COLLECTION}/app/desk/cases/${id}`, {
+            status: 'in_progress',
+          });
+          // The case itself was acknowledged by its create; the patch is its own write.
+          load.cases.push(id);
+          note('patch case', patched);
+        }
+        // A link with its outbox event (link.created), written in one transaction.
+        const link = await call('POST', `/admin/collection/${COLLECTION}/links`, {
+          url: `https://example.com/${n}/${i}`,
+        });
+        if (note('create link', link)) load.links.push(link.body.code as string);
+      } catch (err) {
+        // fetch failed: the process is gone or dropped the connection. Never acceptable.
+        load.bad.push(`client ${n}: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  };
+  const clients = Array.from({ length: CLIENTS }, (_, n) => client(n));
+  load.stop = async () => {
+    running = false;
+    await Promise.all(clients);
+  };
+  return load;
+}
+
+async function terminateBackends(): Promise<number> {
+  const { rows } = await admin.query<{ n: number }>(
+    'SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = $1',
+    [appName],
+  );
+  return rows[0].n;
+}
+
+/** Polls /readyz; resolves with how many 503s it saw before the first 200 (deadline 15 s). */
+async function readyAgain(): Promise<number> {
+  let notReady = 0;
+  const until = Date.now() + 15_000;
+  while (Date.now() < until) {
+    const res = await fetch(`${api.url}/readyz`);
+    if (res.status === 200) return notReady;
+    expect(res.status).toBe(503);
+    notReady++;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('/readyz did not answer 200 within 15 s');
+}
+
+/** The API process's LISTEN connection is re-established (its backoff is at most 5 s). */
+async function listenerBack(): Promise<void> {
+  const until = Date.now() + 15_000;
+  for (;;) {
+    const ready = await call('GET', '/readyz');
+    if (ready.status === 200 && ready.body.listener === 'connected') return;
+    if (Date.now() > until) throw new Error(`LISTEN not re-established: ${JSON.stringify(ready.body)}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function expectStored(load: Load): Promise<void> {
+  const cases = await testDb.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM app_cases WHERE collection_id = $1 AND id = ANY($2)',
+    [COLLECTION, load.cases],
+  );
+  expect(cases.rows[0].n).toBe(load.cases.length);
+  const links = await testDb.db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM links WHERE collection_id = $1 AND code = ANY($2)',
+    [COLLECTION, load.links],
+  );
+  expect(links.rows[0].n).toBe(load.links.length);
+  // Every acknowledged link's event is delivered by the worker, outage or not.
+  const want = new Set(load.links);
+  const until = Date.now() + 60_000;
+  const delivered = () => new Set(rx.received.map((r) => r.body.data.code as string));
+  while (Date.now() < until && [...want].some((c) => !delivered().has(c))) {
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  expect([...want].filter((c) => !delivered().has(c))).toEqual([]);
+}
+
+/** A job enqueued through the API is run by the worker well before its 10-minute poll. */
+async function jobPickedUp(): Promise<void> {
+  const created = await call('POST', `/admin/collection/${COLLECTION}/async/jobs`, {
+    task: 'records.import',
+    payload: { appId: 'desk', items: [{ ref: `after-${Date.now()}`, data: {} }] },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(202);
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const job = await call('GET', `/admin/collection/${COLLECTION}/jobs/${created.body.id}`);
+    if (job.body?.status === 'completed') return;
+    if (Date.now() > until) throw new Error(`job not picked up: ${JSON.stringify(job.body)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+function expectAlive(): void {
+  expect(api.child.exitCode).toBeNull();
+  expect(worker.child.exitCode).toBeNull();
+}
+
+describe.skipIf(!onPostgres)('database faults with real processes', () => {
+  beforeAll(async () => {
+    testDb = await createTestDb({ migrate: false });
+    const base = new URL(process.env.TEST_DATABASE_URL as string);
+    admin = new pg.Client({ connectionString: base.toString() });
+    await admin.connect();
+    proxy = await startTcpProxy({ host: base.hostname, port: Number(base.port || 5432) });
+    const url = new URL(testDb.url as string);
+    url.hostname = '127.0.0.1';
+    url.port = String(proxy.port);
+    url.searchParams.set('application_name', appName);
+    rx = await startReceiver();
+    const env = {
+      DATABASE_URL: url.toString(),
+      SUPER_ADMIN_KEY: SUPER_KEY,
+      RATE_LIMIT_MAX: '1000000',
+      LOG_LEVEL: 'fatal',
+      // Ten minutes: a job is picked up in time only through LISTEN or the reconnect sweep.
+      JOBS_POLL_INTERVAL_MS: '600000',
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    };
+    api = await spawnTs('src/server.ts', { env: { ...env, ROLE: 'api' }, readyPath: '/readyz' });
+    // A worker has no HTTP listener: it is ready when its log says so.
+    worker = await spawnTs('src/server.ts', {
+      env: { ...env, ROLE: 'worker', LOG_LEVEL: 'info' },
+      readyLine: 'worker started',
+    });
+    expect((await call('POST', '/platform/collections', { id: COLLECTION, name: 'Faults' })).status).toBe(200);
+    key = (await call('POST', `/admin/collection/${COLLECTION}/api-keys`, { name: 'faults' })).body.key;
+    const hook = await call('POST', '/v1/webhooks', { url: `${rx.url}/hook`, events: ['link.created'] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+    await jobPickedUp();
+  });
+
+  afterAll(async () => {
+    await api?.stop();
+    await worker?.stop();
+    await proxy?.close();
+    await rx?.close();
+    await admin?.end();
+    await testDb?.drop().catch(() => {});
+  });
+
+  it('30 rounds of pg_terminate_backend under write load: 2xx or 503 only, nothing lost, LISTEN back', async () => {
+    const load = writeLoad();
+    await new Promise((r) => setTimeout(r, 500));
+    let terminated = 0;
+    for (let round = 0; round < 30; round++) {
+      terminated += await terminateBackends();
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    await load.stop();
+
+    console.info('terminate rounds:', { terminated, answers: Object.fromEntries(load.statuses) });
+    expect(terminated).toBeGreaterThan(30);
+    expect(load.bad).toEqual([]);
+    expect(load.cases.length).toBeGreaterThan(0);
+    expectAlive();
+    await readyAgain();
+    await listenerBack();
+    await expectStored(load);
+    await jobPickedUp();
+    expectAlive();
+  });
+
+  it('the database unreachable for 10 s, then back: 503 meanwhile, ready again, workers resume', async () => {
+    // Due while the database is away: the worker must run it once it is back.
+    const duringOutage = await call('POST', `/admin/collection/${COLLECTION}/async/jobs`, {
+      task: 'records.import',
+      payload: { appId: 'desk', items: [{ ref: 'due-in-outage', data: {} }] },
+      runAt: new Date(Date.now() + 2000).toISOString(),
+    });
+    expect(duringOutage.status, JSON.stringify(duringOutage.body)).toBe(202);
+    const load = writeLoad();
+    await new Promise((r) => setTimeout(r, 500));
+    const acceptedBefore = proxy.accepted;
+    proxy.cut();
+    const cutAt = Date.now();
+    let readyDuringOutage = 0;
+    while (Date.now() - cutAt < 10_000) {
+      const res = await fetch(`${api.url}/readyz`);
+      if (res.status === 503) readyDuringOutage++;
+      else expect(res.status).toBe(503);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    proxy.restore();
+    await new Promise((r) => setTimeout(r, 1000));
+    await load.stop();
+
+    console.info('10 s outage:', { readyDuringOutage, answers: Object.fromEntries(load.statuses) });
+    expect(readyDuringOutage).toBeGreaterThan(0);
+    expect(load.statuses.get(503) ?? 0).toBeGreaterThan(0);
+    expect(load.bad).toEqual([]);
+    expectAlive();
+    await readyAgain();
+    expect(proxy.accepted).toBeGreaterThan(acceptedBefore);
+    await listenerBack();
+    await expectStored(load);
+    const until = Date.now() + 30_000;
+    for (;;) {
+      const job = await call('GET', `/admin/collection/${COLLECTION}/jobs/${duringOutage.body.id}`);
+      if (job.body?.status === 'completed') break;
+      if (Date.now() > until) throw new Error(`job due in the outage never ran: ${JSON.stringify(job.body)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    await jobPickedUp();
+    expectAlive();
+  });
+});
