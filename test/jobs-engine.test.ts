@@ -177,6 +177,58 @@ describe('claiming', () => {
     expect(runs).toBe(1);
   });
 
+  it('future jobs each run at their time without the poll, however close together they fall due', async () => {
+    // Ten minutes of poll: only the engine's timer can start these in time. One timer stands
+    // for the earliest job; firing, it must find the next ones (two due within milliseconds of
+    // each other, then a later one).
+    const e = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
+    const ranAt = new Map<number, number>();
+    e.registerTask({
+      name: 'timed.one',
+      visible: true,
+      handler: async (ctx) => void ranAt.set(ctx.job.id, Date.now()),
+    });
+    await e.start();
+    const base = Date.now();
+    const offsets = [300, 302, 900];
+    const ids: number[] = [];
+    for (const ms of offsets)
+      ids.push((await e.enqueue(t.testDb.db, a.id, { task: 'timed.one', runAt: new Date(base + ms) })).id);
+    await waitFor(async () => (ranAt.size === ids.length ? true : undefined), 10_000);
+    ids.forEach((id, i) => expect(ranAt.get(id)).toBeGreaterThanOrEqual(base + offsets[i] - 5));
+  });
+
+  it('a claim this worker holds without knowing it (its answer lost) is not kept alive by its heartbeat', async () => {
+    // Lock timeout 600 ms, heartbeat every 200 ms. The engine is busy with a long job the
+    // whole time, so it beats. A job marked claimed by it, which it never received, must
+    // expire and be run; the old heartbeat extended every claim of its id for ever.
+    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '600' });
+    let finishLong: () => void = () => {};
+    const long = new Promise<void>((resolve) => {
+      finishLong = resolve;
+    });
+    const ran: number[] = [];
+    e.registerTask({ name: 'busy.long', visible: true, handler: () => long });
+    e.registerTask({ name: 'lost.claim', visible: true, handler: async (ctx) => void ran.push(ctx.job.id) });
+    await e.start();
+    const busy = await e.enqueue(t.testDb.db, a.id, { task: 'busy.long' });
+    await waitForStatus(t, a, busy.id, ['running']);
+    const lost = await e.enqueue(t.testDb.db, a.id, { task: 'lost.claim', runAt: new Date(Date.now() + 3_600_000) });
+    // What a claim statement that committed while its connection died leaves behind.
+    await t.testDb.db.query(
+      `UPDATE jobs SET status = 'running', attempts = 1, locked_by = $2, locked_at = now(),
+         lock_expires_at = now() + interval '600 milliseconds', run_at = now()
+       WHERE collection_id = $1 AND id = $3`,
+      [a.id, e.workerId, lost.id],
+    );
+    const done = await waitForStatus(t, a, lost.id, ['completed'], 10_000);
+    expect(ran).toEqual([lost.id]);
+    expect(done.attempts).toBe(2);
+    expect((await getJob(t, a, busy.id)).status).toBe('running');
+    finishLong();
+    await waitForStatus(t, a, busy.id, ['completed']);
+  });
+
   it('an attempt that throws leaves the job errored until its backoff has passed, then retried', async () => {
     const e = engineWith({ JOBS_BACKOFF_BASE_MS: '1500' });
     let calls = 0;

@@ -24,6 +24,8 @@ import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 
 const COLLECTION = 'faults';
 const CLIENTS = 8;
+/** Each step has its own deadline (ready 15 s, LISTEN 15 s, deliveries 60 s, a job 30 s). */
+const FAULT_TEST_TIMEOUT_MS = 180_000;
 
 let testDb: TestDb;
 let proxy: TcpProxy;
@@ -157,7 +159,20 @@ async function expectStored(load: Load): Promise<void> {
   while (Date.now() < until && [...want].some((c) => !delivered().has(c))) {
     await new Promise((r) => setTimeout(r, 200));
   }
-  expect([...want].filter((c) => !delivered().has(c))).toEqual([]);
+  const missing = [...want].filter((c) => !delivered().has(c));
+  if (missing.length > 0) {
+    // Where each undelivered event stands, and its delivery job: the failure says why.
+    const stuck = await testDb.db.query(
+      `SELECT e.body::json->'data'->>'code' AS code, d.status, d.attempt_count, d.next_attempt_at,
+         (SELECT json_agg(json_build_object('id', j.id, 'status', j.status, 'attempts', j.attempts,
+                  'run_at', j.run_at, 'locked_by', j.locked_by, 'error', j.last_error))
+            FROM jobs j WHERE j.collection_id = d.collection_id AND j.payload->>'deliveryId' = d.id) AS jobs
+       FROM webhook_deliveries d JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
+       WHERE d.collection_id = $1 AND e.body::json->'data'->>'code' = ANY($2)`,
+      [COLLECTION, missing],
+    );
+    expect.fail(`${missing.length} of ${want.size} events not delivered: ${JSON.stringify(stuck.rows)}`);
+  }
 }
 
 /** A job enqueued through the API is run by the worker well before its 10-minute poll. */
@@ -224,70 +239,78 @@ describe.skipIf(!onPostgres)('database faults with real processes', () => {
     await testDb?.drop().catch(() => {});
   });
 
-  it('30 rounds of pg_terminate_backend under write load: 2xx or 503 only, nothing lost, LISTEN back', async () => {
-    const load = writeLoad();
-    await new Promise((r) => setTimeout(r, 500));
-    let terminated = 0;
-    for (let round = 0; round < 30; round++) {
-      terminated += await terminateBackends();
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    await new Promise((r) => setTimeout(r, 500));
-    await load.stop();
+  it(
+    '30 rounds of pg_terminate_backend under write load: 2xx or 503 only, nothing lost, LISTEN back',
+    async () => {
+      const load = writeLoad();
+      await new Promise((r) => setTimeout(r, 500));
+      let terminated = 0;
+      for (let round = 0; round < 30; round++) {
+        terminated += await terminateBackends();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      await load.stop();
 
-    console.info('terminate rounds:', { terminated, answers: Object.fromEntries(load.statuses) });
-    expect(terminated).toBeGreaterThan(30);
-    expect(load.bad).toEqual([]);
-    expect(load.cases.length).toBeGreaterThan(0);
-    expectAlive();
-    await readyAgain();
-    await listenerBack();
-    await expectStored(load);
-    await jobPickedUp();
-    expectAlive();
-  });
+      console.info('terminate rounds:', { terminated, answers: Object.fromEntries(load.statuses) });
+      expect(terminated).toBeGreaterThan(30);
+      expect(load.bad).toEqual([]);
+      expect(load.cases.length).toBeGreaterThan(0);
+      expectAlive();
+      await readyAgain();
+      await listenerBack();
+      await expectStored(load);
+      await jobPickedUp();
+      expectAlive();
+    },
+    FAULT_TEST_TIMEOUT_MS,
+  );
 
-  it('the database unreachable for 10 s, then back: 503 meanwhile, ready again, workers resume', async () => {
-    // Due while the database is away: the worker must run it once it is back.
-    const duringOutage = await call('POST', `/admin/collection/${COLLECTION}/async/jobs`, {
-      task: 'records.import',
-      payload: { appId: 'desk', items: [{ ref: 'due-in-outage', data: {} }] },
-      runAt: new Date(Date.now() + 2000).toISOString(),
-    });
-    expect(duringOutage.status, JSON.stringify(duringOutage.body)).toBe(202);
-    const load = writeLoad();
-    await new Promise((r) => setTimeout(r, 500));
-    const acceptedBefore = proxy.accepted;
-    proxy.cut();
-    const cutAt = Date.now();
-    let readyDuringOutage = 0;
-    while (Date.now() - cutAt < 10_000) {
-      const res = await fetch(`${api.url}/readyz`);
-      if (res.status === 503) readyDuringOutage++;
-      else expect(res.status).toBe(503);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    proxy.restore();
-    await new Promise((r) => setTimeout(r, 1000));
-    await load.stop();
+  it(
+    'the database unreachable for 10 s, then back: 503 meanwhile, ready again, workers resume',
+    async () => {
+      // Due while the database is away: the worker must run it once it is back.
+      const duringOutage = await call('POST', `/admin/collection/${COLLECTION}/async/jobs`, {
+        task: 'records.import',
+        payload: { appId: 'desk', items: [{ ref: 'due-in-outage', data: {} }] },
+        runAt: new Date(Date.now() + 2000).toISOString(),
+      });
+      expect(duringOutage.status, JSON.stringify(duringOutage.body)).toBe(202);
+      const load = writeLoad();
+      await new Promise((r) => setTimeout(r, 500));
+      const acceptedBefore = proxy.accepted;
+      proxy.cut();
+      const cutAt = Date.now();
+      let readyDuringOutage = 0;
+      while (Date.now() - cutAt < 10_000) {
+        const res = await fetch(`${api.url}/readyz`);
+        if (res.status === 503) readyDuringOutage++;
+        else expect(res.status).toBe(503);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      proxy.restore();
+      await new Promise((r) => setTimeout(r, 1000));
+      await load.stop();
 
-    console.info('10 s outage:', { readyDuringOutage, answers: Object.fromEntries(load.statuses) });
-    expect(readyDuringOutage).toBeGreaterThan(0);
-    expect(load.statuses.get(503) ?? 0).toBeGreaterThan(0);
-    expect(load.bad).toEqual([]);
-    expectAlive();
-    await readyAgain();
-    expect(proxy.accepted).toBeGreaterThan(acceptedBefore);
-    await listenerBack();
-    await expectStored(load);
-    const until = Date.now() + 30_000;
-    for (;;) {
-      const job = await call('GET', `/admin/collection/${COLLECTION}/jobs/${duringOutage.body.id}`);
-      if (job.body?.status === 'completed') break;
-      if (Date.now() > until) throw new Error(`job due in the outage never ran: ${JSON.stringify(job.body)}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    await jobPickedUp();
-    expectAlive();
-  });
+      console.info('10 s outage:', { readyDuringOutage, answers: Object.fromEntries(load.statuses) });
+      expect(readyDuringOutage).toBeGreaterThan(0);
+      expect(load.statuses.get(503) ?? 0).toBeGreaterThan(0);
+      expect(load.bad).toEqual([]);
+      expectAlive();
+      await readyAgain();
+      expect(proxy.accepted).toBeGreaterThan(acceptedBefore);
+      await listenerBack();
+      await expectStored(load);
+      const until = Date.now() + 30_000;
+      for (;;) {
+        const job = await call('GET', `/admin/collection/${COLLECTION}/jobs/${duringOutage.body.id}`);
+        if (job.body?.status === 'completed') break;
+        if (Date.now() > until) throw new Error(`job due in the outage never ran: ${JSON.stringify(job.body)}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      await jobPickedUp();
+      expectAlive();
+    },
+    FAULT_TEST_TIMEOUT_MS,
+  );
 });

@@ -31,6 +31,16 @@
  *   is kept in memory until written: a failed completion write is retried with a bounded
  *   backoff for as long as this engine runs, and the job stays claimed (heart-beaten)
  *   meanwhile, so a live worker's success is never lost and never re-run by another worker.
+ *   A failed attempt's write is kept and retried the same way.
+ * - Claims in doubt: a claim statement can commit while the connection carrying its answer
+ *   dies. Such a job is `running` under this worker's id, but this worker never started it.
+ *   The heartbeat only extends the claims the engine is working on, so an unknown claim
+ *   expires by itself; and after a failed claim round the engine hands back (queued again,
+ *   attempt not counted) every claim of its own it does not know, before claiming again.
+ *   A failed round (sweep, timer, claims) is tried again after a short backoff, not only at
+ *   the next poll.
+ * - Timer: one timer for the earliest known future job; when it fires the round also looks up
+ *   the next future job in the table, so a later one announced meanwhile is not left to the poll.
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
@@ -120,6 +130,14 @@ const MAX_ERROR_LENGTH = 4000;
 /** Retry delays of a completion write that failed: 50 ms doubling up to 5 s, jittered. */
 const COMPLETION_RETRY_BASE_MS = 50;
 const COMPLETION_RETRY_MAX_MS = 5000;
+/**
+ * The earliest a timer for a future job fires: a database clock a little behind ours makes a
+ * due time look past here and future there; this keeps that from becoming a busy loop.
+ */
+const MIN_TIMER_MS = 10;
+/** After a failed round: the next one in about 250 ms, doubling to 5 s while they keep failing. */
+const ROUND_RETRY_BASE_MS = 250;
+const ROUND_RETRY_MAX_MS = 5000;
 
 interface Running {
   row: repo.JobRow;
@@ -150,6 +168,10 @@ export class JobEngine {
   /** Might a named-queue job be claimable? Saves a query per claim round when none are. */
   private queueHint = true;
   private pumpScheduled = false;
+  /** A claim round failed: this worker may hold claims it does not know of (see the design). */
+  private claimsInDoubt = false;
+  private roundFailures = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
   private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
   private completions: { row: repo.JobRow; result: unknown; progress: repo.JobProgress | null; done: () => void }[] =
     [];
@@ -251,6 +273,7 @@ export class JobEngine {
     this.stopping = true;
     clearInterval(this.pollTimer);
     clearTimeout(this.wakeTimer);
+    clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
     // A claim round in flight hands back what it claimed once it sees `stopping`.
     while (this.pumping) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -310,18 +333,39 @@ export class JobEngine {
       const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
       if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
       if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
-      // Arm the timer for the next job in the future, so `runAt` is kept to the millisecond.
-      const next = await repo.nextDue(this.db);
-      if (next !== undefined) this.wake(next);
     } catch (err) {
-      if (!this.stopping) this.log.error({ err }, 'jobs: sweep failed');
+      if (!this.stopping) {
+        this.log.error({ err }, 'jobs: sweep failed; trying again');
+        this.retryRound();
+      }
     }
     await this.pump();
+    try {
+      // Then the timer for the next job in the future (after the claims: what was due is
+      // taken), so `runAt` is kept to the millisecond.
+      const next = await repo.nextDue(this.db);
+      if (next !== undefined && !this.stopping) this.armTimer(Math.max(next, Date.now() + MIN_TIMER_MS));
+    } catch (err) {
+      if (!this.stopping) {
+        this.log.error({ err }, 'jobs: could not look up the next due job; trying again');
+        this.retryRound();
+      }
+    }
+  }
+
+  /** A round (sweep, timer, claims) failed on the database: the whole round again, after a backoff. */
+  private retryRound(): void {
+    this.roundFailures++;
+    const delayMs = backoffMs(this.roundFailures, ROUND_RETRY_BASE_MS, ROUND_RETRY_MAX_MS);
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => void this.tick(), delayMs);
+    this.retryTimer.unref();
   }
 
   private async heartbeat(): Promise<void> {
     if (this.running.size === 0) return;
-    await this.retrying(() => repo.touchLocks(this.db, this.workerId, this.settings.lockTimeoutMs)).catch((err) =>
+    const ids = [...this.running.keys()];
+    await this.retrying(() => repo.touchLocks(this.db, this.workerId, ids, this.settings.lockTimeoutMs)).catch((err) =>
       this.log.error({ err }, 'jobs: heartbeat failed'),
     );
   }
@@ -334,13 +378,21 @@ export class JobEngine {
       this.schedulePump();
       return;
     }
+    this.armTimer(due);
+  }
+
+  /** One timer, for the earliest future job known; firing runs a full round (see tick). */
+  private armTimer(due: number): void {
     if (due >= this.wakeAt) return;
+    const delay = due - Date.now();
     clearTimeout(this.wakeTimer);
     this.wakeAt = due;
     this.wakeTimer = setTimeout(
       () => {
         this.wakeAt = Number.POSITIVE_INFINITY;
-        void this.pump();
+        // A full round, not only claims: it arms the timer again for the next future job (one
+        // announced meanwhile for later than this timer did not move it).
+        void this.tick();
       },
       Math.min(delay, MAX_TIMER_MS),
     );
@@ -393,6 +445,7 @@ export class JobEngine {
     }
     this.pumping = true;
     try {
+      if (this.claimsInDoubt) await this.releaseUnknownClaims();
       do {
         this.pumpAgain = false;
         while (!this.stopping && this.running.size < this.settings.concurrency && this.tasks.size > 0) {
@@ -411,11 +464,32 @@ export class JobEngine {
           if (rows.length === 0) break;
         }
       } while (this.pumpAgain && !this.stopping);
+      this.roundFailures = 0;
     } catch (err) {
       // While stopping, the database may already be closing: nothing to report.
-      if (!this.stopping) this.log.error({ err }, 'jobs: claim failed');
+      if (!this.stopping) {
+        this.claimsInDoubt = true;
+        this.log.error({ err }, 'jobs: claim failed; trying again');
+        this.retryRound();
+      }
     } finally {
       this.pumping = false;
+    }
+  }
+
+  /**
+   * Hands back the claims of this worker that it is not running (called within a claim round,
+   * so no claim of this engine is in flight meanwhile). Throws when the database is still away:
+   * the round then fails and is tried again.
+   */
+  private async releaseUnknownClaims(): Promise<void> {
+    const released = await this.retrying(() => repo.releaseAllBut(this.db, this.workerId, [...this.running.keys()]));
+    this.claimsInDoubt = false;
+    if (released > 0) {
+      this.log.warn({ released }, 'jobs: handed back claims whose answer was lost with the connection');
+      // Other workers may take them (and named queues may have a head again).
+      await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`).catch(() => {});
+      this.queueHint = true;
     }
   }
 
@@ -491,8 +565,9 @@ export class JobEngine {
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
       } else {
         const delay = this.backoff(row.attempts);
-        const r = await this.retrying(() =>
-          repo.fail(this.db, row.collection_id, row.id, this.workerId, outcome.error, delay, entry.lastProgress),
+        const error = outcome.error;
+        const r = await this.untilWritten([row.id], 'a failed attempt', () =>
+          repo.fail(this.db, row.collection_id, row.id, this.workerId, error, delay, entry.lastProgress),
         );
         this.log.warn(
           { jobId: row.id, task: row.task, attempt: row.attempts, status: r?.status, error: outcome.error },
@@ -533,26 +608,39 @@ export class JobEngine {
       result: c.result,
       progress: c.progress,
     }));
+    const jobIds = batch.map((c) => c.row.id);
+    try {
+      const kept = await this.untilWritten(jobIds, 'completions', () =>
+        repo.completeMany(this.db, this.workerId, done),
+      );
+      for (const c of batch)
+        if (!kept.has(c.row.id))
+          this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
+    } catch {
+      // Logged by untilWritten: the engine stopped before the write went through.
+    }
+    for (const c of batch) c.done();
+  }
+
+  /**
+   * An outcome write, tried again with a bounded, jittered backoff until it succeeds or the
+   * engine has stopped (then it throws, and the lock timeout hands the jobs on).
+   */
+  private async untilWritten<T>(jobIds: number[], what: string, write: () => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const kept = await repo.completeMany(this.db, this.workerId, done);
-        for (const c of batch)
-          if (!kept.has(c.row.id))
-            this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
-        break;
+        return await write();
       } catch (err) {
-        const jobIds = batch.map((c) => c.row.id);
         if (this.stopped) {
-          this.log.error({ err, jobIds }, 'jobs: could not record completions; worker stopped, giving up');
-          break;
+          this.log.error({ err, jobIds }, `jobs: could not record ${what}; worker stopped, giving up`);
+          throw err;
         }
         const delayMs = backoffMs(attempt, COMPLETION_RETRY_BASE_MS, COMPLETION_RETRY_MAX_MS);
         const level = isConflictError(err) ? 'warn' : 'error';
-        this.log[level]({ err, jobIds, attempt, delayMs }, 'jobs: could not record completions; retrying');
+        this.log[level]({ err, jobIds, attempt, delayMs }, `jobs: could not record ${what}; retrying`);
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
-    for (const c of batch) c.done();
   }
 
   /** A write of this engine, retried when PostgreSQL aborts it for a deadlock or serialization failure. */

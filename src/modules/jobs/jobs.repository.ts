@@ -193,14 +193,17 @@ async function updateInIdOrder(q: Queryable, pick: Sql, set: Sql, o: { skipLocke
 }
 
 /**
- * Heartbeat: the worker is alive; its claims stay its own for another lock timeout. A claim
- * locked right now (its completion being written) is skipped: it is ending, or the next beat
- * extends it.
+ * Heartbeat: the worker is alive; the claims it is working on stay its own for another lock
+ * timeout. Only the ids it names: a claim this worker holds without knowing it (the claim
+ * committed but its answer was lost with the connection) must expire, not live forever. A
+ * claim locked right now (its completion being written) is skipped: it is ending, or the next
+ * beat extends it.
  */
-export async function touchLocks(q: Queryable, workerId: string, lockTimeoutMs: number): Promise<void> {
+export async function touchLocks(q: Queryable, workerId: string, ids: number[], lockTimeoutMs: number): Promise<void> {
+  if (ids.length === 0) return;
   await updateInIdOrder(
     q,
-    sql`SELECT collection_id, id FROM jobs WHERE locked_by = ${workerId} AND status = 'running'`,
+    sql`SELECT collection_id, id FROM jobs WHERE locked_by = ${workerId} AND status = 'running' AND id = ANY(${ids}::bigint[])`,
     sql`locked_at = now(), lock_expires_at = now() + ${interval(lockTimeoutMs)}`,
     { skipLocked: true },
   );
@@ -276,6 +279,18 @@ export async function fail(
  */
 export async function release(q: Queryable, workerId: string, ids?: number[]): Promise<number> {
   const only = ids ? sql`AND id = ANY(${ids}::bigint[])` : sql``;
+  return releaseWhere(q, workerId, only);
+}
+
+/**
+ * Claims of this worker that it is not working on: a claim whose statement committed while the
+ * connection carrying its answer died. Queued again at once, attempt not counted (it never ran).
+ */
+export async function releaseAllBut(q: Queryable, workerId: string, keep: number[]): Promise<number> {
+  return releaseWhere(q, workerId, sql`AND NOT (id = ANY(${keep}::bigint[]))`);
+}
+
+async function releaseWhere(q: Queryable, workerId: string, only: Sql): Promise<number> {
   const released = await updateInIdOrder(
     q,
     sql`SELECT collection_id, id FROM jobs WHERE locked_by = ${workerId} AND status = 'running' ${only}`,
