@@ -5,7 +5,6 @@
  * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
  * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
  */
-import type { Sql } from 'sql-template-tag';
 import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
