@@ -11,9 +11,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import PgBoss from 'pg-boss';
-import { loadConfig } from '../src/config.ts';
 import { type Db, migrate, openPostgres } from '../src/db/index.ts';
-import { type EngineLogger, JobEngine } from '../src/modules/jobs/index.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 import { startWorker, type WorkerProcess } from '../test/helpers/processes.ts';
 import { benchDatabase, interleaved, type LoadResult, PG_URL, printTable, type Row } from './lib.ts';
 
@@ -62,7 +61,7 @@ interface Engine {
 }
 
 async function ours(db: Db, url: string): Promise<Engine> {
-  const engine = new JobEngine(db, loadConfig({}), quiet);
+  const engine = new JobEngine(db, jobsSettings({}), quiet);
   engine.registerTask({ name: 'test.noop', visible: false, handler: async () => null });
   engine.registerTask({ name: 'test.sleep', visible: true, handler: async () => null });
   await db.query("INSERT INTO collections (id, name) VALUES ('bench', 'Bench')");

@@ -1,7 +1,9 @@
 /**
  * Builds the application from its dependencies; it never listens. Tests build it and call
- * it through `inject`; server.ts builds it and listens. Platform plugins come first (errors,
- * request ids, OpenAPI, rate limits, auth), then each business module's routes under BASE_PATH.
+ * it through `inject`; server.ts builds it and listens. The business modules are built in
+ * one loop over their manifests (platform/module.ts), in dependency order; then come the
+ * platform plugins (errors, request ids, OpenAPI, rate limits, auth), then each module's
+ * routes under BASE_PATH.
  */
 import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
@@ -9,18 +11,19 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
-import { AppObjectsService, appObjectsRoutes, registerAppObjectTasks } from './modules/app-objects/index.ts';
-import { CollectionsService, collectionsRoutes } from './modules/collections/index.ts';
-import { exportTaskDefinition, InteractionsService, interactionsRoutes } from './modules/interactions/index.ts';
-import { JobEngine, JobsService, jobsRoutes } from './modules/jobs/index.ts';
-import { JourneysService, journeysRoutes } from './modules/journeys/index.ts';
-import { LinksService, linksRoutes, parseTrustedProxies } from './modules/links/index.ts';
-import { LocationsService, locationsRoutes } from './modules/locations/index.ts';
-import { WebhooksService, webhooksRoutes } from './modules/webhooks/index.ts';
+import { type AppObjectServices, appObjectsModule } from './modules/app-objects/index.ts';
+import { type CollectionsService, collectionsModule } from './modules/collections/index.ts';
+import { type InteractionsService, interactionsModule } from './modules/interactions/index.ts';
+import { type JobsService, jobsModule } from './modules/jobs/index.ts';
+import { type JourneysService, journeysModule } from './modules/journeys/index.ts';
+import { type LinksService, linksModule, parseTrustedProxies } from './modules/links/index.ts';
+import { type LocationsService, locationsModule } from './modules/locations/index.ts';
+import { type WebhooksService, webhooksModule } from './modules/webhooks/index.ts';
 import { AuthFailureBudget, rateLimitKey, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
 import { registerJsonBodyParser } from './platform/json-body.ts';
+import type { Lifecycle, ModuleManifest, Platform } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { ErrorBody } from './platform/schemas.ts';
 import { buildValidatorCompiler } from './platform/validation.ts';
@@ -32,16 +35,62 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'] | FastifyBaseLogger;
 }
 
+/**
+ * The modules, in dependency order: a module comes after every module it `needs`. Their
+ * routes are registered in this order too.
+ */
+const MODULES = [
+  collectionsModule,
+  locationsModule,
+  jobsModule,
+  webhooksModule,
+  linksModule,
+  appObjectsModule,
+  interactionsModule,
+  journeysModule,
+] as const;
+
+/** Each module's service, by module name (tests reach them through `app.services`). */
 export interface Services {
   collections: CollectionsService;
   locations: LocationsService;
-  appObjects: AppObjectsService;
+  jobs: JobsService;
+  webhooks: WebhooksService;
+  links: LinksService;
+  appObjects: AppObjectServices;
   interactions: InteractionsService;
   journeys: JourneysService;
-  links: LinksService;
-  webhooks: WebhooksService;
-  /** The job engine: modules register their tasks on it in buildApp. */
-  jobs: JobEngine;
+}
+
+interface Built {
+  services: Services;
+  lifecycles: Lifecycle[];
+}
+
+/**
+ * Builds every module: settings parsed (a bad value throws ConfigError here, at start-up),
+ * services created from the services they need, tasks registered on the job engine.
+ */
+function buildModules(platform: Platform, env: Config['env']): Built {
+  const built = new Map<string, unknown>();
+  const lifecycles: Lifecycle[] = [];
+  const manifests = MODULES as readonly ModuleManifest<unknown, unknown, unknown>[];
+  for (const m of manifests) {
+    const deps: Record<string, unknown> = {};
+    for (const name of m.needs) {
+      if (!built.has(name)) throw new Error(`Module "${m.name}" needs "${name}", which is not built before it`);
+      deps[name] = built.get(name);
+    }
+    const service = m.create(platform, m.settings(env, platform), deps);
+    built.set(m.name, service);
+    const lifecycle = m.lifecycle?.(service, platform.role);
+    if (lifecycle) lifecycles.push(lifecycle);
+  }
+  const services = Object.fromEntries(built) as unknown as Services;
+  for (const m of manifests) {
+    for (const task of m.tasks?.(built.get(m.name)) ?? []) services.jobs.engine.registerTask(task);
+  }
+  return { services, lifecycles };
 }
 
 declare module 'fastify' {
@@ -77,27 +126,29 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     schemaController: { compilersFactory: { buildValidator: buildValidatorCompiler as never } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const services: Services = {
-    collections: new CollectionsService(db, config),
-    locations: new LocationsService(db),
-    appObjects: new AppObjectsService(db, config),
-    interactions: new InteractionsService(db, config),
-    journeys: new JourneysService(db, config),
-    links: new LinksService(db, config, app.log),
-    webhooks: new WebhooksService(db, config, app.log),
-    jobs: new JobEngine(db, config, app.log),
-  };
-  services.links.useEvents(services.webhooks);
-  services.webhooks.useJobs(services.jobs);
+  const { services, lifecycles } = buildModules(
+    {
+      db,
+      log: app.log,
+      role: config.role,
+      publicBaseUrl: config.publicBaseUrl,
+      shutdownTimeoutMs: config.shutdownTimeoutMs,
+    },
+    config.env,
+  );
   app.decorate('services', services);
-  registerAppObjectTasks(services.jobs, services.appObjects);
-  services.jobs.registerTask(exportTaskDefinition());
-  // Workers run in ROLE=all and ROLE=worker. preClose: the engine stops (and releases what it
-  // could not finish) before any onClose hook closes the database.
-  if (config.role !== 'api') {
-    app.addHook('onReady', () => services.jobs.start());
-    app.addHook('preClose', () => services.jobs.stop());
-  }
+  // Background work starts once the app is ready, in dependency order. It stops in preClose,
+  // before any onClose hook closes the database: first the requests still running finish
+  // (new ones are answered 503 by then), so that what they leave behind (buffered clicks,
+  // enqueued jobs) is handled; then the modules stop in reverse order (links store their last
+  // clicks while the job engine still runs; the engine releases what it could not finish).
+  app.addHook('onReady', async () => {
+    for (const l of lifecycles) await l.start();
+  });
+  app.addHook('preClose', async () => {
+    await app.drain(config.shutdownTimeoutMs);
+    for (const l of [...lifecycles].reverse()) await l.stop();
+  });
 
   registerErrorHandling(app);
   // Handlers still running for a client that hung up keep no socket open, so the server's own
@@ -167,14 +218,10 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
 
   await app.register(
     async (scoped) => {
-      await scoped.register(collectionsRoutes, { service: services.collections });
-      await scoped.register(locationsRoutes, { service: services.locations });
-      await scoped.register(appObjectsRoutes, { service: services.appObjects });
-      await scoped.register(interactionsRoutes, { service: services.interactions, db });
-      await scoped.register(journeysRoutes, { service: services.journeys });
-      await scoped.register(linksRoutes, { service: services.links });
-      await scoped.register(webhooksRoutes, { service: services.webhooks });
-      await scoped.register(jobsRoutes, { service: new JobsService(db, services.jobs) });
+      for (const m of MODULES as readonly ModuleManifest<unknown, unknown, unknown>[]) {
+        const service = (services as unknown as Record<string, unknown>)[m.name];
+        if (m.routes) await scoped.register(m.routes, { service });
+      }
     },
     { prefix: config.basePath },
   );

@@ -12,7 +12,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
 import { migrate, openDatabase } from './db/index.ts';
-import { CollectionsService, generatedSuperAdminKey } from './modules/collections/index.ts';
+import { CollectionsService, collectionsSettings, generatedSuperAdminKey } from './modules/collections/index.ts';
 import { AppError } from './platform/errors.ts';
 
 const USAGE = `usage: npm run cli -- <command> [options]
@@ -46,7 +46,8 @@ async function main(): Promise<number> {
   const db = await openDatabase(config);
   try {
     await migrate(db);
-    const collections = new CollectionsService(db, config);
+    const settings = collectionsSettings(config.env);
+    const collections = new CollectionsService(db, settings);
     const need = (v: string | undefined, flag: string) => {
       if (!v) throw new AppError(400, 'BAD_REQUEST', `${flag} is required`);
       return v;
@@ -57,7 +58,7 @@ async function main(): Promise<number> {
         out = { migrated: true };
         break;
       case 'super-key':
-        out = config.superAdminKey
+        out = settings.superAdminKey
           ? { superAdminKey: 'set by SUPER_ADMIN_KEY' }
           : { superAdminKey: (await generatedSuperAdminKey(db)).key };
         break;

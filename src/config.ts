@@ -4,7 +4,11 @@
  * surfacing later as a confusing runtime error. Every key is documented in
  * docs/configuration.md and .env.example.
  */
-export type Role = 'api' | 'worker' | 'all';
+
+import type { Role } from './platform/module.ts';
+import { ConfigError, type Env, intFrom } from './platform/settings.ts';
+
+export type { Role };
 
 export interface Config {
   port: number;
@@ -17,9 +21,6 @@ export interface Config {
   databaseConnectTimeoutMs: number;
   basePath: string;
   publicBaseUrl: string;
-  superAdminKey: string | undefined;
-  superAdminFeatures: string[];
-  authSecret: string | undefined;
   logLevel: string;
   role: Role;
   bodyLimitBytes: number;
@@ -33,35 +34,12 @@ export interface Config {
   httpRequestTimeoutMs: number;
   httpKeepAliveTimeoutMs: number;
   httpIdleTimeoutMs: number;
-  authCacheTtlMs: number;
-  userTokenDefaultTtlSeconds: number;
-  userTokenMaxTtlSeconds: number;
   shutdownTimeoutMs: number;
   /** Module-specific settings are read through this so each module parses its own keys once. */
   env: Readonly<Record<string, string | undefined>>;
 }
 
-export class ConfigError extends Error {}
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-export function intFrom(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`);
-  }
-  return value;
-}
-
-export function boolFrom(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (['true', '1', 'yes'].includes(raw.toLowerCase())) return true;
-  if (['false', '0', 'no'].includes(raw.toLowerCase())) return false;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-}
+export { ConfigError };
 
 function normaliseBasePath(raw: string | undefined): string {
   if (!raw || raw === '/') return '';
@@ -84,10 +62,6 @@ export function loadConfig(env: Env = process.env): Config {
   } catch {
     throw new ConfigError(`PUBLIC_BASE_URL must be an absolute http(s) address, got "${env.PUBLIC_BASE_URL}"`);
   }
-  const superAdminKey = env.SUPER_ADMIN_KEY || undefined;
-  if (superAdminKey !== undefined && superAdminKey.length < 16) {
-    throw new ConfigError('SUPER_ADMIN_KEY must be at least 16 characters long');
-  }
   const httpHeadersTimeoutMs = intFrom(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100);
   const httpRequestTimeoutMs = intFrom(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100);
   // Node refuses a headers timeout longer than the whole-request timeout it is part of.
@@ -95,9 +69,6 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(
       `HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`,
     );
-  const authSecret = env.AUTH_SECRET || undefined;
-  if (authSecret !== undefined && authSecret.length < 32)
-    throw new ConfigError('AUTH_SECRET must be at least 32 characters long');
   return {
     port,
     host,
@@ -107,12 +78,6 @@ export function loadConfig(env: Env = process.env): Config {
     databaseConnectTimeoutMs: intFrom(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     basePath,
     publicBaseUrl,
-    superAdminKey,
-    superAdminFeatures: (env.SUPER_ADMIN_FEATURES ?? 'adminApps')
-      .split(',')
-      .map((s) => s.trim())
-      .filter(Boolean),
-    authSecret,
     logLevel: env.LOG_LEVEL || 'info',
     role,
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
@@ -124,9 +89,6 @@ export function loadConfig(env: Env = process.env): Config {
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: intFrom(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000),
     httpIdleTimeoutMs: intFrom(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 1000),
-    authCacheTtlMs: intFrom(env, 'AUTH_CACHE_TTL_MS', 5_000, 0),
-    userTokenDefaultTtlSeconds: intFrom(env, 'USER_TOKEN_DEFAULT_TTL_SECONDS', 3600, 60),
-    userTokenMaxTtlSeconds: intFrom(env, 'USER_TOKEN_MAX_TTL_SECONDS', 30 * 24 * 3600, 60),
     shutdownTimeoutMs: intFrom(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     env,
   };

@@ -27,9 +27,10 @@ async function main(): Promise<void> {
   const db = await openDatabase({ ...config, log });
   await migrate(db);
   let generatedKey: string | undefined;
-  if (!config.superAdminKey) {
+  if (!config.env.SUPER_ADMIN_KEY) {
     const { key, generated } = await generatedSuperAdminKey(db);
-    config = { ...config, superAdminKey: key };
+    // The collections module reads SUPER_ADMIN_KEY from the environment it is given.
+    config = { ...config, env: { ...config.env, SUPER_ADMIN_KEY: key } };
     if (generated) generatedKey = key;
   }
   const app = await buildApp({ config, db, logger: log });
@@ -73,7 +74,10 @@ async function main(): Promise<void> {
     const keepAlive = setInterval(() => {}, 60_000);
     app.addHook('onClose', async () => clearInterval(keepAlive));
     await app.ready();
-    app.log.info({ role: config.role, storage, concurrency: app.services.jobs.settings.concurrency }, 'worker started');
+    app.log.info(
+      { role: config.role, storage, concurrency: app.services.jobs.engine.settings.concurrency },
+      'worker started',
+    );
     return;
   }
   await app.listen({ port: config.port, host: config.host });

@@ -215,8 +215,8 @@ describe('replies', () => {
 
   it('a thread full of replies answers 409 (APP_THREAD_MAX_REPLIES)', async () => {
     // The limit comes from config; a service with a limit of 2 on the same database shows it.
-    const { AppObjectsService } = await import('../src/modules/app-objects/index.ts');
-    const small = new AppObjectsService(t.testDb.db, { ...t.config, env: { APP_THREAD_MAX_REPLIES: '2' } });
+    const { AppObjectServices, appObjectsSettings } = await import('../src/modules/app-objects/index.ts');
+    const small = new AppObjectServices(t.testDb.db, appObjectsSettings({ APP_THREAD_MAX_REPLIES: '2' }));
     const caller = { role: 'admin', actorId: 'k' } as const;
     const th = await small.threads.create(a.id, 'forum', caller, {});
     await small.threads.reply(a.id, 'forum', th.id as string, caller, {});

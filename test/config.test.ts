@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { collectionsSettings } from '../src/modules/collections/index.ts';
+import { createTestDb } from './helpers/db.ts';
 
 describe('config', () => {
   it('runs with no settings at all', () => {
@@ -11,7 +14,6 @@ describe('config', () => {
       databasePoolSize: 10,
       basePath: '',
       publicBaseUrl: 'http://localhost:3000',
-      superAdminFeatures: ['adminApps'],
       role: 'all',
       bodyLimitBytes: 1024 * 1024,
       authFailureLimit: 30,
@@ -36,8 +38,6 @@ describe('config', () => {
       [{ ROLE: 'boss' }, 'ROLE'],
       [{ BASE_PATH: 'api' }, 'BASE_PATH'],
       [{ PUBLIC_BASE_URL: 'ftp://x' }, 'PUBLIC_BASE_URL'],
-      [{ SUPER_ADMIN_KEY: 'short' }, 'SUPER_ADMIN_KEY'],
-      [{ AUTH_SECRET: 'short' }, 'AUTH_SECRET'],
       [{ DATABASE_POOL_SIZE: '0' }, 'DATABASE_POOL_SIZE'],
       [{ RATE_LIMIT_MAX: '-1' }, 'RATE_LIMIT_MAX'],
       [{ AUTH_FAILURE_LIMIT: '0' }, 'AUTH_FAILURE_LIMIT'],
@@ -47,6 +47,29 @@ describe('config', () => {
     ] as const) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);
+    }
+  });
+
+  it('module settings: each module reads its own keys, and a bad one stops the build naming it', async () => {
+    expect(collectionsSettings({})).toMatchObject({ superAdminFeatures: ['adminApps'], authCacheTtlMs: 5000 });
+    for (const name of ['SUPER_ADMIN_KEY', 'AUTH_SECRET'])
+      expect(() => collectionsSettings({ [name]: 'short' })).toThrow(name);
+    const testDb = await createTestDb({ migrate: false });
+    try {
+      for (const [name, value] of [
+        ['SUPER_ADMIN_KEY', 'short'],
+        ['JOBS_LOCK_TIMEOUT_MS', 'soon'],
+        ['WEBHOOK_TIMEOUT_MS', '5'],
+        ['LINK_CODE_LENGTH', '99'],
+        ['APP_THREAD_MAX_REPLIES', '0'],
+        ['INTERACTIONS_ANALYTICS_WORK_MEM_MB', 'lots'],
+      ] as const) {
+        const build = () => buildApp({ config: loadConfig({ [name]: value }), db: testDb.db, logger: false });
+        await expect(build(), name).rejects.toThrow(ConfigError);
+        await expect(build(), name).rejects.toThrow(name);
+      }
+    } finally {
+      await testDb.drop();
     }
   });
 });

@@ -146,7 +146,7 @@ describe('interactions.export task', () => {
       `UPDATE jobs SET finished_at = now() - interval '8 days' WHERE collection_id = $1 AND id = $2`,
       [a.id, job.id],
     );
-    expect((await t.app.services.jobs.sweep()).deleted).toBeGreaterThanOrEqual(1);
+    expect((await t.app.services.jobs.engine.sweep()).deleted).toBeGreaterThanOrEqual(1);
     expect(await stored()).toEqual({ files: 0, chunks: 0 });
     expect((await download(a, job.id)).statusCode).toBe(404);
   });

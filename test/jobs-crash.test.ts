@@ -7,9 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.ts';
 import { type Db, migrate, openPglite } from '../src/db/index.ts';
-import { type EngineLogger, JobEngine } from '../src/modules/jobs/index.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 import { createTestDb, onPostgres, type TestDb } from './helpers/db.ts';
 import { sleep, waitFor } from './helpers/jobs.ts';
 import { startWorker, type WorkerProcess } from './helpers/processes.ts';
@@ -33,7 +32,7 @@ afterAll(() => {
 
 /** An engine that only enqueues (never started), knowing the worker's task names. */
 function enqueuer(db: Db): JobEngine {
-  const engine = new JobEngine(db, loadConfig({}), quiet);
+  const engine = new JobEngine(db, jobsSettings({}), quiet);
   for (const name of ['test.sleep', 'test.noop'])
     engine.registerTask({ name, visible: name === 'test.sleep', handler: async () => null });
   return engine;

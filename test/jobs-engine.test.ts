@@ -3,9 +3,10 @@
  * running, heartbeats versus the lock timeout, graceful stop, retention.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.ts';
-import { type EngineLogger, JobEngine, jobsConfig, type TaskContext } from '../src/modules/jobs/index.ts';
+import { ConfigError } from '../src/config.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 import { badRequest } from '../src/platform/errors.ts';
+import type { TaskContext } from '../src/platform/tasks.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { getJob, sleep, waitFor, waitForStatus } from './helpers/jobs.ts';
 
@@ -18,7 +19,7 @@ const engines: JobEngine[] = [];
 function engineWith(env: Record<string, string> = {}): JobEngine {
   const e = new JobEngine(
     t.testDb.db,
-    loadConfig({ JOBS_POLL_INTERVAL_MS: '100', JOBS_BACKOFF_BASE_MS: '10', ...env }),
+    jobsSettings({ JOBS_POLL_INTERVAL_MS: '100', JOBS_BACKOFF_BASE_MS: '10', ...env }),
     quiet,
   );
   engines.push(e);
@@ -36,13 +37,13 @@ afterAll(async () => {
 
 describe('settings', () => {
   it('heartbeat: a third of the lock timeout by default; JOBS_HEARTBEAT_MS at most half of it', () => {
-    expect(jobsConfig(loadConfig({})).heartbeatMs).toBe(20_000);
-    expect(jobsConfig(loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000' })).heartbeatMs).toBe(1000);
-    expect(jobsConfig(loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: '100' })).heartbeatMs).toBe(100);
+    expect(jobsSettings({}).heartbeatMs).toBe(20_000);
+    expect(jobsSettings({ JOBS_LOCK_TIMEOUT_MS: '3000' }).heartbeatMs).toBe(1000);
+    expect(jobsSettings({ JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: '100' }).heartbeatMs).toBe(100);
     for (const beat of ['1501', '0', 'often']) {
-      const config = loadConfig({ JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: beat });
-      expect(() => jobsConfig(config)).toThrow(ConfigError);
-      expect(() => jobsConfig(config)).toThrow('JOBS_HEARTBEAT_MS');
+      const env = { JOBS_LOCK_TIMEOUT_MS: '3000', JOBS_HEARTBEAT_MS: beat };
+      expect(() => jobsSettings(env)).toThrow(ConfigError);
+      expect(() => jobsSettings(env)).toThrow('JOBS_HEARTBEAT_MS');
     }
   });
 });

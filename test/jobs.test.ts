@@ -11,7 +11,7 @@ const startedAt = new Map<number, number>();
 
 beforeAll(async () => {
   t = await createTestApp({ JOBS_BACKOFF_BASE_MS: '20', JOBS_POLL_INTERVAL_MS: '200', JOBS_CONCURRENCY: '4' });
-  const engine = t.app.services.jobs;
+  const engine = t.app.services.jobs.engine;
   engine.registerTask({
     name: 'test.echo',
     visible: true,
@@ -236,7 +236,7 @@ describe('access and isolation', () => {
   });
 
   it('does not list or show internal jobs', async () => {
-    const { id } = await t.app.services.jobs.enqueue(t.testDb.db, a.id, { task: 'test.internal' });
+    const { id } = await t.app.services.jobs.engine.enqueue(t.testDb.db, a.id, { task: 'test.internal' });
     const res = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs/${id}`, headers: a.auth });
     expect(res.statusCode).toBe(404);
     const list = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs?limit=100`, headers: a.auth });
@@ -335,7 +335,7 @@ describe('roles', () => {
     const api = await createTestApp({ ROLE: 'api' });
     try {
       let ran = false;
-      api.app.services.jobs.registerTask({
+      api.app.services.jobs.engine.registerTask({
         name: 'test.echo',
         visible: true,
         handler: async () => {
@@ -347,7 +347,7 @@ describe('roles', () => {
       await sleep(300);
       expect((await getJob(api, c, id)).status).toBe('queued');
       expect(ran).toBe(false);
-      expect(api.app.services.jobs.activeCount).toBe(0);
+      expect(api.app.services.jobs.engine.activeCount).toBe(0);
     } finally {
       await api.close();
     }

@@ -547,7 +547,7 @@ describe('redelivery and duplicates', () => {
     expect(new Set(got.map((r) => r.raw.toString()))).toHaveLength(1);
 
     // A duplicated job for an attempt already made is skipped.
-    const job = await t.app.services.jobs.enqueue(t.testDb.db, a.id, {
+    const job = await t.app.services.jobs.engine.enqueue(t.testDb.db, a.id, {
       task: 'webhooks.deliver',
       payload: { deliveryId: failed.id, attempt: 1, trigger: 'automatic' },
     });

@@ -1,3 +1,4 @@
+export { inAnalyticsTransaction } from './analytics.ts';
 export type { Db, DbLogger, DbStatus, Queryable, QueryResult, Tx } from './client.ts';
 export { openDatabase, openPglite, openPostgres } from './client.ts';
 export { isConnectionLost, isRetryableConflict, isTransient } from './faults.ts';

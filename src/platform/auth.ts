@@ -13,7 +13,7 @@
  */
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { AppError, forbidden, notFound, unauthorized } from './errors.ts';
+import { AppError, notFound, notPermitted, unauthorized } from './errors.ts';
 
 export type Principal =
   | { kind: 'super'; features: ReadonlySet<string> }
@@ -26,7 +26,7 @@ export type AdminPrincipal = Extract<Principal, { kind: 'admin' }>;
 export type UserPrincipal = Extract<Principal, { kind: 'user' }>;
 
 /** What a caller is allowed to be inside one collection. */
-export type CollectionCaller =
+export type Caller =
   | { role: 'admin'; actorId: string }
   | { role: 'user'; actorId: string; userId: string; contactId: string }
   | { role: 'anonymous'; actorId: null };
@@ -41,7 +41,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal;
     /** Set by a collection guard: the caller's role inside the path's collection. */
-    caller: CollectionCaller;
+    caller: Caller;
   }
 }
 
@@ -230,20 +230,20 @@ function collectionIdOf(req: FastifyRequest): string {
 }
 
 /** Admin of the collection in the path: its own admin key, or the super admin. */
-export function requireCollectionAdmin(req: FastifyRequest): CollectionCaller & { role: 'admin' } {
+export function requireCollectionAdmin(req: FastifyRequest): Caller & { role: 'admin' } {
   const p = req.principal;
   const collectionId = collectionIdOf(req);
   if (p.kind === 'anonymous') throw unauthorized();
   if (p.kind === 'super') return { role: 'admin', actorId: 'super_admin' };
   if (p.kind === 'admin' && p.collectionId === collectionId) return { role: 'admin', actorId: p.keyId };
-  throw forbidden('This credential is not an admin credential of this collection');
+  throw notPermitted('This credential is not an admin credential of this collection');
 }
 
 export function requireSuperAdmin(req: FastifyRequest, feature?: string): SuperPrincipal {
   const p = req.principal;
   if (p.kind === 'anonymous') throw unauthorized();
-  if (p.kind !== 'super') throw forbidden('Only the super admin may perform this operation');
-  if (feature && !p.features.has(feature)) throw forbidden(`The feature flag features.${feature} is required`);
+  if (p.kind !== 'super') throw notPermitted('Only the super admin may perform this operation');
+  if (feature && !p.features.has(feature)) throw notPermitted(`The feature flag features.${feature} is required`);
   return p;
 }
 
@@ -252,7 +252,7 @@ export function requireSuperAdmin(req: FastifyRequest, feature?: string): SuperP
  * admin of it (served with admin rights), or anonymous. A user token or admin key of another
  * collection is refused rather than downgraded to anonymous.
  */
-export function publicCaller(req: FastifyRequest): CollectionCaller {
+export function publicCaller(req: FastifyRequest): Caller {
   const p = req.principal;
   const collectionId = collectionIdOf(req);
   switch (p.kind) {
@@ -261,23 +261,23 @@ export function publicCaller(req: FastifyRequest): CollectionCaller {
     case 'super':
       return { role: 'admin', actorId: 'super_admin' };
     case 'admin':
-      if (p.collectionId !== collectionId) throw forbidden('This credential belongs to another collection');
+      if (p.collectionId !== collectionId) throw notPermitted('This credential belongs to another collection');
       return { role: 'admin', actorId: p.keyId };
     case 'user':
-      if (p.collectionId !== collectionId) throw forbidden('This user token belongs to another collection');
+      if (p.collectionId !== collectionId) throw notPermitted('This user token belongs to another collection');
       return { role: 'user', actorId: p.userId, userId: p.userId, contactId: p.contactId };
   }
 }
 
 /** A public route that needs a signed-in user (or an admin acting for one). */
-export function requireUserOrAdmin(req: FastifyRequest): Exclude<CollectionCaller, { role: 'anonymous' }> {
+export function requireUserOrAdmin(req: FastifyRequest): Exclude<Caller, { role: 'anonymous' }> {
   const caller = publicCaller(req);
   if (caller.role === 'anonymous') throw unauthorized('A user token is required');
   return caller;
 }
 
 /** For `/{zone}/...` routes: `admin` needs an admin credential, `public` a caller as above. */
-export function zoneCaller(req: FastifyRequest, zone: string): CollectionCaller {
+export function callerIn(req: FastifyRequest, zone: string): Caller {
   if (zone === 'admin') return requireCollectionAdmin(req);
   if (zone === 'public') return publicCaller(req);
   throw notFound('Zone');
@@ -310,7 +310,7 @@ export const guard: {
   zone: async (req: FastifyRequest) => {
     const zone = (req.params as { zone?: string }).zone ?? '';
     if (zone === 'admin') return guard.admin(req);
-    req.caller = zoneCaller(req, zone);
+    req.caller = callerIn(req, zone);
   },
   superAdmin:
     (feature?: string) =>

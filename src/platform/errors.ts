@@ -54,8 +54,11 @@ export const badRequest = (message: string, details?: Record<string, unknown>) =
 export const validationFailed = (errors: { path: string; message: string }[], message = 'Request validation failed') =>
   new AppError(400, 'VALIDATION_FAILED', message, { errors });
 export const unauthorized = (message = 'A valid credential is required') => new AppError(401, 'UNAUTHORIZED', message);
-/** The seed answers 401 to unauthorised calls too; errorCode tells the two apart. */
-export const forbidden = (message = 'This credential may not perform this operation') =>
+/**
+ * A valid credential that may not do this: still 401, since the interface answers 401 for
+ * both "who are you?" and "not you" (docs/auth.md); errorCode FORBIDDEN tells them apart.
+ */
+export const notPermitted = (message = 'This credential may not perform this operation') =>
   new AppError(401, 'FORBIDDEN', message);
 export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `${what} not found`);
 export const conflict = (message: string, details?: Record<string, unknown>) =>

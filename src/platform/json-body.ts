@@ -9,8 +9,8 @@
  * with indexOf, a small fraction of what JSON.parse itself costs (see docs/architecture.md).
  */
 import type { FastifyInstance } from 'fastify';
-import { intFrom } from '../config.ts';
 import { AppError } from './errors.ts';
+import { intFrom } from './settings.ts';
 
 export const DEFAULT_JSON_MAX_DEPTH = 64;
 /** Deeper values than this overflow the stack in JSON.stringify or PostgreSQL's jsonb. */

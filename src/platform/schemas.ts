@@ -57,3 +57,10 @@ export const errorResponses = {
 };
 
 export const SuccessBody = Closed({ success: Type.Boolean() });
+
+/**
+ * A reference to a named schema (added with `app.addSchema`) that keeps the schema's static
+ * type: the route then types `req.body` (or a response) from it, and the OpenAPI document
+ * still shows one named component instead of a copy per route.
+ */
+export const ref = <T extends TSchema>(schema: T & { $id: string }): T => Type.Ref(schema.$id) as unknown as T;

@@ -9,8 +9,7 @@
  *   and written later, while the claim stays alive: the job is not run again (both backends).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.ts';
-import { type EngineLogger, JobEngine } from '../../src/modules/jobs/index.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../../src/modules/jobs/index.ts';
 import { createTestDb, onPostgres, type TestDb } from '../helpers/db.ts';
 import { waitFor } from '../helpers/jobs.ts';
 import { startWorker, type WorkerProcess } from '../helpers/processes.ts';
@@ -132,7 +131,7 @@ describe('a completion write that fails is kept and retried', () => {
       END $$;
       CREATE TRIGGER test_refuse_completion BEFORE UPDATE ON jobs
         FOR EACH ROW WHEN (NEW.status = 'completed') EXECUTE FUNCTION test_refuse_completion();`);
-    const config = loadConfig({
+    const settings = jobsSettings({
       JOBS_LOCK_TIMEOUT_MS: '3000',
       JOBS_HEARTBEAT_MS: '50',
       JOBS_POLL_INTERVAL_MS: '200',
@@ -140,7 +139,7 @@ describe('a completion write that fails is kept and retried', () => {
     const runs: number[] = [];
     // Two engines: whichever runs the job, the other sweeps for expired claims all along.
     for (let i = 0; i < 2; i++) {
-      const e = new JobEngine(db, config, log);
+      const e = new JobEngine(db, settings, log);
       e.registerTask({ name: 'test.once', visible: false, handler: async (ctx) => void runs.push(ctx.job.id) });
       engines.push(e);
       await e.start();

@@ -11,7 +11,7 @@
  */
 import { loadConfig } from '../../src/config.ts';
 import { migrate, openDatabase } from '../../src/db/index.ts';
-import { type EngineLogger, JobEngine } from '../../src/modules/jobs/index.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../../src/modules/jobs/index.ts';
 
 const say = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -23,7 +23,7 @@ const logAt = (level: string) => (obj: unknown, msg?: string) => {
   if (level === 'error' || level === 'warn') process.stderr.write(`${JSON.stringify({ level, obj, msg })}\n`);
 };
 const log = { debug: logAt('debug'), info: logAt('info'), warn: logAt('warn'), error: logAt('error') } as EngineLogger;
-const engine = new JobEngine(db, config, log);
+const engine = new JobEngine(db, jobsSettings(config.env, config.shutdownTimeoutMs), log);
 const recordRuns = process.env.RECORD_RUNS === '1';
 const noopMaxMs = Number(process.env.NOOP_MAX_MS ?? 0);
 

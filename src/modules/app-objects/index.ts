@@ -9,9 +9,9 @@
  * - zone: `/admin/...` (admin credential) or `/public/...` (user token) in the path.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import type { Config } from '../../config.ts';
-import { intFrom } from '../../config.ts';
 import type { Db } from '../../db/index.ts';
+import { defineModule } from '../../platform/module.ts';
+import { type Env, intFrom } from '../../platform/settings.ts';
 import { casesRoutes } from './cases/cases.routes.ts';
 import * as CaseS from './cases/cases.schema.ts';
 import { CasesService } from './cases/cases.service.ts';
@@ -19,11 +19,11 @@ import { recordsRoutes } from './records/records.routes.ts';
 import * as RecordS from './records/records.schema.ts';
 import { RecordsService } from './records/records.service.ts';
 import * as Shared from './shared/schema.ts';
+import { appObjectTasks } from './tasks.ts';
 import { threadsRoutes } from './threads/threads.routes.ts';
 import * as ThreadS from './threads/threads.schema.ts';
 import { ThreadsService } from './threads/threads.service.ts';
 
-export { appObjectTasks, registerAppObjectTasks } from './tasks.ts';
 export { CasesService, RecordsService, ThreadsService };
 
 export interface AppObjectsSettings {
@@ -31,23 +31,23 @@ export interface AppObjectsSettings {
   maxReplies: number;
 }
 
-export function appObjectsSettings(config: Config): AppObjectsSettings {
-  return { maxReplies: intFrom(config.env, 'APP_THREAD_MAX_REPLIES', 10_000, 1, 1_000_000) };
+export function appObjectsSettings(env: Env): AppObjectsSettings {
+  return { maxReplies: intFrom(env, 'APP_THREAD_MAX_REPLIES', 10_000, 1, 1_000_000) };
 }
 
-export class AppObjectsService {
+/** The services of the three kinds, one per kind. */
+export class AppObjectServices {
   readonly cases: CasesService;
   readonly threads: ThreadsService;
   readonly records: RecordsService;
-  constructor(db: Db, config: Config) {
-    const settings = appObjectsSettings(config);
+  constructor(db: Db, settings: AppObjectsSettings) {
     this.cases = new CasesService(db);
     this.threads = new ThreadsService(db, settings.maxReplies);
     this.records = new RecordsService(db);
   }
 }
 
-export const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectsService }> = async (app, { service }) => {
+const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectServices }> = async (app, { service }) => {
   for (const schema of [
     Shared.AggregateRequest,
     Shared.AggregateResponse,
@@ -77,3 +77,12 @@ export const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectsService }
   await app.register(threadsRoutes, { service: service.threads });
   await app.register(recordsRoutes, { service: service.records });
 };
+
+export const appObjectsModule = defineModule({
+  name: 'appObjects',
+  needs: [],
+  settings: appObjectsSettings,
+  create: ({ db }, settings) => new AppObjectServices(db, settings),
+  routes: appObjectsRoutes,
+  tasks: (services) => appObjectTasks(services),
+});

@@ -7,31 +7,21 @@
  *   recorded in that case's audit trail (action `status`, actor `job:<id>`).
  * Both report progress. Payloads are validated when enqueued through the API (400 if bad).
  */
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { Type } from 'typebox';
+import { Compile } from 'typebox/compile';
 import { badRequest } from '../../platform/errors.ts';
 import { Closed, OpenObject, Slug } from '../../platform/schemas.ts';
-import type { JobEngine, TaskDefinition } from '../jobs/index.ts';
-import { CASE_FILTERS } from './cases/cases.service.ts';
-import type { AppObjectsService } from './index.ts';
+import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
+import { CASE_FILTERS, type CasesService } from './cases/cases.service.ts';
 import { UpsertRecordInput } from './records/records.schema.ts';
+import type { RecordsService } from './records/records.service.ts';
 import { CASE } from './shared/kinds.ts';
 import { parseList } from './shared/list-query.ts';
 import { FacetRule } from './shared/schema.ts';
-import type { Caller } from './shared/sections.ts';
+import type { Actor } from './shared/sections.ts';
 
 /** Items one `records.import` job may carry (the HTTP bulk-upsert takes 500 at a time). */
 export const IMPORT_MAX_ITEMS = 10_000;
-
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
-  ajv: Ajv,
-) => Ajv;
-// First error only, as for request bodies (platform/validation.ts): the cost of checking a
-// 10,000-item payload, and the message naming what is wrong, stay bounded.
-const ajv = new Ajv({ strict: false });
-addFormats(ajv);
-ajv.addSchema(FacetRule as object);
 
 const ImportPayload = Closed({
   appId: Slug(),
@@ -47,15 +37,14 @@ const BulkStatusPayload = Closed({
     }),
   ),
 });
-const checkImport = ajv.compile(ImportPayload as object);
-const checkBulkStatus = ajv.compile(BulkStatusPayload as object);
-const checkItem = ajv.compile(UpsertRecordInput as object);
+/** Each imported item is checked on its own: a bad item is reported, the others are saved. */
+const checkItem = Compile({ FacetRule }, UpsertRecordInput);
 
-type ImportPayload = { appId: string; items: Record<string, unknown>[] };
-type BulkStatusPayload = { appId: string; status: string; filter?: Record<string, string | number> };
-
-const describe = (errors: typeof checkItem.errors) =>
-  (errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');
+function itemError(index: number, item: unknown): string {
+  // The first error only, as for request bodies (platform/validation.ts).
+  const [first] = checkItem.Errors(item);
+  return `Item ${index}: ${first ? `${first.instancePath || '/'} ${first.message}` : 'is invalid'}`;
+}
 
 function caseFilterConditions(filter: Record<string, string | number> = {}) {
   // Own names only: `constructor` or `toString` is not a filter, even though `in` says so.
@@ -64,23 +53,17 @@ function caseFilterConditions(filter: Record<string, string | number> = {}) {
   return parseList(CASE, CASE_FILTERS, filter, false).conditions;
 }
 
-export function appObjectTasks(service: AppObjectsService): TaskDefinition[] {
+export function appObjectTasks(services: { cases: CasesService; records: RecordsService }): TaskDefinition[] {
   return [
-    {
+    defineTask({
       name: 'records.import',
+      payload: ImportPayload,
       visible: true,
-      parsePayload(payload) {
-        if (!checkImport(payload)) throw badRequest(`Invalid records.import payload: ${describe(checkImport.errors)}`);
-        return payload;
-      },
-      async handler(ctx) {
-        const { appId, items } = ctx.job.payload as ImportPayload;
+      async handler({ appId, items }, ctx) {
         const checked = items.map((item, index) =>
-          checkItem(item)
-            ? { index, item: item as UpsertRecordInput }
-            : { index, error: `Item ${index}: ${describe(checkItem.errors)}` },
+          checkItem.Check(item) ? { index, item: item as UpsertRecordInput } : { index, error: itemError(index, item) },
         );
-        const result = await service.records.importItems(
+        const result = await services.records.importItems(
           ctx.job.collectionId,
           appId,
           checked,
@@ -89,34 +72,27 @@ export function appObjectTasks(service: AppObjectsService): TaskDefinition[] {
         );
         return { total: items.length, ...result };
       },
-    },
-    {
+    }),
+    defineTask({
       name: 'cases.bulkStatus',
+      payload: BulkStatusPayload,
       visible: true,
-      parsePayload(payload) {
-        if (!checkBulkStatus(payload)) {
-          throw badRequest(`Invalid cases.bulkStatus payload: ${describe(checkBulkStatus.errors)}`);
-        }
-        caseFilterConditions((payload as BulkStatusPayload).filter);
+      prepare(payload) {
+        caseFilterConditions(payload.filter);
         return payload;
       },
-      async handler(ctx) {
-        const { appId, status, filter } = ctx.job.payload as BulkStatusPayload;
-        const caller: Caller = { role: 'admin', actorId: `job:${ctx.job.id}` };
-        const result = await service.cases.bulkSetStatus(
+      async handler({ appId, status, filter }, ctx) {
+        const actor: Actor = { role: 'admin', actorId: `job:${ctx.job.id}` };
+        const result = await services.cases.bulkSetStatus(
           ctx.job.collectionId,
           appId,
           caseFilterConditions(filter),
           status,
-          caller,
+          actor,
           (done, total) => ctx.progress({ done, total }),
         );
         return { status, ...result };
       },
-    },
+    }),
   ];
-}
-
-export function registerAppObjectTasks(engine: JobEngine, service: AppObjectsService): void {
-  for (const task of appObjectTasks(service)) engine.registerTask(task);
 }

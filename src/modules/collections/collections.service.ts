@@ -6,12 +6,46 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
-import type { Config } from '../../config.ts';
 import type { Db } from '../../db/index.ts';
 import type { Principal } from '../../platform/auth.ts';
 import { conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { ConfigError, type Env, intFrom } from '../../platform/settings.ts';
 import * as repo from './collections.repository.ts';
+
+export interface CollectionsSettings {
+  /** SUPER_ADMIN_KEY; when unset the server generates one and stores it (see generatedSuperAdminKey). */
+  superAdminKey: string | undefined;
+  /** SUPER_ADMIN_FEATURES: comma-separated features of the super admin (default `adminApps`). */
+  superAdminFeatures: string[];
+  /** AUTH_SECRET signs user tokens; when unset one is generated and stored on first start. */
+  authSecret: string | undefined;
+  /** AUTH_CACHE_TTL_MS: how long this process trusts a resolved admin key (another process's revocation waits this long). */
+  authCacheTtlMs: number;
+  userTokenDefaultTtlSeconds: number;
+  userTokenMaxTtlSeconds: number;
+}
+
+export function collectionsSettings(env: Env): CollectionsSettings {
+  const superAdminKey = env.SUPER_ADMIN_KEY || undefined;
+  if (superAdminKey !== undefined && superAdminKey.length < 16) {
+    throw new ConfigError('SUPER_ADMIN_KEY must be at least 16 characters long');
+  }
+  const authSecret = env.AUTH_SECRET || undefined;
+  if (authSecret !== undefined && authSecret.length < 32)
+    throw new ConfigError('AUTH_SECRET must be at least 32 characters long');
+  return {
+    superAdminKey,
+    superAdminFeatures: (env.SUPER_ADMIN_FEATURES ?? 'adminApps')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    authSecret,
+    authCacheTtlMs: intFrom(env, 'AUTH_CACHE_TTL_MS', 5_000, 0),
+    userTokenDefaultTtlSeconds: intFrom(env, 'USER_TOKEN_DEFAULT_TTL_SECONDS', 3600, 60),
+    userTokenMaxTtlSeconds: intFrom(env, 'USER_TOKEN_MAX_TTL_SECONDS', 30 * 24 * 3600, 60),
+  };
+}
 
 const KEY_PREFIX = 'ck_';
 const TOKEN_ISSUER = 'collection-platform';
@@ -69,7 +103,7 @@ export class CollectionsService {
 
   constructor(
     private readonly db: Db,
-    private readonly config: Config,
+    private readonly settings: CollectionsSettings,
   ) {}
 
   async createCollection(input: { id?: string; name: string }): Promise<Collection> {
@@ -117,8 +151,8 @@ export class CollectionsService {
   ): Promise<{ token: string; expiresAt: string }> {
     if (!(await repo.collectionExists(this.db, collectionId))) throw notFound('Collection');
     const ttl = Math.min(
-      input.ttlSeconds ?? this.config.userTokenDefaultTtlSeconds,
-      this.config.userTokenMaxTtlSeconds,
+      input.ttlSeconds ?? this.settings.userTokenDefaultTtlSeconds,
+      this.settings.userTokenMaxTtlSeconds,
     );
     const exp = Math.floor(Date.now() / 1000) + ttl;
     const token = await new SignJWT({ cid: collectionId, contactId: input.contactId ?? input.userId })
@@ -133,9 +167,9 @@ export class CollectionsService {
 
   /** The credential resolver handed to the auth plugin. */
   resolveCredential = async (credential: string): Promise<Principal | null> => {
-    const superKey = this.config.superAdminKey;
+    const superKey = this.settings.superAdminKey;
     if (superKey && sameSecret(credential, superKey)) {
-      return { kind: 'super', features: new Set(this.config.superAdminFeatures) };
+      return { kind: 'super', features: new Set(this.settings.superAdminFeatures) };
     }
     if (credential.startsWith(KEY_PREFIX)) return this.resolveApiKey(credential);
     if (credential.split('.').length === 3) return this.resolveUserToken(credential);
@@ -149,9 +183,9 @@ export class CollectionsService {
     if (cached && cached.until > now) return cached.principal;
     const row = await repo.findActiveKeyByHash(this.db, hash);
     const principal: Principal | null = row ? { kind: 'admin', collectionId: row.collection_id, keyId: row.id } : null;
-    if (this.config.authCacheTtlMs > 0) {
+    if (this.settings.authCacheTtlMs > 0) {
       if (this.keyCache.size > 10_000) this.keyCache.clear();
-      this.keyCache.set(hash, { principal, until: now + this.config.authCacheTtlMs });
+      this.keyCache.set(hash, { principal, until: now + this.settings.authCacheTtlMs });
     }
     return principal;
   }
@@ -186,7 +220,7 @@ export class CollectionsService {
   private async signingKey(): Promise<Uint8Array> {
     if (!this.tokenKey) {
       const secret =
-        this.config.authSecret ??
+        this.settings.authSecret ??
         (await repo.settingOrInsert(this.db, 'auth_secret', randomBytes(32).toString('base64url')));
       this.tokenKey = new TextEncoder().encode(secret);
     }

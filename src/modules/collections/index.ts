@@ -5,5 +5,23 @@
  * - user token: a signed JWT for a public user of one collection (`sub` = userId, `contactId`).
  * - super admin: the platform operator's key from SUPER_ADMIN_KEY, with a feature map.
  */
-export { collectionsRoutes } from './collections.routes.ts';
-export { type ApiKey, type Collection, CollectionsService, generatedSuperAdminKey } from './collections.service.ts';
+import { defineModule } from '../../platform/module.ts';
+import { collectionsRoutes } from './collections.routes.ts';
+import { CollectionsService, collectionsSettings } from './collections.service.ts';
+
+export {
+  type ApiKey,
+  type Collection,
+  CollectionsService,
+  type CollectionsSettings,
+  collectionsSettings,
+  generatedSuperAdminKey,
+} from './collections.service.ts';
+
+export const collectionsModule = defineModule({
+  name: 'collections',
+  needs: [],
+  settings: collectionsSettings,
+  create: ({ db }, settings) => new CollectionsService(db, settings),
+  routes: collectionsRoutes,
+});

@@ -10,7 +10,23 @@
  * - export: the `interactions.export` job task, its file streamed by the download route.
  */
 
-export { type InteractionsConfig, interactionsConfig } from './interactions.config.ts';
-export { EXPORT_TASK, exportTaskDefinition, openExport, parseExportPayload, runExport } from './interactions.export.ts';
-export { interactionsRoutes } from './interactions.routes.ts';
-export { InteractionsService, originAllowed, toEventRow } from './interactions.service.ts';
+import { defineModule } from '../../platform/module.ts';
+import { exportTask } from './interactions.export.ts';
+import { interactionsRoutes } from './interactions.routes.ts';
+import { InteractionsService } from './interactions.service.ts';
+import { interactionsSettings } from './interactions.settings.ts';
+
+export { EXPORT_TASK } from './interactions.export.ts';
+export { toEventRow } from './interactions.present.ts';
+export { IdField } from './interactions.schema.ts';
+export { InteractionsService, originAllowed } from './interactions.service.ts';
+export { type InteractionsSettings, interactionsSettings } from './interactions.settings.ts';
+
+export const interactionsModule = defineModule({
+  name: 'interactions',
+  needs: [],
+  settings: interactionsSettings,
+  create: ({ db }, settings) => new InteractionsService(db, settings),
+  routes: interactionsRoutes,
+  tasks: () => [exportTask()],
+});

@@ -6,13 +6,12 @@
  * (occurred_at, id), so an export of millions of events never holds more than one page.
  */
 import { Readable } from 'node:stream';
-import { Compile } from 'typebox/compile';
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
-import type { TaskContext, TaskDefinition } from '../jobs/index.ts';
+import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
+import { toEventRow } from './interactions.present.ts';
 import * as repo from './interactions.repository.ts';
 import { ExportPayload } from './interactions.schema.ts';
-import { toEventRow } from './interactions.service.ts';
 
 export const EXPORT_TASK = 'interactions.export';
 const PAGE = 5000;
@@ -20,27 +19,8 @@ const CHUNK_BYTES = 1024 * 1024;
 
 /** The part of the job engine's TaskContext this task uses. */
 export type ExportTaskContext = Pick<TaskContext, 'db' | 'signal' | 'progress'> & {
-  job: Pick<TaskContext['job'], 'id' | 'collectionId' | 'payload'>;
+  job: Pick<TaskContext['job'], 'id' | 'collectionId'>;
 };
-
-const payloadCheck = Compile(ExportPayload);
-
-export function parseExportPayload(payload: unknown): ExportPayload {
-  const p = payload ?? {};
-  if (!payloadCheck.Check(p)) {
-    // The first few errors: a payload with a thousand unknown keys would list each of them.
-    const errors = payloadCheck
-      .Errors(p)
-      .slice(0, 5)
-      .map((e) => `${e.instancePath || 'payload'} ${e.message}`);
-    throw badRequest(`Invalid payload for ${EXPORT_TASK}: ${errors.join('; ')}`, { errors });
-  }
-  const parsed = p as ExportPayload;
-  if (parsed.from && parsed.to && Date.parse(parsed.from) >= Date.parse(parsed.to)) {
-    throw badRequest('payload.from must be before payload.to');
-  }
-  return { format: parsed.format ?? 'ndjson', ...parsed };
-}
 
 const CSV_COLUMNS = [
   'eventId',
@@ -73,9 +53,11 @@ function line(format: 'ndjson' | 'csv', e: repo.EventRow): string {
   return `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`;
 }
 
-export async function runExport(ctx: ExportTaskContext): Promise<{ format: string; rows: number; bytes: number }> {
+export async function runExport(
+  p: ExportPayload,
+  ctx: ExportTaskContext,
+): Promise<{ format: string; rows: number; bytes: number }> {
   const { job, db } = ctx;
-  const p = parseExportPayload(job.payload);
   const format = p.format ?? 'ndjson';
   const filter: repo.EventFilter = {
     from: p.from,
@@ -127,15 +109,20 @@ export async function runExport(ctx: ExportTaskContext): Promise<{ format: strin
   return { format, rows, bytes };
 }
 
-/** The task as the job engine registers it (`visible`: admins enqueue it through the API). */
-export function exportTaskDefinition(): TaskDefinition {
-  return {
+/** The task (`visible`: admins enqueue it through the API). */
+export function exportTask(): TaskDefinition {
+  return defineTask({
     name: EXPORT_TASK,
+    payload: ExportPayload,
     visible: true,
     maxAttempts: 3,
-    parsePayload: parseExportPayload,
-    handler: (ctx: ExportTaskContext) => runExport(ctx),
-  };
+    prepare(p) {
+      if (p.from && p.to && Date.parse(p.from) >= Date.parse(p.to))
+        throw badRequest('payload.from must be before payload.to');
+      return { format: p.format ?? 'ndjson', ...p };
+    },
+    handler: runExport,
+  });
 }
 
 export interface ExportDownload {

@@ -1,6 +1,6 @@
 /** All SQL of the interactions module: types, events, counts, aggregates, exports. */
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Queryable } from '../../db/index.ts';
 import type { AggregateOp, IdField, InteractionPermissions } from './interactions.schema.ts';
 
 export interface TypeRow {
@@ -86,26 +86,6 @@ export async function deleteType(db: Queryable, collectionId: string, id: string
 
 // ---------------------------------------------------------------------------------------------
 // Events
-
-/**
- * Analytics queries (dedupe, aggregates, funnels) sort and hash tens of thousands of rows;
- * PostgreSQL's default 4 MB work_mem sends those to disk. Raised for the one transaction only.
- */
-async function setLocalWorkMem(tx: Queryable, megabytes: number): Promise<void> {
-  if (!Number.isInteger(megabytes) || megabytes < 1) throw new Error('work_mem must be a positive integer');
-  await tx.query(`SET LOCAL work_mem = '${megabytes}MB'`);
-}
-
-/**
- * Runs analytics queries (dedupe, aggregates, funnels: large joins and sorts) in their own
- * transaction with a larger work_mem, so they sort in memory without raising it for everyone.
- */
-export function inAnalyticsTransaction<T>(db: Db, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    await setLocalWorkMem(tx, workMemMb);
-    return fn(tx);
-  });
-}
 
 export interface EventRow {
   collection_id: string;

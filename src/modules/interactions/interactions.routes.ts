@@ -1,15 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Db } from '../../db/index.ts';
 import { guard } from '../../platform/auth.ts';
 import { errorResponses } from '../../platform/schemas.ts';
-import { openExport } from './interactions.export.ts';
 import * as S from './interactions.schema.ts';
 import type { InteractionsService } from './interactions.service.ts';
 
-export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: InteractionsService; db: Db }> = async (
+export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: InteractionsService }> = async (
   app,
-  { service, db },
+  { service },
 ) => {
   for (const schema of [
     S.InteractionTypeRecord,
@@ -222,7 +220,7 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
       },
     },
     async (req, reply) => {
-      const file = await openExport(db, req.params.collectionId, req.params.jobId);
+      const file = await service.openExport(req.params.collectionId, req.params.jobId);
       reply
         .type(file.contentType)
         .header('content-length', file.byteCount)

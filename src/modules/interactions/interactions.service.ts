@@ -4,12 +4,12 @@
  * summaries only where the type allows it. A refusal always names its reason in
  * `details.reason` (see docs/interactions.md for the list).
  */
-import type { Config } from '../../config.ts';
-import type { Db, Queryable } from '../../db/index.ts';
-import type { CollectionCaller } from '../../platform/auth.ts';
+import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { type InteractionsConfig, interactionsConfig } from './interactions.config.ts';
+import { type ExportDownload, openExport } from './interactions.export.ts';
+import { toEventRow } from './interactions.present.ts';
 import * as repo from './interactions.repository.ts';
 import type {
   AdminInteractionsAggregateRequest,
@@ -29,6 +29,7 @@ import type {
   UpdateEventBody,
   UpdateInteractionTypeBody,
 } from './interactions.schema.ts';
+import type { InteractionsSettings } from './interactions.settings.ts';
 
 /** Why a public call was refused; stable codes clients can branch on. */
 export type RefusalReason =
@@ -70,27 +71,6 @@ export function toTypeRecord(r: repo.TypeRow): InteractionTypeRecord {
   return rec;
 }
 
-export function toEventRow(e: repo.EventRow): InteractionEventRow {
-  return {
-    orgId: e.collection_id,
-    collectionId: e.collection_id,
-    eventId: e.event_id,
-    timestamp: e.occurred_at.toISOString(),
-    appId: e.app_id,
-    interactionId: e.interaction_id,
-    scope: e.scope,
-    broadcastId: e.broadcast_id,
-    journeyId: e.journey_id,
-    userId: e.user_id,
-    contactId: e.contact_id,
-    anonId: e.anon_id,
-    outcome: e.outcome,
-    metadata: e.metadata,
-    source: e.source,
-    deleted: e.deleted_at !== null,
-  };
-}
-
 const enabled = (p: InteractionPermissions) => p.enabled !== false;
 
 function checkWindow(p: InteractionPermissions) {
@@ -119,18 +99,19 @@ export function originAllowed(allowed: string[], origin: string | undefined): bo
 }
 
 export class InteractionsService {
-  private readonly settings: InteractionsConfig;
-
   constructor(
     private readonly db: Db,
-    config: Pick<Config, 'env'>,
-  ) {
-    this.settings = interactionsConfig(config.env);
+    private readonly settings: InteractionsSettings,
+  ) {}
+
+  /** A finished export file of this collection (the `interactions.export` task writes it). */
+  openExport(collectionId: string, jobId: number): Promise<ExportDownload> {
+    return openExport(this.db, collectionId, jobId);
   }
 
   /** Runs an analytics query in its own transaction with a larger work_mem. */
   private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return repo.inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
+    return inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
   }
 
   // ------------------------------------------------------------------------------ types
@@ -219,7 +200,7 @@ export class InteractionsService {
    */
   async submit(
     collectionId: string,
-    caller: CollectionCaller,
+    caller: Caller,
     body: SubmitInteractionBody,
     origin: string | undefined,
     now = new Date(),
@@ -387,7 +368,7 @@ export class InteractionsService {
 
   async byUser(
     collectionId: string,
-    caller: CollectionCaller,
+    caller: Caller,
     q: PublicInteractionsByUserRequest,
   ): Promise<InteractionEventRow[]> {
     if (caller.role !== 'user') throw refusal('auth_required', 'A user token is required to read one’s own events');
@@ -404,7 +385,7 @@ export class InteractionsService {
 
   async publicCounts(
     collectionId: string,
-    caller: CollectionCaller,
+    caller: Caller,
     q: PublicInteractionsCountsByOutcomeRequest,
   ): Promise<OutcomeCount[]> {
     const type = await repo.findType(this.db, collectionId, q.interactionId);

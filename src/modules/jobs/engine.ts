@@ -45,32 +45,13 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { type Config, intFrom } from '../../config.ts';
 import { backoffMs, type Db, isConflictError, type Queryable, retryOnConflict, type Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
+import { type Env, intFrom } from '../../platform/settings.ts';
+import type { TaskContext, TaskDefinition } from '../../platform/tasks.ts';
 import * as repo from './jobs.repository.ts';
 
-export interface TaskContext {
-  job: { id: number; collectionId: string; task: string; payload: unknown; attempt: number; maxAttempts: number };
-  /** The engine's database handle (not inside a transaction). */
-  db: Db;
-  /** Aborted when the worker is shutting down and the grace period is over. */
-  signal: AbortSignal;
-  progress(p: { done: number; total?: number; message?: string }): Promise<void>;
-}
-
-export interface TaskDefinition {
-  /** e.g. 'webhooks.deliver', 'interactions.export' */
-  name: string;
-  /** The resolved value is stored as the job's result (JSON). */
-  handler(ctx: TaskContext): Promise<unknown>;
-  /** Listed by GET .../jobs and enqueueable through POST .../async/jobs. Internal tasks: false. */
-  visible: boolean;
-  /** Default from config (JOBS_MAX_ATTEMPTS). */
-  maxAttempts?: number;
-  /** Validates/normalises an API-submitted payload; throw badRequest(...) to refuse it (400). */
-  parsePayload?(payload: unknown): unknown;
-}
+export type { TaskContext, TaskDefinition };
 
 export interface EnqueueOptions {
   task: string;
@@ -84,7 +65,7 @@ export interface EnqueueOptions {
 
 export type EngineLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
 
-export interface JobsConfig {
+export interface JobsSettings {
   /** Jobs one process runs at the same time. */
   concurrency: number;
   pollIntervalMs: number;
@@ -98,8 +79,8 @@ export interface JobsConfig {
   stopTimeoutMs: number;
 }
 
-export function jobsConfig(config: Config): JobsConfig {
-  const env = config.env;
+/** `shutdownTimeoutMs`: the process's own budget (SHUTDOWN_TIMEOUT_MS), which the stop timeout stays under. */
+export function jobsSettings(env: Env, shutdownTimeoutMs = 10_000): JobsSettings {
   const lockTimeoutMs = intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100);
   return {
     concurrency: intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000),
@@ -118,7 +99,7 @@ export function jobsConfig(config: Config): JobsConfig {
     backoffMaxMs: intFrom(env, 'JOBS_BACKOFF_MAX_MS', 3_600_000, 0),
     retentionMs: intFrom(env, 'JOBS_RETENTION_HOURS', 7 * 24, 0, 24 * 3650) * 3_600_000,
     // A little under the process's own shutdown budget, so releasing claims still fits in it.
-    stopTimeoutMs: intFrom(env, 'JOBS_STOP_TIMEOUT_MS', Math.max(0, config.shutdownTimeoutMs - 2000), 0),
+    stopTimeoutMs: intFrom(env, 'JOBS_STOP_TIMEOUT_MS', Math.max(0, shutdownTimeoutMs - 2000), 0),
   };
 }
 
@@ -146,7 +127,6 @@ interface Running {
 }
 
 export class JobEngine {
-  readonly settings: JobsConfig;
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId = `w_${randomBytes(6).toString('hex')}`;
   private readonly tasks = new Map<string, TaskDefinition>();
@@ -178,11 +158,9 @@ export class JobEngine {
 
   constructor(
     private readonly db: Db,
-    config: Config,
+    readonly settings: JobsSettings,
     private readonly log: EngineLogger,
-  ) {
-    this.settings = jobsConfig(config);
-  }
+  ) {}
 
   registerTask(def: TaskDefinition): void {
     if (!/^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*$/.test(def.name))

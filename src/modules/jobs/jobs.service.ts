@@ -32,7 +32,8 @@ export function toJob(r: repo.JobRow): Job {
 export class JobsService {
   constructor(
     private readonly db: Db,
-    private readonly engine: JobEngine,
+    /** The engine: other modules enqueue on it, and their tasks are registered on it. */
+    readonly engine: JobEngine,
   ) {}
 
   async enqueue(collectionId: string, body: EnqueueAsyncJobRequest): Promise<EnqueueAsyncJobResponse> {

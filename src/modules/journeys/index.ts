@@ -7,5 +7,18 @@
  * - entry: a recipient's first event carrying `journeyId`; funnel, stats and recipients all
  *   follow CONTRACT section 6 (docs/journeys.md has a worked example).
  */
-export { journeysRoutes } from './journeys.routes.ts';
+import { defineModule } from '../../platform/module.ts';
+import { interactionsSettings } from '../interactions/index.ts';
+import { journeysRoutes } from './journeys.routes.ts';
+import { JourneysService } from './journeys.service.ts';
+
 export { definedSteps, JourneysService, resolveSteps } from './journeys.service.ts';
+
+export const journeysModule = defineModule({
+  name: 'journeys',
+  needs: [],
+  // The funnel queries run with the interactions module's analytics work_mem.
+  settings: interactionsSettings,
+  create: ({ db }, settings) => new JourneysService(db, settings),
+  routes: journeysRoutes,
+});

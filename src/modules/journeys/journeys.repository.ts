@@ -1,7 +1,7 @@
 /** All SQL of the journeys module: journey CRUD and the funnel over interaction_events. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
-import type { IdField } from '../interactions/interactions.schema.ts';
+import type { IdField } from '../interactions/index.ts';
 
 export interface JourneyRow {
   collection_id: string;

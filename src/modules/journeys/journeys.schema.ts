@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
-import { IdField } from '../interactions/interactions.schema.ts';
+import { IdField } from '../interactions/index.ts';
 
 const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
 

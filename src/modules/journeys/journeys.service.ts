@@ -4,12 +4,10 @@
  * the step, or a request's `stepMappings`). The funnel semantics are CONTRACT section 6,
  * written out with a worked example in docs/journeys.md.
  */
-import type { Config } from '../../config.ts';
-import type { Db, Queryable } from '../../db/index.ts';
+import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { type InteractionsConfig, interactionsConfig } from '../interactions/interactions.config.ts';
-import { inAnalyticsTransaction } from '../interactions/interactions.repository.ts';
+import type { InteractionsSettings } from '../interactions/index.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   CreateJourneyBody,
@@ -120,14 +118,11 @@ function checkWindow(start?: string, end?: string) {
 }
 
 export class JourneysService {
-  private readonly settings: InteractionsConfig;
-
   constructor(
     private readonly db: Db,
-    config: Pick<Config, 'env'>,
-  ) {
-    this.settings = interactionsConfig(config.env);
-  }
+    /** Journeys' funnels are analytics queries of interaction events: they share that module's work_mem setting. */
+    private readonly settings: InteractionsSettings,
+  ) {}
 
   /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
   private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {

@@ -9,7 +9,23 @@
  * - events: `link.created|updated|deleted|clicked`, published to the webhooks outbox in the
  *   transaction of the change.
  */
+import { defineModule } from '../../platform/module.ts';
+import type { WebhooksService } from '../webhooks/index.ts';
+import { linksRoutes } from './links.routes.ts';
+import { LinksService, linksSettings } from './links.service.ts';
+
 export { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from './clicks.ts';
 export { RedirectCache } from './links.cache.ts';
-export { linksRoutes } from './links.routes.ts';
-export { type EventPublisher, LinksService, linksSettings } from './links.service.ts';
+export { type EventPublisher, LinksService, type LinksSettings, linksSettings } from './links.service.ts';
+
+export const linksModule = defineModule({
+  name: 'links',
+  needs: ['webhooks'],
+  settings: linksSettings,
+  create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) =>
+    new LinksService(db, settings, log, publicBaseUrl, deps.webhooks),
+  routes: linksRoutes,
+  // Every role: the redirect cache follows other processes' changes, and the last buffered
+  // clicks are stored on stop (after the requests still running have finished).
+  lifecycle: (service) => ({ start: () => service.start(), stop: () => service.stop() }),
+});

@@ -12,15 +12,6 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
   for (const schema of [S.CreateLinkBody, S.UpdateLinkBody, S.Link, S.LinkPage, S.Click, S.ClickPage]) {
     app.addSchema(schema);
   }
-  // The service's lifecycle rides on the app's: subscribe to changes when ready. On close,
-  // the root's onClose hooks (which close the database) run before this plugin's, so the
-  // last clicks are stored in preClose: once the requests still running have finished (new
-  // ones are refused with 503 by then), the buffer holds every click there will be.
-  app.addHook('onReady', () => service.start());
-  app.addHook('preClose', async () => {
-    await app.drain(5_000);
-    await service.stop();
-  });
   const tags = ['links'];
   const link = { 200: Type.Ref('Link'), ...errorResponses };
   const conflictResponse = { ...Type.Ref('ErrorBody'), description: 'Conflict: the code is already taken' };

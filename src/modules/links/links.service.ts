@@ -4,10 +4,10 @@
  * every process's redirect cache.
  */
 import { randomInt } from 'node:crypto';
-import { type Config, intFrom } from '../../config.ts';
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { type Env, intFrom } from '../../platform/settings.ts';
 import type { NewEvent } from '../webhooks/index.ts';
 import { enrich, GeoIp, parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
@@ -35,10 +35,11 @@ export interface LinksSettings {
   clickBatchSize: number;
   clickBufferMax: number;
   geoipDb: string | undefined;
+  /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (clicks, rate limits). */
+  trustedProxies: TrustedProxies;
 }
 
-export function linksSettings(config: Pick<Config, 'env'>): LinksSettings {
-  const env = config.env;
+export function linksSettings(env: Env): LinksSettings {
   return {
     codeLength: intFrom(env, 'LINK_CODE_LENGTH', 7, 5, 32),
     cacheTtlMs: intFrom(env, 'LINK_CACHE_TTL_MS', 60_000, 0, 3_600_000),
@@ -47,6 +48,7 @@ export function linksSettings(config: Pick<Config, 'env'>): LinksSettings {
     clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 2000, 1, 10_000),
     clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
     geoipDb: env.GEOIP_DB || undefined,
+    trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
   };
 }
 
@@ -78,10 +80,8 @@ function parseTime(raw: string, field: string): Date {
 }
 
 export class LinksService {
-  readonly settings: LinksSettings;
   readonly cache: RedirectCache;
   readonly trusted: TrustedProxies;
-  private events: EventPublisher | undefined;
   private geo: GeoIp | undefined;
   private buffer: RawClick[] = [];
   private timer: NodeJS.Timeout | undefined;
@@ -95,16 +95,15 @@ export class LinksService {
 
   constructor(
     private readonly db: Db,
-    private readonly config: Pick<Config, 'env' | 'publicBaseUrl'>,
+    readonly settings: LinksSettings,
     private readonly log: Log,
+    /** The service's public address, BASE_PATH included: short URLs are built on it. */
+    private readonly publicBaseUrl: string,
+    /** Where link events go: the webhooks module's outbox. */
+    private readonly events: EventPublisher,
   ) {
-    this.settings = linksSettings(config);
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
-    this.trusted = parseTrustedProxies(config.env.TRUSTED_PROXIES);
-  }
-
-  useEvents(events: EventPublisher): void {
-    this.events = events;
+    this.trusted = settings.trustedProxies;
   }
 
   /** Opens the GeoIP database and subscribes to other processes' link changes. */
@@ -131,7 +130,7 @@ export class LinksService {
   }
 
   shortUrl(code: string): string {
-    return `${this.config.publicBaseUrl}/l/${encodeURIComponent(code)}`;
+    return `${this.publicBaseUrl}/l/${encodeURIComponent(code)}`;
   }
 
   private toLink(r: repo.LinkRow): Link {
@@ -164,7 +163,6 @@ export class LinksService {
   }
 
   private async publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<void> {
-    if (!this.events) throw new Error('links: no event publisher attached');
     await this.events.publish(q, collectionId, events);
   }
 

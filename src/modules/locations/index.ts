@@ -3,5 +3,16 @@
  * - search: a collection sees its own locations and the global ones together.
  * - public get: anyone may read one location by id; the collection form falls back to global.
  */
-export { locationsRoutes } from './locations.routes.ts';
-export { LocationsService } from './locations.service.ts';
+import { defineModule, noSettings } from '../../platform/module.ts';
+import { locationsRoutes } from './locations.routes.ts';
+import { LocationsService } from './locations.service.ts';
+
+export { LocationsService };
+
+export const locationsModule = defineModule({
+  name: 'locations',
+  needs: [],
+  settings: noSettings,
+  create: ({ db }) => new LocationsService(db),
+  routes: locationsRoutes,
+});

@@ -8,18 +8,39 @@
  *   with backoff; 10 consecutive failed attempts disable the registration.
  * - SSRF guard: receivers must resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
  */
+import { defineModule } from '../../platform/module.ts';
+import type { JobsService } from '../jobs/index.ts';
+import { webhooksRoutes } from './webhooks.routes.ts';
+import { WebhooksService } from './webhooks.service.ts';
+import { webhooksSettings } from './webhooks.settings.ts';
+
 export { WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
 export { forbiddenAddressReason } from './ssrf.ts';
-export { webhooksConfig } from './webhooks.config.ts';
-export { webhooksRoutes } from './webhooks.routes.ts';
 export { EVENT_TYPES, type EventType, TEST_EVENT_TYPE } from './webhooks.schema.ts';
 export {
   DELIVER_TASK,
   type DeliverPayload,
   type JobQueue,
   type NewEvent,
-  parseDeliverPayload,
   retryDelayMs,
   WebhooksService,
 } from './webhooks.service.ts';
+export { type WebhooksSettings, webhooksSettings } from './webhooks.settings.ts';
+
+export const webhooksModule = defineModule({
+  name: 'webhooks',
+  needs: ['jobs'],
+  settings: webhooksSettings,
+  create: ({ db, log }, settings, deps: { jobs: JobsService }) =>
+    new WebhooksService(db, settings, log, deps.jobs.engine),
+  routes: webhooksRoutes,
+  tasks: (service) => [service.deliverTask()],
+  // Housekeeping in worker processes; every process closes the sender's connections.
+  lifecycle: (service, role) => ({
+    start: () => {
+      if (role !== 'api') service.startHousekeeping();
+    },
+    stop: () => service.close(),
+  }),
+});

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { forbidden, unauthorized } from '../../platform/errors.ts';
+import { notPermitted, unauthorized } from '../../platform/errors.ts';
 import { errorResponses, SuccessBody } from '../../platform/schemas.ts';
 import { emptyBodyIsObject } from '../../platform/validation.ts';
 import * as S from './webhooks.schema.ts';
@@ -21,7 +21,7 @@ declare module 'fastify' {
 async function collectionAdminKey(req: FastifyRequest): Promise<void> {
   const p = req.principal;
   if (p.kind === 'anonymous') throw unauthorized();
-  if (p.kind !== 'admin') throw forbidden('Webhook registrations need a collection admin API key');
+  if (p.kind !== 'admin') throw notPermitted('Webhook registrations need a collection admin API key');
   req.webhookCollectionId = p.collectionId;
   req.caller = { role: 'admin', actorId: p.keyId };
 }
@@ -44,8 +44,6 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
   ]) {
     app.addSchema(schema);
   }
-  app.addHook('onReady', async () => service.startHousekeeping());
-  app.addHook('onClose', () => service.close());
   const tags = ['webhooks'];
   const webhook = { 200: Type.Ref('Webhook'), ...errorResponses };
   const opts = { onRequest: collectionAdminKey };

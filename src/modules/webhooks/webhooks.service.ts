@@ -14,15 +14,15 @@
  * run again (`retryOnConflict`). The registration cap is checked under a per-collection
  * lock, so parallel creates cannot overshoot it.
  */
-import type { Config } from '../../config.ts';
+
+import { type Static, Type } from 'typebox';
 import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
-import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
+import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import type { TaskDefinition } from '../jobs/index.ts';
+import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
 import { type AttemptResult, WebhookSender } from './sender.ts';
 import { newSecret, signatureHeaders } from './signing.ts';
 import { literalHostReason } from './ssrf.ts';
-import { type WebhooksConfig, webhooksConfig } from './webhooks.config.ts';
 import * as repo from './webhooks.repository.ts';
 import {
   type CreateWebhookBody,
@@ -35,6 +35,7 @@ import {
   type UpdateWebhookBody,
   type Webhook,
 } from './webhooks.schema.ts';
+import type { WebhooksSettings } from './webhooks.settings.ts';
 
 export const DELIVER_TASK = 'webhooks.deliver';
 
@@ -47,12 +48,18 @@ export interface JobQueue {
   ): Promise<unknown>;
 }
 
-export interface DeliverPayload {
-  deliveryId: string;
+const DeliverPayload = Type.Object({
+  deliveryId: Type.String({ maxLength: 64 }),
   /** The attempt number this job makes (1 = first); anything else already happened. */
-  attempt: number;
-  trigger: 'automatic' | 'retry' | 'redeliver' | 'test';
-}
+  attempt: Type.Integer({ minimum: 1 }),
+  trigger: Type.Union([
+    Type.Literal('automatic'),
+    Type.Literal('retry'),
+    Type.Literal('redeliver'),
+    Type.Literal('test'),
+  ]),
+});
+export type DeliverPayload = Static<typeof DeliverPayload>;
 
 interface Log {
   warn(obj: object, msg?: string): void;
@@ -119,7 +126,7 @@ function toDelivery(d: repo.DeliveryRow, attempts: repo.AttemptRow[]): Delivery 
  * jitter, at least what Retry-After asked for, never more than the cap.
  */
 export function retryDelayMs(
-  cfg: Pick<WebhooksConfig, 'retryBaseMs' | 'retryFactor' | 'retryMaxDelayMs'>,
+  cfg: Pick<WebhooksSettings, 'retryBaseMs' | 'retryFactor' | 'retryMaxDelayMs'>,
   retry: number,
   retryAfterMs: number | null,
   random: () => number = Math.random,
@@ -130,19 +137,15 @@ export function retryDelayMs(
 }
 
 export class WebhooksService {
-  readonly settings: WebhooksConfig;
   private readonly sender: WebhookSender;
-  private jobs: JobQueue | undefined;
-
-  private readonly role: Config['role'];
 
   constructor(
     private readonly db: Db,
-    config: Pick<Config, 'env'> & Partial<Pick<Config, 'role'>>,
+    readonly settings: WebhooksSettings,
     private readonly log: Log,
+    /** Where deliveries are queued: the job engine (modules/jobs). */
+    private readonly jobs: JobQueue,
   ) {
-    this.settings = webhooksConfig(config);
-    this.role = config.role ?? 'all';
     this.sender = new WebhookSender({
       allowPrivateNetworks: this.settings.allowPrivateNetworks,
       timeoutMs: this.settings.timeoutMs,
@@ -150,25 +153,28 @@ export class WebhooksService {
     });
   }
 
-  /** Connects delivery to the job engine and registers the delivery task (once, in buildApp). */
-  useJobs(jobs: JobQueue & { registerTask(def: TaskDefinition): void }): void {
-    this.jobs = jobs;
-    jobs.registerTask({
+  /**
+   * The delivery task. The engine's own retries only cover a crash or a database error inside
+   * the handler; failed deliveries are scheduled by this module (runAttempt).
+   */
+  deliverTask(): TaskDefinition {
+    return defineTask({
       name: DELIVER_TASK,
+      payload: DeliverPayload,
       visible: false,
       maxAttempts: 5,
-      handler: (ctx) => this.runAttempt(ctx.db, ctx.job.collectionId, parseDeliverPayload(ctx.job.payload), ctx.signal),
+      handler: (payload, ctx) => this.runAttempt(ctx.db, ctx.job.collectionId, payload, ctx.signal),
     });
   }
 
   private pruneTimer: NodeJS.Timeout | undefined;
 
   /**
-   * In worker processes (ROLE all or worker), hourly: delete finished deliveries past the
+   * Hourly (in worker processes, see the manifest): delete finished deliveries past the
    * retention, and forget secrets whose grace period after a rotation is over.
    */
   startHousekeeping(): void {
-    if (this.pruneTimer || this.role === 'api') return;
+    if (this.pruneTimer) return;
     const run = () => {
       void this.prune().catch((err: unknown) => this.log.warn({ err }, 'webhooks: pruning the delivery log failed'));
       void this.forgetRetiredSecrets().catch((err: unknown) =>
@@ -341,7 +347,6 @@ export class WebhooksService {
   }
 
   private async enqueue(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void> {
-    if (!this.jobs) throw new Error('webhooks: no job engine attached');
     // The engine's own retries only cover a crash or a database error inside the handler;
     // delivery failures are scheduled by this module.
     await this.jobs.enqueue(q, collectionId, { task: DELIVER_TASK, payload, runAt, maxAttempts: 5 });
@@ -534,18 +539,4 @@ export class WebhooksService {
     });
     return { outcome: result.outcome, error: result.error, final: true };
   }
-}
-
-/** Validates a job payload read back from the queue. */
-export function parseDeliverPayload(p: unknown): DeliverPayload {
-  const v = p as Partial<DeliverPayload> | null;
-  if (
-    !v ||
-    typeof v.deliveryId !== 'string' ||
-    typeof v.attempt !== 'number' ||
-    !['automatic', 'retry', 'redeliver', 'test'].includes(String(v.trigger))
-  ) {
-    throw new AppError(400, 'BAD_REQUEST', 'webhooks.deliver payload is malformed');
-  }
-  return v as DeliverPayload;
 }

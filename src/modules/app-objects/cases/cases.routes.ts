@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import { emptyBodyIsObject } from '../../../platform/validation.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { adminOnly, callerOf, signedIn } from '../shared/guards.ts';
+import { actorOf, adminOnly, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './cases.schema.ts';
 import type { CasesService } from './cases.service.ts';
@@ -29,7 +29,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
       },
     },
     async (req) =>
-      service.create(req.params.collectionId, req.params.appId, callerOf(req), req.body as S.CreateCaseInput),
+      service.create(req.params.collectionId, req.params.appId, actorOf(req), req.body as S.CreateCaseInput),
   );
 
   app.get(
@@ -45,7 +45,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         response: { 200: listOf('AppCase'), ...errorResponses },
       },
     },
-    async (req) => service.list(req.params.collectionId, req.params.appId, callerOf(req), req.query),
+    async (req) => service.list(req.params.collectionId, req.params.appId, actorOf(req), req.query),
   );
 
   app.post(
@@ -63,7 +63,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
       },
     },
     async (req) =>
-      service.aggregate(req.params.collectionId, req.params.appId, callerOf(req), req.body as AggregateBody),
+      service.aggregate(req.params.collectionId, req.params.appId, actorOf(req), req.body as AggregateBody),
   );
 
   app.post(
@@ -90,7 +90,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
       onRequest: signedIn,
       schema: { tags, operationId: 'cases_get', summary: 'Get a case', params: CaseParams, response: one },
     },
-    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.caseId, callerOf(req)),
+    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.caseId, actorOf(req)),
   );
 
   app.patch(
@@ -112,7 +112,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         req.params.collectionId,
         req.params.appId,
         req.params.caseId,
-        callerOf(req),
+        actorOf(req),
         req.body as S.UpdateCaseInput,
       ),
   );
@@ -129,7 +129,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         response: { 200: SuccessResponse, ...errorResponses },
       },
     },
-    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.caseId, callerOf(req)),
+    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.caseId, actorOf(req)),
   );
 
   app.get(
@@ -144,7 +144,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         response: { 200: Type.Ref('CaseOneSummary'), ...errorResponses },
       },
     },
-    async (req) => service.caseSummary(req.params.collectionId, req.params.appId, req.params.caseId, callerOf(req)),
+    async (req) => service.caseSummary(req.params.collectionId, req.params.appId, req.params.caseId, actorOf(req)),
   );
 
   app.post(
@@ -166,7 +166,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         req.params.collectionId,
         req.params.appId,
         req.params.caseId,
-        callerOf(req),
+        actorOf(req),
         req.body as S.AppendHistoryInput,
       ),
   );
@@ -184,7 +184,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         response: { 200: S.CaseHistory, ...errorResponses },
       },
     },
-    async (req) => service.history(req.params.collectionId, req.params.appId, req.params.caseId, callerOf(req)),
+    async (req) => service.history(req.params.collectionId, req.params.appId, req.params.caseId, actorOf(req)),
   );
 
   app.get(
@@ -199,6 +199,6 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
         response: { 200: S.RelatedResponse, ...errorResponses },
       },
     },
-    async (req) => service.related(req.params.collectionId, req.params.appId, req.params.caseId, callerOf(req)),
+    async (req) => service.related(req.params.collectionId, req.params.appId, req.params.caseId, actorOf(req)),
   );
 };

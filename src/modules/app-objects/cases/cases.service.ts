@@ -10,7 +10,7 @@ import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { type BuiltPatch, columnValues, ObjectService } from '../shared/objects.service.ts';
-import { type AppObject, type Caller, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
+import { type Actor, type AppObject, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
 
@@ -28,14 +28,14 @@ export const CASE_FILTERS: FilterDefs = {
   closedAt: { col: 'closed_at', op: 'date' },
 };
 
-const actor = (c: Caller) => ({ actorId: c.actorId, actorRole: c.role });
+const actor = (c: Actor) => ({ actorId: c.actorId, actorRole: c.role });
 
 export class CasesService extends ObjectService {
   constructor(db: Db) {
     super(db, CASE);
   }
 
-  async create(collectionId: string, appId: string, caller: Caller, input: CreateCaseInput): Promise<AppObject> {
+  async create(collectionId: string, appId: string, caller: Actor, input: CreateCaseInput): Promise<AppObject> {
     const values: Record<string, unknown> = { ...input };
     if (!isAdmin(caller)) {
       const refused = ['status', 'assignedTo', 'contactId'].filter(
@@ -68,7 +68,7 @@ export class CasesService extends ObjectService {
    * An admin's list of live cases filtered by status alone (the common dashboard query) takes
    * its exact total from the status counters instead of counting matching rows.
    */
-  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
     return this.listWith(collectionId, appId, caller, query, CASE_FILTERS, [], (spec) => {
       if (!isAdmin(caller) || spec.includeDeleted) return undefined;
       if (spec.conditions.length > 1) return undefined;
@@ -91,7 +91,7 @@ export class CasesService extends ObjectService {
     collectionId: string,
     appId: string,
     id: string,
-    caller: Caller,
+    caller: Actor,
     body: UpdateCaseInput,
   ): Promise<AppObject> {
     const built = this.withClosedAt(this.buildPatch(body as Record<string, unknown>, caller), body.status);
@@ -109,7 +109,7 @@ export class CasesService extends ObjectService {
     });
   }
 
-  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
     await this.db.transaction(async (tx) => {
       await this.remove(tx, collectionId, appId, id, caller);
       await repo.insertHistory(tx, collectionId, {
@@ -124,7 +124,7 @@ export class CasesService extends ObjectService {
   }
 
   /** Admin: append an entry to the owner's or admin's history, optionally changing status/priority/assignee. */
-  async appendHistory(collectionId: string, appId: string, id: string, caller: Caller, input: AppendHistoryInput) {
+  async appendHistory(collectionId: string, appId: string, id: string, caller: Actor, input: AppendHistoryInput) {
     const target = input.historyTarget ?? 'admin';
     const entry = { ...input.entry, at: new Date().toISOString(), actorId: caller.actorId };
     const named = [
@@ -152,7 +152,7 @@ export class CasesService extends ObjectService {
   }
 
   /** The audit trail, oldest first. Owners see it without admin-only entries and admin-section fields. */
-  async history(collectionId: string, appId: string, id: string, caller: Caller) {
+  async history(collectionId: string, appId: string, id: string, caller: Actor) {
     await this.readable(this.db, collectionId, appId, id, caller);
     const rows = await repo.listHistory(this.db, collectionId, id, HISTORY_LIMIT);
     const admin = seesAdminSection(caller);
@@ -194,7 +194,7 @@ export class CasesService extends ObjectService {
   }
 
   /** One case with counts of its related objects, its age, time to close and last activity. */
-  async caseSummary(collectionId: string, appId: string, id: string, caller: Caller) {
+  async caseSummary(collectionId: string, appId: string, id: string, caller: Actor) {
     const row = await this.readable(this.db, collectionId, appId, id, caller);
     const threads = await objects.countChildren(this.db, THREAD, collectionId, appId, caller, 'case', id);
     const records = await objects.countChildren(this.db, RECORD, collectionId, appId, caller, 'case', id);
@@ -215,7 +215,7 @@ export class CasesService extends ObjectService {
     };
   }
 
-  async related(collectionId: string, appId: string, id: string, caller: Caller) {
+  async related(collectionId: string, appId: string, id: string, caller: Actor) {
     await this.readable(this.db, collectionId, appId, id, caller);
     const threads = await objects.childrenOf(this.db, THREAD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
     const records = await objects.childrenOf(this.db, RECORD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
@@ -234,7 +234,7 @@ export class CasesService extends ObjectService {
     appId: string,
     conditions: Condition[],
     status: string,
-    caller: Caller,
+    caller: Actor,
     progress: (done: number, total: number) => Promise<void> = async () => {},
     batchSize = 200,
   ): Promise<{ matched: number; changed: number; unchanged: number }> {
@@ -262,7 +262,7 @@ export class CasesService extends ObjectService {
     appId: string,
     ids: string[],
     status: string,
-    caller: Caller,
+    caller: Actor,
   ): Promise<number> {
     let changed = 0;
     for (const id of ids) {

@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import { emptyBodyIsObject } from '../../../platform/validation.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { adminOnly, callerOf, signedIn } from '../shared/guards.ts';
+import { actorOf, adminOnly, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './records.schema.ts';
 import type { RecordsService } from './records.service.ts';
@@ -31,7 +31,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       },
     },
     async (req) =>
-      service.create(req.params.collectionId, req.params.appId, callerOf(req), req.body as S.CreateRecordInput),
+      service.create(req.params.collectionId, req.params.appId, actorOf(req), req.body as S.CreateRecordInput),
   );
 
   app.get(
@@ -48,7 +48,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
         response: { 200: listOf('AppRecord'), ...errorResponses },
       },
     },
-    async (req) => service.list(req.params.collectionId, req.params.appId, callerOf(req), req.query),
+    async (req) => service.list(req.params.collectionId, req.params.appId, actorOf(req), req.query),
   );
 
   app.post(
@@ -66,7 +66,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       },
     },
     async (req) =>
-      service.aggregate(req.params.collectionId, req.params.appId, callerOf(req), req.body as AggregateBody),
+      service.aggregate(req.params.collectionId, req.params.appId, actorOf(req), req.body as AggregateBody),
   );
 
   app.post(
@@ -88,7 +88,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       },
     },
     async (req) =>
-      service.upsert(req.params.collectionId, req.params.appId, callerOf(req), req.body as S.UpsertRecordInput),
+      service.upsert(req.params.collectionId, req.params.appId, actorOf(req), req.body as S.UpsertRecordInput),
   );
 
   app.post(
@@ -129,7 +129,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       onRequest: signedIn,
       schema: { tags, operationId: 'records_get', summary: 'Get a record', params: RecordParams, response: one },
     },
-    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.recordId, callerOf(req)),
+    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.recordId, actorOf(req)),
   );
 
   app.patch(
@@ -150,7 +150,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
         req.params.collectionId,
         req.params.appId,
         req.params.recordId,
-        callerOf(req),
+        actorOf(req),
         req.body as S.UpdateRecordInput,
       ),
   );
@@ -167,7 +167,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
         response: { 200: SuccessResponse, ...errorResponses },
       },
     },
-    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.recordId, callerOf(req)),
+    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.recordId, actorOf(req)),
   );
 
   app.post(
@@ -182,6 +182,6 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
         response: { ...one, ...conflictResponse },
       },
     },
-    async (req) => service.restore(req.params.collectionId, req.params.appId, req.params.recordId, callerOf(req)),
+    async (req) => service.restore(req.params.collectionId, req.params.appId, req.params.recordId, actorOf(req)),
   );
 };

@@ -12,7 +12,7 @@ import { RECORD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
-import { type AppObject, type Caller, isAdmin } from '../shared/sections.ts';
+import { type Actor, type AppObject, isAdmin } from '../shared/sections.ts';
 import * as repo from './records.repository.ts';
 import type { BulkDeleteInput, CreateRecordInput, UpdateRecordInput, UpsertRecordInput } from './records.schema.ts';
 
@@ -103,14 +103,14 @@ export class RecordsService extends ObjectService {
     return { cols, insertOnly };
   }
 
-  async create(collectionId: string, appId: string, caller: Caller, input: CreateRecordInput): Promise<AppObject> {
+  async create(collectionId: string, appId: string, caller: Actor, input: CreateRecordInput): Promise<AppObject> {
     const values = createValues(caller, input);
     const { cols } = this.columns(collectionId, values, true);
     const row = await objects.insertObject(this.db, RECORD, collectionId, appId, newId(RECORD.idPrefix), cols);
     return this.present(row, caller);
   }
 
-  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
     const extra: Condition[] = [];
     if (typeof query.customId === 'string') {
       extra.push({ col: 'custom_id_normalized', op: 'eq', value: normaliseCustomId(query.customId) });
@@ -125,7 +125,7 @@ export class RecordsService extends ObjectService {
     return this.listWith(collectionId, appId, caller, query, RECORD_FILTERS, extra);
   }
 
-  async patch(collectionId: string, appId: string, id: string, caller: Caller, body: UpdateRecordInput) {
+  async patch(collectionId: string, appId: string, id: string, caller: Actor, body: UpdateRecordInput) {
     const built = this.buildPatch(body as Record<string, unknown>, caller);
     if (isAdmin(caller)) {
       const { cols } = this.columns(collectionId, body as Record<string, unknown>, false);
@@ -137,12 +137,12 @@ export class RecordsService extends ObjectService {
     return this.present(done.row, caller);
   }
 
-  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
     await this.remove(this.db, collectionId, appId, id, caller);
     return { success: true };
   }
 
-  async restore(collectionId: string, appId: string, id: string, caller: Caller): Promise<AppObject> {
+  async restore(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
     const row = await objects.restore(this.db, RECORD, collectionId, appId, id);
     if (!row) throw notFound('Record');
     return this.present(row, caller);
@@ -153,7 +153,7 @@ export class RecordsService extends ObjectService {
     return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), cols, insertOnly);
   }
 
-  async upsert(collectionId: string, appId: string, caller: Caller, input: UpsertRecordInput) {
+  async upsert(collectionId: string, appId: string, caller: Actor, input: UpsertRecordInput) {
     const row = await this.upsertOne(this.db, collectionId, appId, input);
     return { ...this.present(row, caller), created: row.created };
   }

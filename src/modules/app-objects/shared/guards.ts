@@ -6,8 +6,8 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { guard } from '../../../platform/auth.ts';
-import { forbidden, unauthorized } from '../../../platform/errors.ts';
-import type { Caller } from './sections.ts';
+import { notPermitted, unauthorized } from '../../../platform/errors.ts';
+import type { Actor } from './sections.ts';
 
 export async function signedIn(req: FastifyRequest): Promise<void> {
   await guard.zone(req);
@@ -17,10 +17,10 @@ export async function signedIn(req: FastifyRequest): Promise<void> {
 /** Operations the original marks "admin only" (summary, history append, bulk writes, restore). */
 export async function adminOnly(req: FastifyRequest): Promise<void> {
   await signedIn(req);
-  if (req.caller.role !== 'admin') throw forbidden('Only an admin of the collection may perform this operation');
+  if (req.caller.role !== 'admin') throw notPermitted('Only an admin of the collection may perform this operation');
 }
 
-export const callerOf = (req: FastifyRequest): Caller => ({
-  ...(req.caller as Caller),
+export const actorOf = (req: FastifyRequest): Actor => ({
+  ...(req.caller as Actor),
   publicZone: (req.params as { zone?: string }).zone === 'public',
 });

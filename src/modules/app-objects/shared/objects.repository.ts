@@ -8,7 +8,7 @@ import type { Queryable } from '../../../db/index.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
 import type { FieldKind, ObjectKind, Section } from './kinds.ts';
 import type { Condition, ListSpec } from './list-query.ts';
-import type { Caller, Row } from './sections.ts';
+import type { Actor, Row } from './sections.ts';
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -60,7 +60,7 @@ export function renderCondition(c: Condition): Sql {
 }
 
 /** What the caller may see: admins everything (deleted only on request); users public and their own. */
-export function visibleTo(caller: Caller, includeDeleted = false): Sql[] {
+export function visibleTo(caller: Actor, includeDeleted = false): Sql[] {
   if (caller.role === 'admin') return includeDeleted ? [] : [sql`deleted_at IS NULL`];
   return [
     sql`deleted_at IS NULL`,
@@ -104,7 +104,7 @@ export async function listObjects(
   kind: ObjectKind,
   collectionId: string,
   appId: string,
-  caller: Caller,
+  caller: Actor,
   spec: ListSpec,
   /** A cheaper exact count for this list, when the kind has one; undefined to count rows. */
   fastCount?: () => Promise<number | undefined>,
@@ -214,7 +214,7 @@ export async function restore(
 }
 
 /** The objects of an app pointing at a parent that the caller may see. */
-const childrenWhere = (collectionId: string, appId: string, caller: Caller, parentType: string, parentId: string) =>
+const childrenWhere = (collectionId: string, appId: string, caller: Actor, parentType: string, parentId: string) =>
   join(
     [
       ...scope(collectionId, appId),
@@ -231,7 +231,7 @@ export async function childrenOf(
   kind: ObjectKind,
   collectionId: string,
   appId: string,
-  caller: Caller,
+  caller: Actor,
   parentType: string,
   parentId: string,
   limit: number,
@@ -248,7 +248,7 @@ export async function countChildren(
   kind: ObjectKind,
   collectionId: string,
   appId: string,
-  caller: Caller,
+  caller: Actor,
   parentType: string,
   parentId: string,
 ): Promise<{ count: number; last: Date | null }> {
@@ -276,7 +276,7 @@ export async function aggregate(
   kind: ObjectKind,
   collectionId: string,
   appId: string,
-  caller: Caller,
+  caller: Actor,
   spec: AggregateSpec,
 ): Promise<{
   totals: Record<string, number | null>;

@@ -9,12 +9,12 @@
  */
 import type { Sql } from 'sql-template-tag';
 import type { Db, Queryable } from '../../../db/index.ts';
-import { badRequest, forbidden, notFound } from '../../../platform/errors.ts';
+import { badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
 import { type AggregateRequest, parseAggregate } from './aggregate.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type FilterDefs, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
-import { type AppObject, type Caller, canSee, isAdmin, isOwner, present, type Row } from './sections.ts';
+import { type Actor, type AppObject, canSee, isAdmin, isOwner, present, type Row } from './sections.ts';
 
 export interface Page {
   data: AppObject[];
@@ -36,7 +36,7 @@ const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice
  * contactId and author come from the token (sending them is a 400, not silently replaced),
  * the admin section is dropped, and admin visibility is refused.
  */
-export function createValues(caller: Caller, input: Record<string, unknown>): Record<string, unknown> {
+export function createValues(caller: Actor, input: Record<string, unknown>): Record<string, unknown> {
   const values: Record<string, unknown> = { ...input };
   if (isAdmin(caller)) return values;
   const refused = ['authorId', 'authorType', 'contactId'].filter((k) => input[k] !== undefined);
@@ -74,12 +74,12 @@ export class ObjectService {
     readonly kind: ObjectKind,
   ) {}
 
-  present(row: Row, caller: Caller): AppObject {
+  present(row: Row, caller: Actor): AppObject {
     return present(this.kind, row, caller);
   }
 
   /** The object if the caller may see it; 404 otherwise (existence is not leaked). */
-  async readable(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller): Promise<Row> {
+  async readable(q: Queryable, collectionId: string, appId: string, id: string, caller: Actor): Promise<Row> {
     const row = await repo.findObject(q, this.kind, collectionId, appId, id);
     if (!row || !canSee(caller, row)) throw notFound(label(this.kind));
     return row;
@@ -91,23 +91,23 @@ export class ObjectService {
    * public zone); 401 FORBIDDEN for another contact's object (ids are random, so this tells
    * nothing a caller could have guessed).
    */
-  async writable(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller): Promise<Row> {
+  async writable(q: Queryable, collectionId: string, appId: string, id: string, caller: Actor): Promise<Row> {
     const row = await repo.findObject(q, this.kind, collectionId, appId, id);
     if (!row || row.deleted_at !== null) throw notFound(label(this.kind));
     if (isAdmin(caller)) return row;
     if (row.visibility === 'admin') throw notFound(label(this.kind));
     if (isOwner(caller, row)) return row;
-    throw forbidden(`Only the owner of this ${this.kind.name} or an admin may change it`);
+    throw notPermitted(`Only the owner of this ${this.kind.name} or an admin may change it`);
   }
 
-  async get(collectionId: string, appId: string, id: string, caller: Caller): Promise<AppObject> {
+  async get(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
     return this.present(await this.readable(this.db, collectionId, appId, id, caller), caller);
   }
 
   async listWith(
     collectionId: string,
     appId: string,
-    caller: Caller,
+    caller: Actor,
     query: Record<string, unknown>,
     filters: FilterDefs,
     extra: Condition[] = [],
@@ -135,7 +135,7 @@ export class ObjectService {
    * `admin` section is ignored; any field outside the kind's owner-updatable list is a 400
    * naming every such field.
    */
-  buildPatch(body: Record<string, unknown>, caller: Caller): BuiltPatch {
+  buildPatch(body: Record<string, unknown>, caller: Actor): BuiltPatch {
     const entries = Object.entries(body).filter(([k, v]) => v !== undefined && (isAdmin(caller) || k !== 'admin'));
     if (!isAdmin(caller)) {
       const refused = entries.map(([k]) => k).filter((k) => !this.kind.ownerUpdatable.includes(k));
@@ -198,7 +198,7 @@ export class ObjectService {
     return { changedFields, changes };
   }
 
-  async update(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller, built: BuiltPatch) {
+  async update(q: Queryable, collectionId: string, appId: string, id: string, caller: Actor, built: BuiltPatch) {
     const row = await this.writable(q, collectionId, appId, id, caller);
     // The owner condition is repeated in the UPDATE itself, so the check and the write agree.
     const done = await repo.patchObject(
@@ -214,7 +214,7 @@ export class ObjectService {
     return { ...done, ...this.changes(done.previous, done.row, built.named) };
   }
 
-  async remove(q: Queryable, collectionId: string, appId: string, id: string, caller: Caller): Promise<Row> {
+  async remove(q: Queryable, collectionId: string, appId: string, id: string, caller: Actor): Promise<Row> {
     const row = await this.writable(q, collectionId, appId, id, caller);
     const [deleted] = await repo.softDelete(
       q,
@@ -228,7 +228,7 @@ export class ObjectService {
     return deleted;
   }
 
-  async aggregate(collectionId: string, appId: string, caller: Caller, body: AggregateRequest) {
+  async aggregate(collectionId: string, appId: string, caller: Actor, body: AggregateRequest) {
     const spec = parseAggregate(this.kind.name, body);
     const { totals, groups, timeSeries } = await repo.aggregate(this.db, this.kind, collectionId, appId, caller, spec);
     return {

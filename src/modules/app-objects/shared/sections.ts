@@ -5,11 +5,11 @@
  * `owner` (its owner only), `admin` (nobody: 404). Every response passes through `present`,
  * so stripping cannot be forgotten by one route.
  */
-import type { CollectionCaller } from '../../../platform/auth.ts';
+import type { Caller } from '../../../platform/auth.ts';
 import type { ObjectKind } from './kinds.ts';
 
 /** The callers of app-object routes: anonymous callers are refused by the routes' guard. */
-export type Caller = Exclude<CollectionCaller, { role: 'anonymous' }> & {
+export type Actor = Exclude<Caller, { role: 'anonymous' }> & {
   /** Called on the `/public/...` zone: the `admin` section is never returned there, even to admins. */
   publicZone?: boolean;
 };
@@ -23,15 +23,15 @@ export type Row = Record<string, unknown> & {
 };
 export type AppObject = Record<string, unknown>;
 
-export const isAdmin = (c: Caller): c is Caller & { role: 'admin' } => c.role === 'admin';
-export const isOwner = (c: Caller, row: Pick<Row, 'contact_id'>) =>
+export const isAdmin = (c: Actor): c is Actor & { role: 'admin' } => c.role === 'admin';
+export const isOwner = (c: Actor, row: Pick<Row, 'contact_id'>) =>
   c.role === 'user' && row.contact_id !== null && row.contact_id === c.contactId;
 
 /** Only admins on the admin zone ever receive the `admin` section. */
-export const seesAdminSection = (c: Caller) => isAdmin(c) && !c.publicZone;
+export const seesAdminSection = (c: Actor) => isAdmin(c) && !c.publicZone;
 
 /** Whether the caller may read this (not deleted) object at all. */
-export function canSee(c: Caller, row: Row): boolean {
+export function canSee(c: Actor, row: Row): boolean {
   if (isAdmin(c)) return true;
   if (row.deleted_at !== null) return false;
   if (row.visibility === 'public') return true;
@@ -41,7 +41,7 @@ export function canSee(c: Caller, row: Row): boolean {
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : v);
 
 /** A stored row as the API object the caller may see: every field, sections stripped by role. */
-export function present(kind: ObjectKind, row: Row, c: Caller): AppObject {
+export function present(kind: ObjectKind, row: Row, c: Actor): AppObject {
   const out: AppObject = {
     id: row.id,
     // The original is multi-organisation; here the collection is the organisation.

@@ -3,7 +3,7 @@ import sql, { join } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { findObject, visibleTo } from '../shared/objects.repository.ts';
-import type { Caller, Row } from '../shared/sections.ts';
+import type { Actor, Row } from '../shared/sections.ts';
 
 /**
  * Appends one reply, increments replyCount and sets lastReplyAt in a single UPDATE: N
@@ -16,7 +16,7 @@ export async function appendReply(
   collectionId: string,
   appId: string,
   threadId: string,
-  caller: Caller,
+  caller: Actor,
   reply: Record<string, unknown> & { at: string },
   maxReplies: number,
 ): Promise<Row | undefined> {

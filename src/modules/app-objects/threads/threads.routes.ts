@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { errorResponses } from '../../../platform/schemas.ts';
 import { emptyBodyIsObject } from '../../../platform/validation.ts';
 import type { AggregateRequest as AggregateBody } from '../shared/aggregate.ts';
-import { callerOf, signedIn } from '../shared/guards.ts';
+import { actorOf, signedIn } from '../shared/guards.ts';
 import { AppParams, listOf, objectParams, SuccessResponse } from '../shared/schema.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
@@ -29,7 +29,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
       },
     },
     async (req) =>
-      service.create(req.params.collectionId, req.params.appId, callerOf(req), req.body as S.CreateThreadInput),
+      service.create(req.params.collectionId, req.params.appId, actorOf(req), req.body as S.CreateThreadInput),
   );
 
   app.get(
@@ -45,7 +45,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
         response: { 200: listOf('AppThread'), ...errorResponses },
       },
     },
-    async (req) => service.list(req.params.collectionId, req.params.appId, callerOf(req), req.query),
+    async (req) => service.list(req.params.collectionId, req.params.appId, actorOf(req), req.query),
   );
 
   app.post(
@@ -63,7 +63,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
       },
     },
     async (req) =>
-      service.aggregate(req.params.collectionId, req.params.appId, callerOf(req), req.body as AggregateBody),
+      service.aggregate(req.params.collectionId, req.params.appId, actorOf(req), req.body as AggregateBody),
   );
 
   app.get(
@@ -72,7 +72,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
       onRequest: signedIn,
       schema: { tags, operationId: 'threads_get', summary: 'Get a thread', params: ThreadParams, response: one },
     },
-    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.threadId, callerOf(req)),
+    async (req) => service.get(req.params.collectionId, req.params.appId, req.params.threadId, actorOf(req)),
   );
 
   app.patch(
@@ -94,7 +94,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
         req.params.collectionId,
         req.params.appId,
         req.params.threadId,
-        callerOf(req),
+        actorOf(req),
         req.body as S.UpdateThreadInput,
       ),
   );
@@ -111,7 +111,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
         response: { 200: SuccessResponse, ...errorResponses },
       },
     },
-    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.threadId, callerOf(req)),
+    async (req) => service.delete(req.params.collectionId, req.params.appId, req.params.threadId, actorOf(req)),
   );
 
   app.post(
@@ -133,7 +133,7 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
         req.params.collectionId,
         req.params.appId,
         req.params.threadId,
-        callerOf(req),
+        actorOf(req),
         req.body as S.ReplyInput,
       ),
   );

@@ -1,12 +1,12 @@
 /** Thread rules: public create (author and owner from the token), owner edits, soft delete, atomic replies. */
 import type { Db } from '../../../db/index.ts';
-import { badRequest, conflict, forbidden, notFound } from '../../../platform/errors.ts';
+import { badRequest, conflict, notFound, notPermitted } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
-import { type AppObject, type Caller, canSee, isAdmin } from '../shared/sections.ts';
+import { type Actor, type AppObject, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
 import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
 
@@ -27,30 +27,30 @@ export class ThreadsService extends ObjectService {
     super(db, THREAD);
   }
 
-  async create(collectionId: string, appId: string, caller: Caller, input: CreateThreadInput): Promise<AppObject> {
+  async create(collectionId: string, appId: string, caller: Actor, input: CreateThreadInput): Promise<AppObject> {
     const values = createValues(caller, input);
     const cols = columnValues(THREAD, values);
     const row = await objects.insertObject(this.db, THREAD, collectionId, appId, newId(THREAD.idPrefix), cols);
     return this.present(row, caller);
   }
 
-  list(collectionId: string, appId: string, caller: Caller, query: Record<string, unknown>) {
+  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
     return this.listWith(collectionId, appId, caller, query, THREAD_FILTERS);
   }
 
-  async patch(collectionId: string, appId: string, id: string, caller: Caller, body: UpdateThreadInput) {
+  async patch(collectionId: string, appId: string, id: string, caller: Actor, body: UpdateThreadInput) {
     const built = this.buildPatch(body as Record<string, unknown>, caller);
     const done = await this.update(this.db, collectionId, appId, id, caller, built);
     return this.present(done.row, caller);
   }
 
-  async delete(collectionId: string, appId: string, id: string, caller: Caller): Promise<{ success: true }> {
+  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
     await this.remove(this.db, collectionId, appId, id, caller);
     return { success: true };
   }
 
   /** Anyone who can see the thread may reply; a user's reply carries their own identity. */
-  async reply(collectionId: string, appId: string, id: string, caller: Caller, input: ReplyInput): Promise<AppObject> {
+  async reply(collectionId: string, appId: string, id: string, caller: Actor, input: ReplyInput): Promise<AppObject> {
     const { at: _ignored, ...extra } = input as Record<string, unknown>;
     const entry: Record<string, unknown> & { at: string } = { ...extra, at: new Date().toISOString() };
     if (isAdmin(caller)) {
@@ -70,7 +70,7 @@ export class ThreadsService extends ObjectService {
     if (!existing || existing.deleted_at !== null || (!isAdmin(caller) && existing.visibility === 'admin')) {
       throw notFound('Thread');
     }
-    if (!canSee(caller, existing)) throw forbidden('Only users who can see this thread may reply to it');
+    if (!canSee(caller, existing)) throw notPermitted('Only users who can see this thread may reply to it');
     if ((existing.reply_count as number) >= this.maxReplies) {
       throw conflict(`This thread has reached its limit of ${this.maxReplies} replies`);
     }

@@ -1,11 +1,11 @@
 /** The interactions module's own settings, parsed once from the environment. */
-import { intFrom } from '../../config.ts';
+import { type Env, intFrom } from '../../platform/settings.ts';
 
-export interface InteractionsConfig {
+export interface InteractionsSettings {
   /** work_mem for analytics queries (dedupeLatest, aggregate, funnels), in MB. */
   analyticsWorkMemMb: number;
 }
 
-export function interactionsConfig(env: Readonly<Record<string, string | undefined>>): InteractionsConfig {
+export function interactionsSettings(env: Env): InteractionsSettings {
   return { analyticsWorkMemMb: intFrom(env, 'INTERACTIONS_ANALYTICS_WORK_MEM_MB', 64, 1, 4096) };
 }

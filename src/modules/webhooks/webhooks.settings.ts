@@ -1,7 +1,7 @@
 /** The webhooks module's settings, parsed once from the environment (see docs/webhooks.md). */
-import { boolFrom, type Config, intFrom } from '../../config.ts';
+import { boolFrom, type Env, intFrom } from '../../platform/settings.ts';
 
-export interface WebhooksConfig {
+export interface WebhooksSettings {
   /** Let receivers live on loopback/private networks (tests, local development). */
   allowPrivateNetworks: boolean;
   /** Per-attempt timeout, connect to last byte read. */
@@ -25,8 +25,7 @@ export interface WebhooksConfig {
   secretGraceSeconds: number;
 }
 
-export function webhooksConfig(config: Pick<Config, 'env'>): WebhooksConfig {
-  const env = config.env;
+export function webhooksSettings(env: Env): WebhooksSettings {
   return {
     allowPrivateNetworks: boolFrom(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     timeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

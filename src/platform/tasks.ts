@@ -1,0 +1,89 @@
+/**
+ * Background tasks as modules declare them. A module lists its tasks in its manifest
+ * (platform/module.ts); the job engine (modules/jobs) runs them. The definition lives here,
+ * not in the jobs module, because every module that has background work declares tasks,
+ * and a module depends on the platform, never on a sibling's internals.
+ *
+ * `defineTask` ties a task to the schema of its payload: the payload is checked when the API
+ * accepts a job (400 naming the first problem) and again when the job runs (a payload stored
+ * by an older version fails the attempt with the same message), and the handler receives it
+ * typed, so no task parses or casts its payload by hand.
+ */
+
+import type { Static, TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { Db } from '../db/index.ts';
+import { badRequest } from './errors.ts';
+
+export interface TaskJob {
+  id: number;
+  collectionId: string;
+  task: string;
+  payload: unknown;
+  attempt: number;
+  maxAttempts: number;
+}
+
+export interface TaskContext {
+  job: TaskJob;
+  /** The engine's database handle (not inside a transaction). */
+  db: Db;
+  /** Aborted when the worker is shutting down and the grace period is over. */
+  signal: AbortSignal;
+  progress(p: { done: number; total?: number; message?: string }): Promise<void>;
+}
+
+export interface TaskDefinition {
+  /** Dotted lowerCamel words, e.g. `webhooks.deliver`, `interactions.export`. */
+  name: string;
+  /** The resolved value is stored as the job's result (JSON). */
+  handler(ctx: TaskContext): Promise<unknown>;
+  /** Listed by GET .../jobs and enqueueable through POST .../async/jobs. Internal tasks: false. */
+  visible: boolean;
+  /** Default: JOBS_MAX_ATTEMPTS. */
+  maxAttempts?: number;
+  /**
+   * Checks (and may normalise) a payload the API accepts; throws a 400 to refuse it. Set by
+   * defineTask; a task without it (an internal one, or a test's) takes any payload.
+   */
+  parsePayload?(payload: unknown): unknown;
+}
+
+export interface TaskSpec<S extends TSchema> {
+  name: string;
+  /** The payload's schema: it validates, documents and types the payload. */
+  payload: S;
+  visible: boolean;
+  maxAttempts?: number;
+  /**
+   * Rules a schema cannot state (a window's order, say: throw a 400 to refuse) and defaults:
+   * returns the payload to store and run.
+   */
+  prepare?(payload: Static<S>): Static<S>;
+  handler(payload: Static<S>, ctx: TaskContext): Promise<unknown>;
+}
+
+/** How many schema errors a refused payload names. */
+const MAX_REPORTED_ERRORS = 3;
+
+export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition {
+  const compiled = Compile(spec.payload);
+  const parse = (payload: unknown): Static<S> => {
+    const value = payload ?? {};
+    if (!compiled.Check(value)) {
+      const errors = compiled
+        .Errors(value)
+        .slice(0, MAX_REPORTED_ERRORS)
+        .map((e) => `${e.instancePath || '/'} ${e.message}`);
+      throw badRequest(`Invalid payload for ${spec.name}: ${errors.join('; ')}`, { errors });
+    }
+    return spec.prepare ? spec.prepare(value as Static<S>) : (value as Static<S>);
+  };
+  return {
+    name: spec.name,
+    visible: spec.visible,
+    maxAttempts: spec.maxAttempts,
+    parsePayload: parse,
+    handler: (ctx) => spec.handler(parse(ctx.job.payload), ctx),
+  };
+}
