@@ -5,13 +5,15 @@
  *   npm run cli -- collection:create --name "Acme" [--id acme]
  *   npm run cli -- key:create --collection acme [--name "ci"]
  *   npm run cli -- token:issue --collection acme --user u1 [--contact c1] [--ttl 3600]
+ *   npm run cli -- openapi > openapi.json
  *
  * It uses the same services as the HTTP routes, so the rules are the same.
  * Run it while the embedded server is stopped: PGlite's data directory has one owner at a time.
  */
 import { parseArgs } from 'node:util';
+import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { migrate, openDatabase } from './db/index.ts';
+import { migrate, openDatabase, openPglite } from './db/index.ts';
 import { CollectionsService, collectionsSettings, generatedSuperAdminKey } from './modules/collections/index.ts';
 import { AppError } from './platform/errors.ts';
 
@@ -23,7 +25,23 @@ const USAGE = `usage: npm run cli -- <command> [options]
   token:issue --collection ID --user U [--contact C] [--ttl SECONDS]
                                             issue a user token for public routes
   super-key                                 show the super admin key generated at first start
-                                            (only when SUPER_ADMIN_KEY is unset)`;
+                                            (only when SUPER_ADMIN_KEY is unset)
+  openapi                                   print the OpenAPI document (/openapi.json) without
+                                            a server or a database`;
+
+/** The document the running service serves, from the app built on an empty in-memory database. */
+async function openApiDocument(): Promise<unknown> {
+  const db = await openPglite();
+  try {
+    const app = await buildApp({ config: loadConfig(), db, logger: false });
+    await app.ready();
+    const doc = app.swagger();
+    await app.close();
+    return doc;
+  } finally {
+    await db.close();
+  }
+}
 
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
@@ -41,6 +59,10 @@ async function main(): Promise<number> {
   if (!command || command === 'help' || command === '--help') {
     console.log(USAGE);
     return command ? 0 : 2;
+  }
+  if (command === 'openapi') {
+    console.log(JSON.stringify(await openApiDocument(), null, 2));
+    return 0;
   }
   const config = loadConfig();
   const db = await openDatabase(config);
