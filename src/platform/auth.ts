@@ -223,8 +223,19 @@ export function registerAuth(
   });
 }
 
+/**
+ * A path parameter by name. Guards serve routes of every shape, so `req.params` is untyped
+ * here; only an own string property counts.
+ */
+function pathParam(req: FastifyRequest, name: string): string | undefined {
+  const params: unknown = req.params;
+  if (typeof params !== 'object' || params === null || !Object.hasOwn(params, name)) return undefined;
+  const value: unknown = Reflect.get(params, name);
+  return typeof value === 'string' ? value : undefined;
+}
+
 function collectionIdOf(req: FastifyRequest): string {
-  const id = (req.params as { collectionId?: string } | undefined)?.collectionId;
+  const id = pathParam(req, 'collectionId');
   if (!id) throw notFound('Collection');
   return id;
 }
@@ -308,7 +319,7 @@ export const guard: {
     req.caller = requireUserOrAdmin(req);
   },
   zone: async (req: FastifyRequest) => {
-    const zone = (req.params as { zone?: string }).zone ?? '';
+    const zone = pathParam(req, 'zone') ?? '';
     if (zone === 'admin') return guard.admin(req);
     req.caller = callerIn(req, zone);
   },
