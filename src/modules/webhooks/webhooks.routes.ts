@@ -32,6 +32,7 @@ const conflictResponse = {
 };
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksService }> = async (app, { service }) => {
+  const registrations = service.registrations;
   app.decorateRequest('webhookCollectionId', '');
   for (const schema of [
     S.CreateWebhookBody,
@@ -60,7 +61,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { ...webhook, 409: conflictResponse },
       },
     },
-    async (req) => service.create(req.webhookCollectionId, req.body),
+    async (req) => registrations.create(req.webhookCollectionId, req.body),
   );
 
   app.get(
@@ -74,7 +75,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 200: ref(S.WebhookList), ...errorResponses },
       },
     },
-    async (req) => service.list(req.webhookCollectionId),
+    async (req) => registrations.list(req.webhookCollectionId),
   );
 
   app.get(
@@ -89,7 +90,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: webhook,
       },
     },
-    async (req) => service.get(req.webhookCollectionId, req.params.id),
+    async (req) => registrations.get(req.webhookCollectionId, req.params.id),
   );
 
   app.patch(
@@ -105,7 +106,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: webhook,
       },
     },
-    async (req) => service.update(req.webhookCollectionId, req.params.id, req.body),
+    async (req) => registrations.update(req.webhookCollectionId, req.params.id, req.body),
   );
 
   app.delete(
@@ -120,7 +121,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 200: SuccessBody, ...errorResponses },
       },
     },
-    async (req) => service.remove(req.webhookCollectionId, req.params.id),
+    async (req) => registrations.remove(req.webhookCollectionId, req.params.id),
   );
 
   app.post(
@@ -139,7 +140,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: webhook,
       },
     },
-    async (req) => service.rotateSecret(req.webhookCollectionId, req.params.id, req.body),
+    async (req) => registrations.rotateSecret(req.webhookCollectionId, req.params.id, req.body),
   );
 
   app.post(
@@ -154,7 +155,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 202: ref(S.Delivery), ...errorResponses, 409: conflictResponse },
       },
     },
-    async (req, reply) => reply.code(202).send(await service.sendTest(req.webhookCollectionId, req.params.id)),
+    async (req, reply) => reply.code(202).send(await registrations.sendTest(req.webhookCollectionId, req.params.id)),
   );
 
   app.get(
@@ -170,7 +171,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 200: ref(S.DeliveryPage), ...errorResponses },
       },
     },
-    async (req) => service.listDeliveries(req.webhookCollectionId, req.params.id, req.query),
+    async (req) => registrations.listDeliveries(req.webhookCollectionId, req.params.id, req.query),
   );
 
   app.get(
@@ -185,7 +186,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 200: ref(S.Delivery), ...errorResponses },
       },
     },
-    async (req) => service.getDelivery(req.webhookCollectionId, req.params.id, req.params.deliveryId),
+    async (req) => registrations.getDelivery(req.webhookCollectionId, req.params.id, req.params.deliveryId),
   );
 
   app.post(
@@ -201,6 +202,8 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
       },
     },
     async (req, reply) =>
-      reply.code(202).send(await service.redeliver(req.webhookCollectionId, req.params.id, req.params.deliveryId)),
+      reply
+        .code(202)
+        .send(await registrations.redeliver(req.webhookCollectionId, req.params.id, req.params.deliveryId)),
   );
 };
