@@ -8,8 +8,9 @@
  * over its budget is refused with 429 before its credential is looked up, so guessing keys
  * costs the guesser, not the database.
  *
- * Guards answer 401 for both "who are you?" (UNAUTHORIZED) and "not you" (FORBIDDEN), as
- * the seed asks; errorCode tells the two apart.
+ * Guards answer 401 for both "who are you?" (UNAUTHORIZED) and "not you" (FORBIDDEN): the
+ * interface clients are built against specifies 401 for both (docs/auth.md); errorCode tells
+ * the two apart.
  */
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';

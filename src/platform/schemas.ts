@@ -48,7 +48,7 @@ export const ErrorBody = Type.Object(
 
 const errorRef = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
 
-/** The error responses every route documents (seed 4.0: 400, 401, 404). */
+/** The error responses every route documents: 400, 401, 404, and 429 for rate limits. */
 export const errorResponses = {
   400: errorRef('Bad request: validation failed or a malformed body'),
   401: errorRef('Missing, invalid, or insufficient credential'),

@@ -27,7 +27,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<{ service: JobsService }> = a
       },
     },
     async (req, reply) => {
-      const res = await service.enqueue(req.params.collectionId, req.body);
+      const res = await service.submit(req.params.collectionId, req.body);
       return reply.code(202).send(res);
     },
   );

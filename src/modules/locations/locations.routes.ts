@@ -43,7 +43,8 @@ export const locationsRoutes: FastifyPluginAsyncTypebox<{ service: LocationsServ
     async (req) => service.createForCollection(req.params.collectionId, req.body),
   );
 
-  // The seed lists the search both at `.../location` and `.../location/search`: serve both.
+  // Clients search both at `.../location` and `.../location/search` (two documented
+  // operations, docs/locations.md): serve both.
   for (const [path, operationId] of [
     ['/admin/collection/:collectionId/location', 'location_searchAtRoot'],
     ['/admin/collection/:collectionId/location/search', 'location_search'],
