@@ -8,8 +8,9 @@
  * over its budget is refused with 429 before its credential is looked up, so guessing keys
  * costs the guesser, not the database.
  *
- * Guards answer 401 for both "who are you?" (UNAUTHORIZED) and "not you" (FORBIDDEN), as
- * the seed asks; errorCode tells the two apart.
+ * Guards answer 401 for both "who are you?" (UNAUTHORIZED) and "not you" (FORBIDDEN): the
+ * interface clients are built against specifies 401 for both (docs/auth.md); errorCode tells
+ * the two apart.
  */
 import { normalizeIP } from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -223,8 +224,19 @@ export function registerAuth(
   });
 }
 
+/**
+ * A path parameter by name. Guards serve routes of every shape, so `req.params` is untyped
+ * here; only an own string property counts.
+ */
+function pathParam(req: FastifyRequest, name: string): string | undefined {
+  const params: unknown = req.params;
+  if (typeof params !== 'object' || params === null || !Object.hasOwn(params, name)) return undefined;
+  const value: unknown = Reflect.get(params, name);
+  return typeof value === 'string' ? value : undefined;
+}
+
 function collectionIdOf(req: FastifyRequest): string {
-  const id = (req.params as { collectionId?: string } | undefined)?.collectionId;
+  const id = pathParam(req, 'collectionId');
   if (!id) throw notFound('Collection');
   return id;
 }
@@ -308,7 +320,7 @@ export const guard: {
     req.caller = requireUserOrAdmin(req);
   },
   zone: async (req: FastifyRequest) => {
-    const zone = (req.params as { zone?: string }).zone ?? '';
+    const zone = pathParam(req, 'zone') ?? '';
     if (zone === 'admin') return guard.admin(req);
     req.caller = callerIn(req, zone);
   },

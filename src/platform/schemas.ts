@@ -48,7 +48,7 @@ export const ErrorBody = Type.Object(
 
 const errorRef = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
 
-/** The error responses every route documents (seed 4.0: 400, 401, 404). */
+/** The error responses every route documents: 400, 401, 404, and 429 for rate limits. */
 export const errorResponses = {
   400: errorRef('Bad request: validation failed or a malformed body'),
   401: errorRef('Missing, invalid, or insufficient credential'),
@@ -63,4 +63,11 @@ export const SuccessBody = Closed({ success: Type.Boolean() });
  * type: the route then types `req.body` (or a response) from it, and the OpenAPI document
  * still shows one named component instead of a copy per route.
  */
-export const ref = <T extends TSchema>(schema: T & { $id: string }): T => Type.Ref(schema.$id) as unknown as T;
+export const ref = <T extends TSchema>(schema: T): T => {
+  // `$id` is given in the options of `Closed`/`Type.Object`, which their static type does not
+  // carry; a schema without one could not be referenced, so that is refused at start-up.
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== 'string')
+    throw new Error('ref(): the schema has no $id; give it one and add it with app.addSchema');
+  return Type.Ref(id) as unknown as T;
+};

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { CollectionIdParam, errorResponses } from '../../platform/schemas.ts';
+import { CollectionIdParam, errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './collections.schema.ts';
 import type { CollectionsService } from './collections.service.ts';
 
@@ -23,7 +23,7 @@ export const collectionsRoutes: FastifyPluginAsyncTypebox<{ service: Collections
         operationId: 'collections_create',
         summary: 'Create a collection (tenant). Super admin.',
         body: S.CreateCollectionBody,
-        response: { 200: Type.Ref('Collection'), ...errorResponses, 409: errorResponses[400] },
+        response: { 200: ref(S.Collection), ...errorResponses, 409: errorResponses[400] },
       },
     },
     async (req) => service.createCollection(req.body),
@@ -87,7 +87,7 @@ export const collectionsRoutes: FastifyPluginAsyncTypebox<{ service: Collections
         operationId: 'apiKeys_revoke',
         summary: 'Revoke an API key; it stops working at once',
         params: Type.Object({ collectionId: CollectionIdParam, id: Type.String({ maxLength: 100 }) }),
-        response: { 200: Type.Ref('ApiKey'), ...errorResponses },
+        response: { 200: ref(S.ApiKey), ...errorResponses },
       },
     },
     async (req) => service.revokeApiKey(req.params.collectionId, req.params.id),

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { errorResponses } from '../../platform/schemas.ts';
+import { errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './interactions.schema.ts';
 import type { InteractionsService } from './interactions.service.ts';
 
@@ -31,12 +31,12 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
     app.addSchema(schema);
   }
   const tags = ['interactions'];
-  const typeReply = { 200: Type.Ref('InteractionTypeRecord'), ...errorResponses };
-  const listReply = { 200: Type.Ref('InteractionTypeList'), ...errorResponses };
-  const eventsReply = { 200: Type.Array(Type.Ref('InteractionEventRow')), ...errorResponses };
-  const countsReply = { 200: Type.Array(Type.Ref('OutcomeCount')), ...errorResponses };
+  const typeReply = { 200: ref(S.InteractionTypeRecord), ...errorResponses };
+  const listReply = { 200: ref(S.InteractionTypeList), ...errorResponses };
+  const eventsReply = { 200: Type.Array(ref(S.InteractionEventRow)), ...errorResponses };
+  const countsReply = { 200: Type.Array(ref(S.OutcomeCount)), ...errorResponses };
   const submitReply = {
-    200: Type.Ref('SubmitInteractionResponse'),
+    200: ref(S.SubmitInteractionResponse),
     ...errorResponses,
     409: { ...Type.Ref('ErrorBody'), description: 'Already submitted (uniquePerUser / uniquePerAnonId)' },
   };
@@ -53,11 +53,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_create',
         summary: 'Create an interaction type',
         params: S.CollectionParams,
-        body: Type.Ref('CreateInteractionTypeBody'),
+        body: ref(S.CreateInteractionTypeBody),
         response: { ...typeReply, 409: { ...Type.Ref('ErrorBody'), description: 'The id is taken' } },
       },
     },
-    async (req) => service.createType(req.params.collectionId, req.body as S.CreateInteractionTypeBody),
+    async (req) => service.createType(req.params.collectionId, req.body),
   );
 
   app.get(
@@ -100,11 +100,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_update',
         summary: 'Update an interaction type (permissions and data are replaced whole)',
         params: S.TypeParams,
-        body: Type.Ref('UpdateInteractionTypeBody'),
+        body: ref(S.UpdateInteractionTypeBody),
         response: typeReply,
       },
     },
-    async (req) => service.updateType(req.params.collectionId, req.params.id, req.body as S.UpdateInteractionTypeBody),
+    async (req) => service.updateType(req.params.collectionId, req.params.id, req.body),
   );
 
   app.delete(
@@ -132,11 +132,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_append',
         summary: 'Append an interaction event (admin; no permission checks; userId or contactId required)',
         params: S.CollectionParams,
-        body: Type.Ref('AppendInteractionBody'),
-        response: { 200: Type.Ref('SubmitInteractionResponse'), ...errorResponses },
+        body: ref(S.AppendInteractionBody),
+        response: { 200: ref(S.SubmitInteractionResponse), ...errorResponses },
       },
     },
-    async (req) => service.append(req.params.collectionId, req.body as S.AppendInteractionBody),
+    async (req) => service.append(req.params.collectionId, req.body),
   );
 
   app.patch(
@@ -148,11 +148,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_updateEvent',
         summary: 'Change the latest version of an event, or mark all its versions deleted / restored',
         params: S.EventParams,
-        body: Type.Ref('UpdateInteractionEventBody'),
-        response: { 200: Type.Ref('InteractionEventRow'), ...errorResponses },
+        body: ref(S.UpdateEventBody),
+        response: { 200: ref(S.InteractionEventRow), ...errorResponses },
       },
     },
-    async (req) => service.updateEvent(req.params.collectionId, req.params.eventId, req.body as S.UpdateEventBody),
+    async (req) => service.updateEvent(req.params.collectionId, req.params.eventId, req.body),
   );
 
   app.post(
@@ -164,11 +164,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_query',
         summary: 'Query interaction events with filters and optional includes',
         params: S.CollectionParams,
-        body: Type.Ref('AdminInteractionsQueryRequest'),
+        body: ref(S.AdminInteractionsQueryRequest),
         response: eventsReply,
       },
     },
-    async (req) => service.query(req.params.collectionId, req.body as S.AdminInteractionsQueryRequest),
+    async (req) => service.query(req.params.collectionId, req.body),
   );
 
   app.post(
@@ -180,12 +180,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_countsByOutcome',
         summary: 'Count events by outcome (optionally each identity’s latest event only)',
         params: S.CollectionParams,
-        body: Type.Ref('AdminInteractionsCountsByOutcomeRequest'),
+        body: ref(S.AdminInteractionsCountsByOutcomeRequest),
         response: countsReply,
       },
     },
-    async (req) =>
-      service.countsByOutcome(req.params.collectionId, req.body as S.AdminInteractionsCountsByOutcomeRequest),
+    async (req) => service.countsByOutcome(req.params.collectionId, req.body),
   );
 
   app.post(
@@ -197,11 +196,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_aggregate',
         summary: 'Grouped numeric aggregates (count, sum, avg, min, max) of a metadata field',
         params: S.CollectionParams,
-        body: Type.Ref('AdminInteractionsAggregateRequest'),
-        response: { 200: Type.Ref('AdminInteractionsAggregateResponse'), ...errorResponses },
+        body: ref(S.AdminInteractionsAggregateRequest),
+        response: { 200: ref(S.AdminInteractionsAggregateResponse), ...errorResponses },
       },
     },
-    async (req) => service.aggregate(req.params.collectionId, req.body as S.AdminInteractionsAggregateRequest),
+    async (req) => service.aggregate(req.params.collectionId, req.body),
   );
 
   app.get(
@@ -273,12 +272,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         summary: 'Submit an interaction event under the type’s permissions (refusals carry details.reason)',
         security: [],
         params: S.CollectionParams,
-        body: Type.Ref('SubmitInteractionBody'),
+        body: ref(S.SubmitInteractionBody),
         response: submitReply,
       },
     },
-    async (req) =>
-      service.submit(req.params.collectionId, req.caller, req.body as S.SubmitInteractionBody, req.headers.origin),
+    async (req) => service.submit(req.params.collectionId, req.caller, req.body, req.headers.origin),
   );
 
   app.post(
@@ -290,11 +288,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         operationId: 'interactions_publicMyInteractions',
         summary: 'The calling user’s own events, of types with allowOwnRead',
         params: S.CollectionParams,
-        body: Type.Ref('PublicInteractionsByUserRequest'),
+        body: ref(S.PublicInteractionsByUserRequest),
         response: eventsReply,
       },
     },
-    async (req) => service.byUser(req.params.collectionId, req.caller, req.body as S.PublicInteractionsByUserRequest),
+    async (req) => service.byUser(req.params.collectionId, req.caller, req.body),
   );
 
   app.post(
@@ -307,11 +305,10 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         summary: 'Counts by outcome of a type with allowPublicSummary (or allowAuthenticatedSummary and a token)',
         security: [],
         params: S.CollectionParams,
-        body: Type.Ref('PublicInteractionsCountsByOutcomeRequest'),
+        body: ref(S.PublicInteractionsCountsByOutcomeRequest),
         response: countsReply,
       },
     },
-    async (req) =>
-      service.publicCounts(req.params.collectionId, req.caller, req.body as S.PublicInteractionsCountsByOutcomeRequest),
+    async (req) => service.publicCounts(req.params.collectionId, req.caller, req.body),
   );
 };

@@ -63,7 +63,8 @@ export function toTypeRecord(r: repo.TypeRow): InteractionTypeRecord {
     createdAt: r.created_at.toISOString(),
     updatedAt: r.updated_at.toISOString(),
   };
-  // The original's presentation fields live inside `data`; they are surfaced when present.
+  // Presentation fields (display, scopes, interactionType, effects) are stored inside `data`
+  // and shown at the top level when present (docs/interactions.md, Types).
   if (isObject(r.data.display)) rec.display = r.data.display;
   if (isObject(r.data.scopes)) rec.scopes = r.data.scopes;
   if (typeof r.data.interactionType === 'string') rec.interactionType = r.data.interactionType;

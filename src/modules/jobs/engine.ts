@@ -199,7 +199,7 @@ export class JobEngine {
     if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
     const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
-    const row = await repo.enqueue(q, collectionId, {
+    const row = await repo.upsertJob(q, collectionId, {
       task: def.name,
       payload: options.payload ?? null,
       runAt: options.runAt ?? null,

@@ -9,7 +9,7 @@
  * rows in whatever order its plan meets them, and PostgreSQL aborts one side with a deadlock.
  * Statements that may leave a row to another (claims, heartbeat, sweeps) use SKIP LOCKED:
  * they never wait, so they cannot be part of a cycle either. Single-row statements (`fail`,
- * `setProgress`, `cancel`, `enqueue`) hold one row and wait for nothing else.
+ * `setProgress`, `cancel`, `upsertJob`) hold one row and wait for nothing else.
  */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
@@ -71,7 +71,7 @@ export interface NewJob {
  * Inserts a job, or, when a pending (queued or errored) job of the collection has the same
  * key, replaces that job's definition and makes it fresh again (attempts reset).
  */
-export async function enqueue(
+export async function upsertJob(
   q: Queryable,
   collectionId: string,
   j: NewJob,

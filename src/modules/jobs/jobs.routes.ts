@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { errorResponses } from '../../platform/schemas.ts';
+import { errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './jobs.schema.ts';
 import type { JobsService } from './jobs.service.ts';
 
@@ -11,7 +11,7 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<{ service: JobsService }> = a
   app.addSchema(S.JobsPage);
   app.addSchema(S.EnqueueAsyncJobRequest);
   app.addSchema(S.EnqueueAsyncJobResponse);
-  const job = { 200: Type.Ref('Job'), ...errorResponses };
+  const job = { 200: ref(S.Job), ...errorResponses };
 
   app.post(
     '/admin/collection/:collectionId/async/jobs',
@@ -22,12 +22,12 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<{ service: JobsService }> = a
         operationId: 'async_enqueueAsyncJob',
         summary: 'Enqueue a background job (202); unknown tasks are refused naming the known ones',
         params: S.CollectionParams,
-        body: Type.Ref('EnqueueAsyncJobRequest'),
-        response: { 202: Type.Ref('EnqueueAsyncJobResponse'), ...errorResponses },
+        body: ref(S.EnqueueAsyncJobRequest),
+        response: { 202: ref(S.EnqueueAsyncJobResponse), ...errorResponses },
       },
     },
     async (req, reply) => {
-      const res = await service.enqueue(req.params.collectionId, req.body as S.EnqueueAsyncJobRequest);
+      const res = await service.submit(req.params.collectionId, req.body);
       return reply.code(202).send(res);
     },
   );
@@ -72,10 +72,10 @@ export const jobsRoutes: FastifyPluginAsyncTypebox<{ service: JobsService }> = a
         summary: 'List the collection’s visible jobs, newest first',
         params: S.CollectionParams,
         querystring: S.JobsQuery,
-        response: { 200: Type.Ref('JobsPage'), ...errorResponses },
+        response: { 200: ref(S.JobsPage), ...errorResponses },
       },
     },
-    async (req) => service.list(req.params.collectionId, req.query as S.JobsQuery),
+    async (req) => service.list(req.params.collectionId, req.query),
   );
 
   app.post(

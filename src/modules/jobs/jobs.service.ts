@@ -36,7 +36,11 @@ export class JobsService {
     readonly engine: JobEngine,
   ) {}
 
-  async enqueue(collectionId: string, body: EnqueueAsyncJobRequest): Promise<EnqueueAsyncJobResponse> {
+  /**
+   * A job submitted through the API: only a visible task, its payload checked by the task;
+   * then queued on the engine like any other.
+   */
+  async submit(collectionId: string, body: EnqueueAsyncJobRequest): Promise<EnqueueAsyncJobResponse> {
     const def = this.engine.task(body.task);
     if (!def?.visible) {
       const known = this.engine.visibleTasks();

@@ -5,7 +5,9 @@
  *   that completes a step; from the step's `config` or from a request's `stepMappings`.
  * - recipient: one identity (userId, or contactId with idField) followed through the steps.
  * - entry: a recipient's first event carrying `journeyId`; funnel, stats and recipients all
- *   follow CONTRACT section 6 (docs/journeys.md has a worked example).
+ *   count from it: a recipient enters step 1 on entry and step k on completing step k−1,
+ *   and completes a step at its first mapped event at or after entering it, in the period
+ *   (docs/journeys.md, Semantics, has a worked example).
  */
 import { defineModule } from '../../platform/module.ts';
 import { interactionsSettings } from '../interactions/index.ts';

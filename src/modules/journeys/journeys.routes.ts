@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { errorResponses } from '../../platform/schemas.ts';
+import { errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './journeys.schema.ts';
 import type { JourneysService } from './journeys.service.ts';
 
@@ -22,7 +22,7 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
   }
   const tags = ['journeys'];
   const analyticsTags = ['journeysAnalytics'];
-  const journeyReply = { 200: Type.Ref('JourneyRecord'), ...errorResponses };
+  const journeyReply = { 200: ref(S.JourneyRecord), ...errorResponses };
   const base = '/admin/collection/:collectionId/journeys';
   const analytics = '/admin/collection/:collectionId/journeys.analytics/:journeyId';
 
@@ -35,11 +35,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         operationId: 'journeys_create',
         summary: 'Create a journey',
         params: S.CollectionParams,
-        body: Type.Ref('CreateJourneyBody'),
+        body: ref(S.CreateJourneyBody),
         response: journeyReply,
       },
     },
-    async (req) => service.create(req.params.collectionId, req.body as S.CreateJourneyBody),
+    async (req) => service.create(req.params.collectionId, req.body),
   );
 
   app.get(
@@ -52,7 +52,7 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         summary: 'List journeys',
         params: S.CollectionParams,
         querystring: S.ListJourneysQuery,
-        response: { 200: Type.Ref('JourneyList'), ...errorResponses },
+        response: { 200: ref(S.JourneyList), ...errorResponses },
       },
     },
     async (req) => service.list(req.params.collectionId, req.query),
@@ -82,11 +82,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         operationId: 'journeys_update',
         summary: 'Update a journey (data is replaced whole)',
         params: S.JourneyParams,
-        body: Type.Ref('UpdateJourneyBody'),
+        body: ref(S.UpdateJourneyBody),
         response: journeyReply,
       },
     },
-    async (req) => service.update(req.params.collectionId, req.params.id, req.body as S.UpdateJourneyBody),
+    async (req) => service.update(req.params.collectionId, req.params.id, req.body),
   );
 
   app.delete(
@@ -113,12 +113,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         operationId: 'journeysAnalytics_funnelReport',
         summary: 'Per step: entered, completed, conversion rate and average time to complete, in a period',
         params: S.AnalyticsParams,
-        body: Type.Ref('JourneyFunnelReportRequest'),
-        response: { 200: Type.Ref('JourneyFunnelReportResponse'), ...errorResponses },
+        body: ref(S.JourneyFunnelReportRequest),
+        response: { 200: ref(S.JourneyFunnelReportResponse), ...errorResponses },
       },
     },
-    async (req) =>
-      service.funnelReport(req.params.collectionId, req.params.journeyId, req.body as S.JourneyFunnelReportRequest),
+    async (req) => service.funnelReport(req.params.collectionId, req.params.journeyId, req.body),
   );
 
   app.post(
@@ -130,11 +129,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         operationId: 'journeysAnalytics_stats',
         summary: 'Journey stats over a time window; outcome defaults to success',
         params: S.AnalyticsParams,
-        body: Type.Ref('JourneyStatsRequest'),
-        response: { 200: Type.Ref('JourneyStatsResponse'), ...errorResponses },
+        body: ref(S.JourneyStatsRequest),
+        response: { 200: ref(S.JourneyStatsResponse), ...errorResponses },
       },
     },
-    async (req) => service.stats(req.params.collectionId, req.params.journeyId, req.body as S.JourneyStatsRequest),
+    async (req) => service.stats(req.params.collectionId, req.params.journeyId, req.body),
   );
 
   app.post(
@@ -146,16 +145,10 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         operationId: 'journeysAnalytics_recipients',
         summary: 'Recipient ids of one step: entered, completed or pending',
         params: S.StepParams,
-        body: Type.Ref('JourneyStepRecipientsRequest'),
-        response: { 200: Type.Ref('JourneyStepRecipientsResponse'), ...errorResponses },
+        body: ref(S.JourneyStepRecipientsRequest),
+        response: { 200: ref(S.JourneyStepRecipientsResponse), ...errorResponses },
       },
     },
-    async (req) =>
-      service.recipients(
-        req.params.collectionId,
-        req.params.journeyId,
-        req.params.stepId,
-        req.body as S.JourneyStepRecipientsRequest,
-      ),
+    async (req) => service.recipients(req.params.collectionId, req.params.journeyId, req.params.stepId, req.body),
   );
 };

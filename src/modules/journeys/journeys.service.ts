@@ -1,8 +1,10 @@
 /**
  * Journeys and their analytics. A journey's steps are `data.steps` in order; a step is
  * completed through interaction events mapped to it (`config.interactionId` / `.outcome` on
- * the step, or a request's `stepMappings`). The funnel semantics are CONTRACT section 6,
- * written out with a worked example in docs/journeys.md.
+ * the step, or a request's `stepMappings`). A recipient enters the journey at its first
+ * event carrying `journeyId` in the period, enters step 1 then and step k on completing step
+ * k−1, and completes a step at its first event mapped to it at or after entering it, in the
+ * period; written out with a worked example in docs/journeys.md (Semantics).
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';

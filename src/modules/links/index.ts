@@ -11,21 +11,36 @@
  */
 import { defineModule } from '../../platform/module.ts';
 import type { WebhooksService } from '../webhooks/index.ts';
+import { ClickRecorder } from './click-recorder.ts';
+import { shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService, linksSettings } from './links.service.ts';
 
+export { ClickRecorder } from './click-recorder.ts';
 export { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from './clicks.ts';
 export { RedirectCache } from './links.cache.ts';
-export { type EventPublisher, LinksService, type LinksSettings, linksSettings } from './links.service.ts';
+export type { EventPublisher } from './links.events.ts';
+export { LinksService, type LinksSettings, linksSettings } from './links.service.ts';
 
 export const linksModule = defineModule({
   name: 'links',
   needs: ['webhooks'],
   settings: linksSettings,
-  create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) =>
-    new LinksService(db, settings, log, publicBaseUrl, deps.webhooks),
+  create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) => {
+    const recorder = new ClickRecorder(db, settings, log, deps.webhooks, (code) => shortUrl(publicBaseUrl, code));
+    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder);
+  },
   routes: linksRoutes,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished).
-  lifecycle: (service) => ({ start: () => service.start(), stop: () => service.stop() }),
+  lifecycle: (service) => ({
+    start: async () => {
+      await service.clickRecorder.start();
+      await service.start();
+    },
+    stop: async () => {
+      await service.clickRecorder.stop();
+      await service.stop();
+    },
+  }),
 });

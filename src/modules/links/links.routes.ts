@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { errorResponses, SuccessBody } from '../../platform/schemas.ts';
+import { errorResponses, ref, SuccessBody } from '../../platform/schemas.ts';
 import { clientAddress, proxyGeo } from './clicks.ts';
 import * as S from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
@@ -13,7 +13,7 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
     app.addSchema(schema);
   }
   const tags = ['links'];
-  const link = { 200: Type.Ref('Link'), ...errorResponses };
+  const link = { 200: ref(S.Link), ...errorResponses };
   const conflictResponse = { ...Type.Ref('ErrorBody'), description: 'Conflict: the code is already taken' };
 
   app.post(
@@ -25,12 +25,11 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         operationId: 'links_create',
         summary: 'Create a short link (custom or generated code)',
         params: S.CollectionParams,
-        body: Type.Ref('CreateLinkBody'),
+        body: ref(S.CreateLinkBody),
         response: { ...link, 409: conflictResponse },
       },
     },
-    async (req) =>
-      service.create(req.params.collectionId, req.caller.actorId ?? 'unknown', req.body as S.CreateLinkBody),
+    async (req) => service.create(req.params.collectionId, req.caller.actorId ?? 'unknown', req.body),
   );
 
   app.get(
@@ -43,7 +42,7 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         summary: 'List the collection’s links, newest first',
         params: S.CollectionParams,
         querystring: S.LinkListQuery,
-        response: { 200: Type.Ref('LinkPage'), ...errorResponses },
+        response: { 200: ref(S.LinkPage), ...errorResponses },
       },
     },
     async (req) => service.list(req.params.collectionId, req.query),
@@ -73,11 +72,11 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         operationId: 'links_update',
         summary: 'Change a link’s destination, code, title, tags or expiry',
         params: S.LinkParams,
-        body: Type.Ref('UpdateLinkBody'),
+        body: ref(S.UpdateLinkBody),
         response: { ...link, 409: conflictResponse },
       },
     },
-    async (req) => service.update(req.params.collectionId, req.params.linkId, req.body as S.UpdateLinkBody),
+    async (req) => service.update(req.params.collectionId, req.params.linkId, req.body),
   );
 
   app.delete(
@@ -105,7 +104,7 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         summary: 'List a link’s recorded clicks, newest first',
         params: S.LinkParams,
         querystring: S.ClickListQuery,
-        response: { 200: Type.Ref('ClickPage'), ...errorResponses },
+        response: { 200: ref(S.ClickPage), ...errorResponses },
       },
     },
     async (req) => service.clicks(req.params.collectionId, req.params.linkId, req.query),

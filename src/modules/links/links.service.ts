@@ -1,5 +1,6 @@
 /**
- * Short links of a collection: admin CRUD, the public redirect, click capture. Every change
+ * Short links of a collection: admin CRUD, the public redirect, click capture (stored by the
+ * ClickRecorder, click-recorder.ts). Every change
  * publishes its webhook event in its own transaction (the outbox), and drops the code from
  * every process's redirect cache.
  */
@@ -9,23 +10,12 @@ import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
 import type { NewEvent } from '../webhooks/index.ts';
-import { enrich, GeoIp, parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
+import type { ClickRecorder } from './click-recorder.ts';
+import { parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
+import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
 import type { Click, ClickListQuery, CreateLinkBody, Link, LinkListQuery, UpdateLinkBody } from './links.schema.ts';
-
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation). */
-const refusesData = (err: unknown) => /^2[23]/.test(String((err as { code?: unknown })?.code ?? ''));
-
-/** Where events go: the webhooks module's outbox. */
-export interface EventPublisher {
-  publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<unknown>;
-}
-
-interface Log {
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
 
 export interface LinksSettings {
   codeLength: number;
@@ -82,33 +72,24 @@ function parseTime(raw: string, field: string): Date {
 export class LinksService {
   readonly cache: RedirectCache;
   readonly trusted: TrustedProxies;
-  private geo: GeoIp | undefined;
-  private buffer: RawClick[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  /** Set while the database is unavailable: the next attempt to store clicks, and its delay. */
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelayMs = 0;
-  private stopping = false;
-  private flushing: Promise<void> = Promise.resolve();
   private unlisten: (() => Promise<void>) | undefined;
-  private dropped = 0;
 
   constructor(
     private readonly db: Db,
     readonly settings: LinksSettings,
-    private readonly log: Log,
     /** The service's public address, BASE_PATH included: short URLs are built on it. */
     private readonly publicBaseUrl: string,
     /** Where link events go: the webhooks module's outbox. */
     private readonly events: EventPublisher,
+    /** Stores the redirects' clicks in batches; the manifest starts and stops it. */
+    readonly clickRecorder: ClickRecorder,
   ) {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;
   }
 
-  /** Opens the GeoIP database and subscribes to other processes' link changes. */
+  /** Subscribes to other processes' link changes. */
   async start(): Promise<void> {
-    if (this.settings.geoipDb) this.geo = await GeoIp.open(this.settings.geoipDb);
     this.unlisten = await this.db.listen(
       repo.LINKS_CHANNEL,
       (code) => this.cache.invalidate(code),
@@ -117,20 +98,12 @@ export class LinksService {
     );
   }
 
-  /** Flushes buffered clicks; called on close. */
   async stop(): Promise<void> {
-    this.stopping = true;
-    for (const t of [this.timer, this.retryTimer]) if (t) clearTimeout(t);
-    this.timer = this.retryTimer = undefined;
-    await this.flush();
-    if (this.buffer.length > 0) {
-      this.log.error({ lost: this.buffer.length }, 'database unavailable at shutdown: buffered clicks lost');
-    }
     await this.unlisten?.().catch(() => {});
   }
 
   shortUrl(code: string): string {
-    return `${this.publicBaseUrl}/l/${encodeURIComponent(code)}`;
+    return shortUrl(this.publicBaseUrl, code);
   }
 
   private toLink(r: repo.LinkRow): Link {
@@ -326,111 +299,11 @@ export class LinksService {
 
   /** Queues a click; never waits for the database. */
   recordClick(click: RawClick): void {
-    if (this.buffer.length >= this.settings.clickBufferMax) {
-      // The database is not keeping up: shed load rather than grow without bound.
-      this.dropped++;
-      if (this.dropped % 1000 === 1) this.log.warn({ dropped: this.dropped }, 'click buffer full; clicks dropped');
-      return;
-    }
-    this.buffer.push(click);
-    if (this.retryTimer) return; // the database is unavailable: the retry stores this one too
-    if (this.buffer.length >= this.settings.clickBatchSize) void this.flush();
-    else if (!this.timer) {
-      this.timer = setTimeout(() => {
-        this.timer = undefined;
-        void this.flush();
-      }, this.settings.clickFlushMs);
-      this.timer.unref();
-    }
+    this.clickRecorder.record(click);
   }
 
-  /**
-   * Writes every buffered click (one transaction per batch). Resolves when done, or when the
-   * database turns out to be unavailable: the clicks then stay buffered (within
-   * CLICK_BUFFER_MAX) and are tried again after a delay growing from 1 s to 30 s.
-   */
+  /** Stores every buffered click now, rather than at the recorder's next flush (tests use it). */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
-      while (this.buffer.length > 0) {
-        const batch = this.buffer.splice(0, this.settings.clickBatchSize);
-        const later = await this.writeBatch(batch);
-        if (later.length > 0) {
-          this.buffer.unshift(...later);
-          this.retryLater();
-          return;
-        }
-      }
-      if (this.retryDelayMs > 0) this.log.warn({}, 'click storage recovered');
-      this.retryDelayMs = 0;
-    });
-    return this.flushing;
-  }
-
-  private retryLater(): void {
-    if (this.stopping) return; // stop() reports what is left
-    if (this.retryDelayMs === 0) {
-      this.log.warn({ waiting: this.buffer.length }, 'database unavailable: clicks kept in memory, retrying');
-    }
-    this.retryDelayMs = Math.min(Math.max(this.retryDelayMs * 2, 1000), 30_000);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      void this.flush();
-    }, this.retryDelayMs);
-    this.retryTimer.unref();
-  }
-
-  /** Stores a batch in one transaction; returns the clicks to try again later. */
-  private async writeBatch(batch: RawClick[]): Promise<RawClick[]> {
-    const clicks = batch.map((raw) => enrich(raw, this.geo));
-    try {
-      await this.db.transaction(async (tx) => {
-        // A click of a link whose collection was removed meanwhile is not stored (nor announced).
-        const stored = await repo.insertClicks(tx, clicks);
-        const byCollection = new Map<string, NewEvent[]>();
-        batch.forEach((raw, i) => {
-          if (!stored[i]) return;
-          const c = clicks[i];
-          const events = byCollection.get(raw.collectionId) ?? [];
-          events.push({
-            type: 'link.clicked',
-            data: {
-              link_id: raw.linkId,
-              short_url: this.shortUrl(raw.code),
-              destination_url: raw.destinationUrl,
-              clicked_at: raw.at.toISOString(),
-              click: {
-                ip_address: c.ipAddress,
-                user_agent: c.userAgent,
-                referer: c.referer,
-                country: c.country,
-                city: c.city,
-                device_type: c.deviceType,
-              },
-            },
-          });
-          byCollection.set(raw.collectionId, events);
-        });
-        for (const [collectionId, events] of byCollection) await this.publish(tx, collectionId, events);
-      });
-      return [];
-    } catch (err) {
-      // Not a refusal of the data (connection lost, database restarting, table locked away,
-      // …): keep the whole batch for later rather than lose it.
-      if (!refusesData(err)) {
-        this.log.warn({ err }, 'could not store clicks; will retry');
-        return batch;
-      }
-      // One click the database refuses must not sink the others: store them one by one, and
-      // drop only the ones refused.
-      if (batch.length === 1) {
-        this.log.error({ err, linkId: batch[0].linkId }, 'a click was refused by the database and dropped');
-        return [];
-      }
-      for (let i = 0; i < batch.length; i++) {
-        const later = await this.writeBatch([batch[i]]);
-        if (later.length > 0) return [...later, ...batch.slice(i + 1)];
-      }
-      return [];
-    }
+    return this.clickRecorder.flush();
   }
 }

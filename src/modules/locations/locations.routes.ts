@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { CollectionIdParam, errorResponses } from '../../platform/schemas.ts';
+import { CollectionIdParam, errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './locations.schema.ts';
 import type { LocationsService } from './locations.service.ts';
 
@@ -10,7 +10,7 @@ export const locationsRoutes: FastifyPluginAsyncTypebox<{ service: LocationsServ
   app.addSchema(S.LocationPayload);
   app.addSchema(S.LocationSearchResponse);
   const tags = ['locations'];
-  const location = { 200: Type.Ref('Location'), ...errorResponses };
+  const location = { 200: ref(S.Location), ...errorResponses };
 
   app.post(
     '/platform/location',
@@ -20,11 +20,11 @@ export const locationsRoutes: FastifyPluginAsyncTypebox<{ service: LocationsServ
         tags,
         operationId: 'location_createGlobal',
         summary: 'Create a global location (super admin with features.adminApps)',
-        body: Type.Ref('LocationPayload'),
+        body: ref(S.LocationPayload),
         response: location,
       },
     },
-    async (req) => service.createGlobal(req.body as S.LocationPayload),
+    async (req) => service.createGlobal(req.body),
   );
 
   app.post(
@@ -36,14 +36,15 @@ export const locationsRoutes: FastifyPluginAsyncTypebox<{ service: LocationsServ
         operationId: 'location_create',
         summary: 'Create a collection-scoped location',
         params: S.CollectionParams,
-        body: Type.Ref('LocationPayload'),
+        body: ref(S.LocationPayload),
         response: location,
       },
     },
-    async (req) => service.createForCollection(req.params.collectionId, req.body as S.LocationPayload),
+    async (req) => service.createForCollection(req.params.collectionId, req.body),
   );
 
-  // The seed lists the search both at `.../location` and `.../location/search`: serve both.
+  // Clients search both at `.../location` and `.../location/search` (two documented
+  // operations, docs/locations.md): serve both.
   for (const [path, operationId] of [
     ['/admin/collection/:collectionId/location', 'location_searchAtRoot'],
     ['/admin/collection/:collectionId/location/search', 'location_search'],
@@ -58,7 +59,7 @@ export const locationsRoutes: FastifyPluginAsyncTypebox<{ service: LocationsServ
           summary: 'Search the collection’s locations and global ones together',
           params: S.CollectionParams,
           querystring: S.LocationSearchQuery,
-          response: { 200: Type.Ref('LocationSearchResponse'), ...errorResponses },
+          response: { 200: ref(S.LocationSearchResponse), ...errorResponses },
         },
       },
       async (req) => service.search(req.params.collectionId, req.query),

@@ -10,32 +10,42 @@
  */
 import { defineModule } from '../../platform/module.ts';
 import type { JobsService } from '../jobs/index.ts';
+import { WebhookDelivery } from './delivery.ts';
+import { WebhookOutbox } from './outbox.ts';
+import { WebhookRegistrations } from './registrations.ts';
+import { WebhookSender } from './sender.ts';
 import { webhooksRoutes } from './webhooks.routes.ts';
 import { WebhooksService } from './webhooks.service.ts';
 import { webhooksSettings } from './webhooks.settings.ts';
 
+export { retryDelayMs, WebhookDelivery } from './delivery.ts';
+export { DELIVER_TASK, type DeliverPayload, type JobQueue, type NewEvent, WebhookOutbox } from './outbox.ts';
+export { WebhookRegistrations } from './registrations.ts';
 export { WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
 export { forbiddenAddressReason } from './ssrf.ts';
 export { EVENT_TYPES, type EventType, TEST_EVENT_TYPE } from './webhooks.schema.ts';
-export {
-  DELIVER_TASK,
-  type DeliverPayload,
-  type JobQueue,
-  type NewEvent,
-  retryDelayMs,
-  WebhooksService,
-} from './webhooks.service.ts';
+export { WebhooksService } from './webhooks.service.ts';
 export { type WebhooksSettings, webhooksSettings } from './webhooks.settings.ts';
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
   needs: ['jobs'],
   settings: webhooksSettings,
-  create: ({ db, log }, settings, deps: { jobs: JobsService }) =>
-    new WebhooksService(db, settings, log, deps.jobs.engine),
+  // The outbox queues on the job engine; delivery and registrations queue through the outbox.
+  create: ({ db, log }, settings, deps: { jobs: JobsService }) => {
+    const outbox = new WebhookOutbox(db, settings, deps.jobs.engine);
+    const sender = new WebhookSender({
+      allowPrivateNetworks: settings.allowPrivateNetworks,
+      timeoutMs: settings.timeoutMs,
+      responseExcerptBytes: settings.responseExcerptBytes,
+    });
+    const delivery = new WebhookDelivery(settings, log, sender, outbox);
+    const registrations = new WebhookRegistrations(db, settings, outbox);
+    return new WebhooksService(settings, log, registrations, outbox, delivery);
+  },
   routes: webhooksRoutes,
-  tasks: (service) => [service.deliverTask()],
+  tasks: (service) => [service.delivery.deliverTask()],
   // Housekeeping in worker processes; every process closes the sender's connections.
   lifecycle: (service, role) => ({
     start: () => {

@@ -1,7 +1,8 @@
 /**
  * Signatures a receiver checks before trusting a delivery:
  * - `x-service-signature`: lowercase hex HMAC-SHA-256 of the exact body bytes, keyed with the
- *   registration's secret string as given to the customer (the seed's scheme).
+ *   registration's secret string as given to the customer (docs/webhooks.md, Verifying a
+ *   delivery).
  * - Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature`): base64
  *   HMAC-SHA-256 of `${id}.${timestamp}.${body}`, keyed with the base64-decoded part of the
  *   `whsec_` secret, so receivers get replay protection from the timestamp.
@@ -27,8 +28,8 @@ export function standardSignature(secret: string, id: string, timestamp: number,
 /**
  * Every signature header of one attempt. `now` is the attempt's own time (replay window).
  * While a rotated-out secret is in its grace period (`previousSecret`), it signs too: Standard
- * Webhooks carries several signatures in one header, space separated, and the seed's scheme
- * gets a second header, so a receiver verifies with whichever secret it holds.
+ * Webhooks carries several signatures in one header, space separated, and `x-service-signature`
+ * gets a second header (`x-service-signature-previous`), so a receiver verifies with whichever secret it holds.
  */
 export function signatureHeaders(
   secret: string,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { notPermitted, unauthorized } from '../../platform/errors.ts';
-import { errorResponses, SuccessBody } from '../../platform/schemas.ts';
+import { errorResponses, ref, SuccessBody } from '../../platform/schemas.ts';
 import { emptyBodyIsObject } from '../../platform/validation.ts';
 import * as S from './webhooks.schema.ts';
 import type { WebhooksService } from './webhooks.service.ts';
@@ -32,6 +32,7 @@ const conflictResponse = {
 };
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksService }> = async (app, { service }) => {
+  const registrations = service.registrations;
   app.decorateRequest('webhookCollectionId', '');
   for (const schema of [
     S.CreateWebhookBody,
@@ -45,7 +46,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
     app.addSchema(schema);
   }
   const tags = ['webhooks'];
-  const webhook = { 200: Type.Ref('Webhook'), ...errorResponses };
+  const webhook = { 200: ref(S.Webhook), ...errorResponses };
   const opts = { onRequest: collectionAdminKey };
 
   app.post(
@@ -56,11 +57,11 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         tags,
         operationId: 'webhooks_create',
         summary: 'Register a receiver; the answer carries the signing secret, shown only here and at rotation',
-        body: Type.Ref('CreateWebhookBody'),
+        body: ref(S.CreateWebhookBody),
         response: { ...webhook, 409: conflictResponse },
       },
     },
-    async (req) => service.create(req.webhookCollectionId, req.body as S.CreateWebhookBody),
+    async (req) => registrations.create(req.webhookCollectionId, req.body),
   );
 
   app.get(
@@ -71,10 +72,10 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         tags,
         operationId: 'webhooks_list',
         summary: 'List the collection’s webhook registrations',
-        response: { 200: Type.Ref('WebhookList'), ...errorResponses },
+        response: { 200: ref(S.WebhookList), ...errorResponses },
       },
     },
-    async (req) => service.list(req.webhookCollectionId),
+    async (req) => registrations.list(req.webhookCollectionId),
   );
 
   app.get(
@@ -89,7 +90,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: webhook,
       },
     },
-    async (req) => service.get(req.webhookCollectionId, req.params.id),
+    async (req) => registrations.get(req.webhookCollectionId, req.params.id),
   );
 
   app.patch(
@@ -101,11 +102,11 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         operationId: 'webhooks_update',
         summary: 'Change a registration; active=true re-enables it and resets its failure count',
         params: S.WebhookIdParams,
-        body: Type.Ref('UpdateWebhookBody'),
+        body: ref(S.UpdateWebhookBody),
         response: webhook,
       },
     },
-    async (req) => service.update(req.webhookCollectionId, req.params.id, req.body as S.UpdateWebhookBody),
+    async (req) => registrations.update(req.webhookCollectionId, req.params.id, req.body),
   );
 
   app.delete(
@@ -120,7 +121,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         response: { 200: SuccessBody, ...errorResponses },
       },
     },
-    async (req) => service.remove(req.webhookCollectionId, req.params.id),
+    async (req) => registrations.remove(req.webhookCollectionId, req.params.id),
   );
 
   app.post(
@@ -135,11 +136,11 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         summary:
           'Replace the signing secret: the new one is in the answer and signs every later attempt; the replaced one keeps signing next to it for a grace period',
         params: S.WebhookIdParams,
-        body: Type.Ref('RotateSecretBody'),
+        body: ref(S.RotateSecretBody),
         response: webhook,
       },
     },
-    async (req) => service.rotateSecret(req.webhookCollectionId, req.params.id, req.body as S.RotateSecretBody),
+    async (req) => registrations.rotateSecret(req.webhookCollectionId, req.params.id, req.body),
   );
 
   app.post(
@@ -151,10 +152,10 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         operationId: 'webhooks_test',
         summary: 'Queue a webhook.test event to this registration; follow it in its delivery log',
         params: S.WebhookIdParams,
-        response: { 202: Type.Ref('Delivery'), ...errorResponses, 409: conflictResponse },
+        response: { 202: ref(S.Delivery), ...errorResponses, 409: conflictResponse },
       },
     },
-    async (req, reply) => reply.code(202).send(await service.sendTest(req.webhookCollectionId, req.params.id)),
+    async (req, reply) => reply.code(202).send(await registrations.sendTest(req.webhookCollectionId, req.params.id)),
   );
 
   app.get(
@@ -167,10 +168,10 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         summary: 'The delivery log, newest first: each delivery with every attempt',
         params: S.WebhookIdParams,
         querystring: S.DeliveryListQuery,
-        response: { 200: Type.Ref('DeliveryPage'), ...errorResponses },
+        response: { 200: ref(S.DeliveryPage), ...errorResponses },
       },
     },
-    async (req) => service.listDeliveries(req.webhookCollectionId, req.params.id, req.query),
+    async (req) => registrations.listDeliveries(req.webhookCollectionId, req.params.id, req.query),
   );
 
   app.get(
@@ -182,10 +183,10 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         operationId: 'webhooks_getDelivery',
         summary: 'One delivery with every attempt',
         params: S.DeliveryParams,
-        response: { 200: Type.Ref('Delivery'), ...errorResponses },
+        response: { 200: ref(S.Delivery), ...errorResponses },
       },
     },
-    async (req) => service.getDelivery(req.webhookCollectionId, req.params.id, req.params.deliveryId),
+    async (req) => registrations.getDelivery(req.webhookCollectionId, req.params.id, req.params.deliveryId),
   );
 
   app.post(
@@ -197,10 +198,12 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
         operationId: 'webhooks_redeliver',
         summary: 'Send a delivery again (same event id), with a fresh set of automatic retries',
         params: S.DeliveryParams,
-        response: { 202: Type.Ref('Delivery'), ...errorResponses, 409: conflictResponse },
+        response: { 202: ref(S.Delivery), ...errorResponses, 409: conflictResponse },
       },
     },
     async (req, reply) =>
-      reply.code(202).send(await service.redeliver(req.webhookCollectionId, req.params.id, req.params.deliveryId)),
+      reply
+        .code(202)
+        .send(await registrations.redeliver(req.webhookCollectionId, req.params.id, req.params.deliveryId)),
   );
 };

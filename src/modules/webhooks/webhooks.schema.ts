@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
 
-/** Event types a registration may subscribe to (seed 6.1). */
+/** Event types a registration may subscribe to (docs/webhooks.md, Events). */
 export const EVENT_TYPES = ['link.clicked', 'link.created', 'link.updated', 'link.deleted'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
@@ -130,7 +130,7 @@ export const DeliveryPage = Closed(
   { $id: 'DeliveryPage' },
 );
 
-/** The envelope every delivery carries (seed 6.2). */
+/** The envelope every delivery carries, its body (docs/webhooks.md, Events). */
 export interface EventEnvelope {
   type: string;
   id: string;

@@ -9,11 +9,11 @@ export interface WebhooksSettings {
   /** First retry delay; later ones grow by `retryFactor`. */
   retryBaseMs: number;
   retryFactor: number;
-  /** No retry is ever scheduled further out than this (the seed: one hour). */
+  /** No retry is ever scheduled further out than this (default one hour). */
   retryMaxDelayMs: number;
-  /** Automatic retries after the first attempt (the seed: 3). */
+  /** Automatic retries after the first attempt (default 3). */
   maxRetries: number;
-  /** Consecutive failed attempts that disable a registration (the seed: 10). */
+  /** Consecutive failed attempts that disable a registration (default 10). */
   disableAfterFailures: number;
   /** How much of a receiver's answer is read and kept in the delivery log. */
   responseExcerptBytes: number;
