@@ -36,7 +36,10 @@ export const InteractionPermissions = Closed(
     uniquePerAnonId: Type.Optional(Type.Boolean({ description: 'One event per anonymous id (optionally per window)' })),
     uniquePerAnonIdWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
   },
-  { description: "The original's permission keys; absent keys take the documented defaults" },
+  {
+    description:
+      'Who may submit, how often, and who may read; absent keys take the documented defaults (docs/interactions.md)',
+  },
 );
 export type InteractionPermissions = Type.Static<typeof InteractionPermissions>;
 
