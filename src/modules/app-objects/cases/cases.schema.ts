@@ -51,6 +51,7 @@ export const CaseListQuery = Closed({
   assignedTo: Type.Optional(text()),
   closedAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
 });
+export type CaseListQuery = Type.Static<typeof CaseListQuery>;
 
 export const AppendHistoryInput = Closed(
   {

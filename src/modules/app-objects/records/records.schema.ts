@@ -131,3 +131,4 @@ export const RecordListQuery = Closed({
   includeScheduled: Type.Optional(Type.Boolean({ description: 'Include records whose startsAt is after `at`' })),
   includeExpired: Type.Optional(Type.Boolean({ description: 'Include records whose expiresAt is at or before `at`' })),
 });
+export type RecordListQuery = Type.Static<typeof RecordListQuery>;

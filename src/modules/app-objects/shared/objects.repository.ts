@@ -5,19 +5,55 @@
  */
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
+import { badRequest } from '../../../platform/errors.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
-import type { FieldKind, ObjectKind, Section } from './kinds.ts';
+import { type FieldKind, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import type { Condition, ListSpec } from './list-query.ts';
 import type { Actor, Row } from './sections.ts';
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-export function value(kind: FieldKind, v: unknown): Sql {
+function value(kind: FieldKind, v: unknown): Sql {
   if (v === null || v === undefined) return sql`NULL`;
   if (kind === 'json') return sql`${JSON.stringify(v)}::jsonb`;
   if (kind === 'ts') return sql`${v instanceof Date ? v.toISOString() : v}::timestamptz`;
   return sql`${v}`;
 }
+
+/** The JSON sections merged key by key (by a PATCH or an upsert). */
+export const MERGED_SECTIONS: ReadonlySet<string> = new Set(['data', 'owner', 'admin', 'metadata']);
+
+/**
+ * Values by field name (sections included) → column names and rendered values, through the
+ * kind's field table; a name the kind does not have is a 400. Undefined values are left out.
+ */
+export function columnsOf(kind: ObjectKind, values: Record<string, unknown>): Map<string, Sql> {
+  const cols = new Map<string, Sql>();
+  for (const [name, v] of Object.entries(values)) {
+    if (v === undefined) continue;
+    if (MERGED_SECTIONS.has(name)) {
+      cols.set(name, value('json', v));
+      continue;
+    }
+    const def = fieldOf(kind, name);
+    if (!def) throw badRequest(`Unknown field ${name}`);
+    cols.set(def.col, value(def.kind, v));
+  }
+  return cols;
+}
+
+/**
+ * `closed_at` follows `status` in kinds with closing statuses: entering one sets it (a stored
+ * closed_at is kept), leaving one clears it. `closed_at` is the stored value: NULL on insert.
+ */
+export const closedAtFor = (status: string, closedStatuses: readonly string[], stored: Sql = sql`closed_at`): Sql =>
+  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN coalesce(${stored}, now()) ELSE NULL END`;
+
+/** The column set of a status change in a kind whose status closes it; none otherwise. */
+const closedAtOf = (kind: ObjectKind, status: unknown, stored?: Sql): [string, Sql][] =>
+  kind.closedStatuses && typeof status === 'string'
+    ? [['closed_at', closedAtFor(status, kind.closedStatuses, stored)]]
+    : [];
 
 export function renderCondition(c: Condition): Sql {
   if (c.op === 'search') {
@@ -70,18 +106,21 @@ export function visibleTo(caller: Actor, includeDeleted = false): Sql[] {
 
 const scope = (collectionId: string, appId: string) => [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
 
+/** Inserts an object; `values` by field name (sections included). */
 export async function insertObject(
   q: Queryable,
   kind: ObjectKind,
   collectionId: string,
   appId: string,
   id: string,
-  values: Record<string, Sql>,
+  values: Record<string, unknown>,
 ): Promise<Row> {
-  const cols = Object.keys(values);
+  const rendered = columnsOf(kind, values);
+  for (const [col, v] of closedAtOf(kind, values.status, sql`NULL::timestamptz`)) rendered.set(col, v);
+  const cols = [...rendered.keys()];
   const { rows } = await q.query<Row>(sql`
     INSERT INTO ${raw(kind.table)} (collection_id, app_id, id${cols.length ? raw(`, ${cols.join(', ')}`) : empty})
-    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join(Object.values(values))}` : empty})
+    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join([...rendered.values()])}` : empty})
     RETURNING *`);
   return rows[0];
 }
@@ -143,8 +182,8 @@ export interface SectionPatch {
 }
 
 export interface Patch {
-  /** column → value (already rendered). */
-  columns: Record<string, Sql>;
+  /** Field name → new value (null clears it). */
+  fields: Record<string, unknown>;
   sections: Partial<Record<Section | 'metadata', SectionPatch>>;
 }
 
@@ -162,7 +201,8 @@ export async function patchObject(
   patch: Patch,
   onlyContactId?: string,
 ): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
-  const sets: Sql[] = Object.entries(patch.columns).map(([col, v]) => sql`${raw(col)} = ${v}`);
+  const columns = [...columnsOf(kind, patch.fields), ...closedAtOf(kind, patch.fields.status)];
+  const sets: Sql[] = columns.map(([col, v]) => sql`${raw(col)} = ${v}`);
   for (const [section, p] of Object.entries(patch.sections)) {
     if (!p) continue;
     const s = raw(section);

@@ -73,3 +73,4 @@ export const ThreadListQuery = Closed({
   parentId: Type.Optional(text()),
   tag: Type.Optional(text(100)),
 });
+export type ThreadListQuery = Type.Static<typeof ThreadListQuery>;
