@@ -20,7 +20,8 @@ export async function adminOnly(req: FastifyRequest): Promise<void> {
   if (req.caller.role !== 'admin') throw notPermitted('Only an admin of the collection may perform this operation');
 }
 
-export const actorOf = (req: FastifyRequest): Actor => ({
+/** The caller of an app-object route (signed in: its guard refused anonymous callers). */
+export const actorOf = (req: Pick<FastifyRequest, 'caller'> & { params: { zone: string } }): Actor => ({
   ...(req.caller as Actor),
-  publicZone: (req.params as { zone?: string }).zone === 'public',
+  publicZone: req.params.zone === 'public',
 });

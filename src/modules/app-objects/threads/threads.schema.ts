@@ -1,19 +1,20 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject, ref } from '../../../platform/schemas.ts';
 import { THREAD } from '../shared/kinds.ts';
-import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
+import { commonListQuery, named, objectSchema, ReplyEntry, text, Visibility } from '../shared/schema.ts';
 
 export const AppThread = objectSchema('AppThread', THREAD, {
   replyCount: Type.Integer(),
   body: OpenObject(),
-  replies: Type.Array(Type.Ref('ReplyEntry')),
+  replies: Type.Array(ref(ReplyEntry)),
   tags: Type.Array(Type.String()),
 });
 
 const Tags = Type.Array(text(100), { maxItems: 50 });
 
-export const CreateThreadInput = Closed(
-  {
+export const CreateThreadInput = named(
+  'CreateThreadInput',
+  Closed({
     visibility: Type.Optional(Visibility),
     slug: Type.Optional(text()),
     title: Type.Optional(text(500)),
@@ -30,13 +31,13 @@ export const CreateThreadInput = Closed(
     data: Type.Optional(OpenObject()),
     owner: Type.Optional(OpenObject()),
     admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
-  },
-  { $id: 'CreateThreadInput' },
+  }),
 );
 export type CreateThreadInput = Type.Static<typeof CreateThreadInput>;
 
-export const UpdateThreadInput = Closed(
-  {
+export const UpdateThreadInput = named(
+  'UpdateThreadInput',
+  Closed({
     body: Type.Optional(OpenObject({ description: 'Replaced whole' })),
     tags: Type.Optional(Tags),
     data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
@@ -46,22 +47,23 @@ export const UpdateThreadInput = Closed(
     slug: Type.Optional(Nullable(text())),
     status: Type.Optional(text(50)),
     visibility: Type.Optional(Visibility),
-  },
-  { $id: 'UpdateThreadInput' },
+  }),
 );
 export type UpdateThreadInput = Type.Static<typeof UpdateThreadInput>;
 
-export const ReplyInput = Type.Object(
-  {
-    authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
-    authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
-  },
-  {
-    $id: 'ReplyInput',
-    additionalProperties: true,
-    maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
-    description: 'Any further fields (text, attachments, …) are stored with the reply',
-  },
+export const ReplyInput = named(
+  'ReplyInput',
+  Type.Object(
+    {
+      authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
+      authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
+    },
+    {
+      additionalProperties: true,
+      maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+      description: 'Any further fields (text, attachments, …) are stored with the reply',
+    },
+  ),
 );
 export type ReplyInput = Type.Static<typeof ReplyInput> & Record<string, unknown>;
 
