@@ -3,7 +3,7 @@ import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { CASE } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
-import { closedAtFor, renderCondition } from '../shared/objects.repository.ts';
+import { closedAtFor, renderCondition, updateWithPrevious } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
 export interface HistoryRow {
@@ -74,18 +74,10 @@ export async function appendEntry(
   if (change.assignedTo !== undefined) sets.push(sql`assigned_to = ${change.assignedTo}`);
   const section = raw(target);
   const where = sql`collection_id = ${collectionId} AND app_id = ${appId} AND id = ${caseId} AND deleted_at IS NULL`;
-  const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
-    WITH prev AS (SELECT to_jsonb(p) AS j FROM app_cases p WHERE ${where} FOR UPDATE)
-    UPDATE app_cases SET
-      ${section} = jsonb_set(${section}, '{history}',
-        (CASE WHEN jsonb_typeof(${section}->'history') = 'array' THEN ${section}->'history' ELSE '[]'::jsonb END)
-        || jsonb_build_array(${JSON.stringify(entry)}::jsonb)),
-      ${join([...sets, sql`updated_at = now()`], ', ')}
-    FROM prev WHERE ${where}
-    RETURNING app_cases.*, prev.j AS _previous`);
-  if (!rows[0]) return undefined;
-  const { _previous, ...row } = rows[0];
-  return { row: row as Row, previous: _previous };
+  const history = sql`${section} = jsonb_set(${section}, '{history}',
+    (CASE WHEN jsonb_typeof(${section}->'history') = 'array' THEN ${section}->'history' ELSE '[]'::jsonb END)
+    || jsonb_build_array(${JSON.stringify(entry)}::jsonb))`;
+  return updateWithPrevious(q, 'app_cases', [history, ...sets, sql`updated_at = now()`], where);
 }
 
 export async function summary(

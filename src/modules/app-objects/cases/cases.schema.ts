@@ -2,7 +2,15 @@ import { Type } from 'typebox';
 import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
-import { commonListQuery, named, objectSchema, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  named,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 import { AppThread } from '../threads/threads.schema.ts';
 
 export const AppCase = objectSchema('AppCase', CASE);
@@ -19,9 +27,7 @@ export const CreateCaseInput = named(
     productId: Type.Optional(text()),
     proofId: Type.Optional(text()),
     contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
-    data: Type.Optional(OpenObject()),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+    ...createSections,
   }),
 );
 export type CreateCaseInput = Type.Static<typeof CreateCaseInput>;
@@ -29,9 +35,7 @@ export type CreateCaseInput = Type.Static<typeof CreateCaseInput>;
 export const UpdateCaseInput = named(
   'UpdateCaseInput',
   Closed({
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    ...updateSections,
     status: Type.Optional(text(50)),
     priority: Type.Optional(Nullable(Type.Number({ minimum: -1e9, maximum: 1e9 }))),
     category: Type.Optional(Nullable(text(100))),

@@ -135,8 +135,9 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
   /** One case with counts of its related objects, its age, time to close and last activity. */
   async caseSummary(collectionId: string, appId: string, id: string, caller: Actor) {
     const row = await this.readable(this.db, collectionId, appId, id, caller);
-    const threads = await objects.countChildren(this.db, THREAD, collectionId, appId, caller, 'case', id);
-    const records = await objects.countChildren(this.db, RECORD, collectionId, appId, caller, 'case', id);
+    const of = { collectionId, appId, caller, parentType: 'case', parentId: id };
+    const threads = await objects.countChildren(this.db, { kind: THREAD, ...of });
+    const records = await objects.countChildren(this.db, { kind: RECORD, ...of });
     const created = (row.created_at as Date).getTime();
     const closed = row.closed_at ? (row.closed_at as Date).getTime() : null;
     const last = Math.max(
@@ -156,8 +157,9 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
 
   async related(collectionId: string, appId: string, id: string, caller: Actor) {
     await this.readable(this.db, collectionId, appId, id, caller);
-    const threads = await objects.childrenOf(this.db, THREAD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
-    const records = await objects.childrenOf(this.db, RECORD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
+    const of = { collectionId, appId, caller, parentType: 'case', parentId: id };
+    const threads = await objects.childrenOf(this.db, { kind: THREAD, ...of }, RELATED_LIMIT);
+    const records = await objects.childrenOf(this.db, { kind: RECORD, ...of }, RELATED_LIMIT);
     return {
       threads: threads.map((r) => present(THREAD, r, caller)),
       records: records.map((r) => present(RECORD, r, caller)),

@@ -1,7 +1,17 @@
 import { Type } from 'typebox';
 import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
-import { commonListQuery, DateText, FacetRule, named, objectSchema, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  DateText,
+  FacetRule,
+  named,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 
 export const BULK_MAX = 500;
 
@@ -17,7 +27,7 @@ export const AppRecord = objectSchema('AppRecord', RECORD, {
 
 export const SINGLETON_PER = ['contactId', 'productId', 'proofId', 'variantId', 'batchId', 'collection'] as const;
 
-/** Fields an upsert (and each bulk-upsert item) may carry, as the original's UpsertRecordInput. */
+/** Fields an upsert (and each bulk-upsert item) may carry (`UpsertRecordInput`, docs/app-objects.md). */
 const upsertFields = {
   ref: text(),
   recordType: Type.Optional(text(100)),
@@ -54,8 +64,7 @@ export const CreateRecordInput = named(
         { description: 'At most one live record of this recordType per value of this field' },
       ),
     ),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+    ...createSections,
   }),
 );
 export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
@@ -63,9 +72,7 @@ export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
 export const UpdateRecordInput = named(
   'UpdateRecordInput',
   Closed({
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    ...updateSections,
     metadata: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
     status: Type.Optional(text(50)),
     visibility: Type.Optional(Visibility),

@@ -1,8 +1,8 @@
 /**
  * Aggregate requests → a typed spec. Group names, metric names, the time-series field and
  * the interval are looked up in per-kind whitelists; anything else is a 400 naming it.
- * The original's names are snake_case (`record_type`, `avg_close_time_seconds`); camelCase
- * aliases of fields are accepted too.
+ * Names are snake_case (`record_type`, `avg_close_time_seconds`), as docs/app-objects.md
+ * (Aggregates) lists them; camelCase aliases of fields are accepted too.
  */
 import { badRequest } from '../../../platform/errors.ts';
 import type { AggregateWhitelists, ObjectKind } from './kinds.ts';

@@ -155,12 +155,11 @@ export const CASE: ObjectKind = {
     ),
     metrics: new Map<string, MetricName[]>([
       ['count', ['count']],
-      ['avg_close_time', ['avg_close_time_seconds']],
-      ['avg_close_time_seconds', ['avg_close_time_seconds']],
-      ['p50_close_time', ['p50_close_time_seconds']],
-      ['p50_close_time_seconds', ['p50_close_time_seconds']],
-      ['p95_close_time', ['p95_close_time_seconds']],
-      ['p95_close_time_seconds', ['p95_close_time_seconds']],
+      // Each close-time metric by its name and by its answer's name (`*_seconds`).
+      ...(['avg', 'p50', 'p95'] as const).flatMap((m) => {
+        const answer: MetricName = `${m}_close_time_seconds`;
+        return [`${m}_close_time`, answer].map((name): [string, MetricName[]] => [name, [answer]]);
+      }),
     ]),
     timeFields: columns(...CREATED_UPDATED, 'closed_at'),
     filters: aggregateFilters(

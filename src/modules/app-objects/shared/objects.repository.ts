@@ -213,10 +213,20 @@ export async function patchObject(
   sets.push(sql`updated_at = now()`);
   const where = [...scope(collectionId, appId), sql`id = ${id}`, sql`deleted_at IS NULL`];
   if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
-  const t = raw(kind.table);
+  return updateWithPrevious(q, kind.table, sets, join(where, ' AND '));
+}
+
+/** One UPDATE of the row `where` selects, answering the new row and the previous one (locked, as JSON). */
+export async function updateWithPrevious(
+  q: Queryable,
+  table: ObjectKind['table'],
+  sets: Sql[],
+  where: Sql,
+): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
+  const t = raw(table);
   const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
-    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${join(where, ' AND ')} FOR UPDATE)
-    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${join(where, ' AND ')}
+    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${where} FOR UPDATE)
+    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${where}
     RETURNING ${t}.*, prev.j AS _previous`);
   if (!rows[0]) return undefined;
   const { _previous, ...row } = rows[0];
@@ -253,48 +263,39 @@ export async function restore(
   return rows[0];
 }
 
-/** The objects of an app pointing at a parent that the caller may see. */
-const childrenWhere = (collectionId: string, appId: string, caller: Actor, parentType: string, parentId: string) =>
+/** The objects of a kind in an app pointing at a parent, as the caller sees them. */
+export interface Children {
+  kind: ObjectKind;
+  collectionId: string;
+  appId: string;
+  caller: Actor;
+  parentType: string;
+  parentId: string;
+}
+
+const childrenWhere = (c: Children) =>
   join(
     [
-      ...scope(collectionId, appId),
-      sql`parent_type = ${parentType}`,
-      sql`parent_id = ${parentId}`,
-      ...visibleTo(caller),
+      ...scope(c.collectionId, c.appId),
+      sql`parent_type = ${c.parentType}`,
+      sql`parent_id = ${c.parentId}`,
+      ...visibleTo(c.caller),
     ],
     ' AND ',
   );
 
-/** Objects pointing at a parent (a case's related threads and records). */
-export async function childrenOf(
-  q: Queryable,
-  kind: ObjectKind,
-  collectionId: string,
-  appId: string,
-  caller: Actor,
-  parentType: string,
-  parentId: string,
-  limit: number,
-): Promise<Row[]> {
-  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
+/** Objects pointing at a parent (a case's related threads and records), oldest first. */
+export async function childrenOf(q: Queryable, c: Children, limit: number): Promise<Row[]> {
   const { rows } = await q.query<Row>(
-    sql`SELECT * FROM ${raw(kind.table)} WHERE ${where} ORDER BY created_at, id LIMIT ${limit}`,
+    sql`SELECT * FROM ${raw(c.kind.table)} WHERE ${childrenWhere(c)} ORDER BY created_at, id LIMIT ${limit}`,
   );
   return rows;
 }
 
-export async function countChildren(
-  q: Queryable,
-  kind: ObjectKind,
-  collectionId: string,
-  appId: string,
-  caller: Actor,
-  parentType: string,
-  parentId: string,
-): Promise<{ count: number; last: Date | null }> {
-  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
+/** How many objects point at a parent, and when the last of them changed. */
+export async function countChildren(q: Queryable, c: Children): Promise<{ count: number; last: Date | null }> {
   const { rows } = await q.query<{ count: number; last: Date | null }>(
-    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(kind.table)} WHERE ${where}`,
+    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(c.kind.table)} WHERE ${childrenWhere(c)}`,
   );
   return rows[0];
 }

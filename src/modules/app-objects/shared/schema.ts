@@ -35,6 +35,21 @@ export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owne
 export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
 export const DateText = DateTime('ISO 8601 timestamp');
 
+/** The sections a create may carry. */
+export const createSections = {
+  data: Type.Optional(OpenObject()),
+  owner: Type.Optional(OpenObject()),
+  admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+};
+
+const MERGED = 'Merged by top-level key; null removes a key';
+/** The sections a PATCH may carry, merged into the stored ones. */
+export const updateSections = {
+  data: Type.Optional(OpenObject({ description: MERGED })),
+  owner: Type.Optional(OpenObject({ description: MERGED })),
+  admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+};
+
 /** The part of every list's query string that is the same for all kinds. */
 export const commonListQuery = {
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: 50 })),

@@ -1,7 +1,16 @@
 import { Type } from 'typebox';
 import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject, ref } from '../../../platform/schemas.ts';
 import { THREAD } from '../shared/kinds.ts';
-import { commonListQuery, named, objectSchema, ReplyEntry, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  named,
+  objectSchema,
+  ReplyEntry,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 
 export const AppThread = objectSchema('AppThread', THREAD, {
   replyCount: Type.Integer(),
@@ -28,9 +37,7 @@ export const CreateThreadInput = named(
     parentId: Type.Optional(text()),
     body: Type.Optional(OpenObject()),
     tags: Type.Optional(Tags),
-    data: Type.Optional(OpenObject()),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+    ...createSections,
   }),
 );
 export type CreateThreadInput = Type.Static<typeof CreateThreadInput>;
@@ -40,9 +47,7 @@ export const UpdateThreadInput = named(
   Closed({
     body: Type.Optional(OpenObject({ description: 'Replaced whole' })),
     tags: Type.Optional(Tags),
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    ...updateSections,
     title: Type.Optional(Nullable(text(500))),
     slug: Type.Optional(Nullable(text())),
     status: Type.Optional(text(50)),
