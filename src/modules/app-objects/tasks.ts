@@ -12,7 +12,7 @@ import { Compile } from 'typebox/compile';
 import { badRequest } from '../../platform/errors.ts';
 import { Closed, OpenObject, Slug } from '../../platform/schemas.ts';
 import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
-import { CASE_FILTERS, type CasesService } from './cases/cases.service.ts';
+import type { CasesService } from './cases/cases.service.ts';
 import { UpsertRecordInput } from './records/records.schema.ts';
 import type { RecordsService } from './records/records.service.ts';
 import { CASE } from './shared/kinds.ts';
@@ -47,10 +47,10 @@ function itemError(index: number, item: unknown): string {
 }
 
 function caseFilterConditions(filter: Record<string, string | number> = {}) {
-  // Own names only: `constructor` or `toString` is not a filter, even though `in` says so.
-  const unknown = Object.keys(filter).filter((k) => !Object.hasOwn(CASE_FILTERS, k));
+  // The filters are a Map: `constructor` or `toString` is not a filter.
+  const unknown = Object.keys(filter).filter((k) => !CASE.filters.has(k));
   if (unknown.length) throw badRequest(`Unknown case filter: ${unknown.join(', ')}`, { fields: unknown });
-  return parseList(CASE, CASE_FILTERS, filter, false).conditions;
+  return parseList(CASE, filter, false).conditions;
 }
 
 export function appObjectTasks(services: { cases: CasesService; records: RecordsService }): TaskDefinition[] {

@@ -1,8 +1,9 @@
 /** SQL of cases beyond the shared object SQL: the audit trail, history entries, summaries, bulk status. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
+import { CASE } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
-import { renderCondition } from '../shared/objects.repository.ts';
+import { closedAtFor, renderCondition, updateWithPrevious } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
 export interface HistoryRow {
@@ -61,37 +62,23 @@ export async function appendEntry(
   target: 'owner' | 'admin',
   entry: Record<string, unknown>,
   change: { status?: string; priority?: number; assignedTo?: string },
-  closedStatuses: readonly string[],
 ): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
   const sets: Sql[] = [];
   if (change.status !== undefined) {
-    sets.push(sql`status = ${change.status}`, sql`closed_at = ${closedAtFor(change.status, closedStatuses)}`);
+    sets.push(
+      sql`status = ${change.status}`,
+      sql`closed_at = ${closedAtFor(change.status, CASE.closedStatuses ?? [])}`,
+    );
   }
   if (change.priority !== undefined) sets.push(sql`priority = ${change.priority}`);
   if (change.assignedTo !== undefined) sets.push(sql`assigned_to = ${change.assignedTo}`);
   const section = raw(target);
   const where = sql`collection_id = ${collectionId} AND app_id = ${appId} AND id = ${caseId} AND deleted_at IS NULL`;
-  const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
-    WITH prev AS (SELECT to_jsonb(p) AS j FROM app_cases p WHERE ${where} FOR UPDATE)
-    UPDATE app_cases SET
-      ${section} = jsonb_set(${section}, '{history}',
-        (CASE WHEN jsonb_typeof(${section}->'history') = 'array' THEN ${section}->'history' ELSE '[]'::jsonb END)
-        || jsonb_build_array(${JSON.stringify(entry)}::jsonb)),
-      ${join([...sets, sql`updated_at = now()`], ', ')}
-    FROM prev WHERE ${where}
-    RETURNING app_cases.*, prev.j AS _previous`);
-  if (!rows[0]) return undefined;
-  const { _previous, ...row } = rows[0];
-  return { row: row as Row, previous: _previous };
+  const history = sql`${section} = jsonb_set(${section}, '{history}',
+    (CASE WHEN jsonb_typeof(${section}->'history') = 'array' THEN ${section}->'history' ELSE '[]'::jsonb END)
+    || jsonb_build_array(${JSON.stringify(entry)}::jsonb))`;
+  return updateWithPrevious(q, 'app_cases', [history, ...sets, sql`updated_at = now()`], where);
 }
-
-/** `closed_at` follows `status`: set when a case enters a closed status, cleared when it leaves. */
-export const closedAtFor = (status: string, closedStatuses: readonly string[]): Sql =>
-  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN coalesce(closed_at, now()) ELSE NULL END`;
-
-/** The same rule for a new case (no stored closed_at to keep). */
-export const closedAtOnInsert = (status: string, closedStatuses: readonly string[]): Sql =>
-  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN now() ELSE NULL END`;
 
 export async function summary(
   q: Queryable,

@@ -1,12 +1,23 @@
 import { Type } from 'typebox';
-import { Closed, DateTime, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
+import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
-import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  named,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
+import { AppThread } from '../threads/threads.schema.ts';
 
 export const AppCase = objectSchema('AppCase', CASE);
 
-export const CreateCaseInput = Closed(
-  {
+export const CreateCaseInput = named(
+  'CreateCaseInput',
+  Closed({
     visibility: Type.Optional(Visibility),
     ref: Type.Optional(text()),
     status: Type.Optional(text(50, 'Default `open`. Admins only.')),
@@ -16,19 +27,15 @@ export const CreateCaseInput = Closed(
     productId: Type.Optional(text()),
     proofId: Type.Optional(text()),
     contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
-    data: Type.Optional(OpenObject()),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
-  },
-  { $id: 'CreateCaseInput' },
+    ...createSections,
+  }),
 );
 export type CreateCaseInput = Type.Static<typeof CreateCaseInput>;
 
-export const UpdateCaseInput = Closed(
-  {
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+export const UpdateCaseInput = named(
+  'UpdateCaseInput',
+  Closed({
+    ...updateSections,
     status: Type.Optional(text(50)),
     priority: Type.Optional(Nullable(Type.Number({ minimum: -1e9, maximum: 1e9 }))),
     category: Type.Optional(Nullable(text(100))),
@@ -38,8 +45,7 @@ export const UpdateCaseInput = Closed(
     productId: Type.Optional(Nullable(text())),
     proofId: Type.Optional(Nullable(text())),
     contactId: Type.Optional(Nullable(text())),
-  },
-  { $id: 'UpdateCaseInput' },
+  }),
 );
 export type UpdateCaseInput = Type.Static<typeof UpdateCaseInput>;
 
@@ -51,9 +57,11 @@ export const CaseListQuery = Closed({
   assignedTo: Type.Optional(text()),
   closedAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
 });
+export type CaseListQuery = Type.Static<typeof CaseListQuery>;
 
-export const AppendHistoryInput = Closed(
-  {
+export const AppendHistoryInput = named(
+  'AppendHistoryInput',
+  Closed({
     entry: OpenObject({ description: 'The entry; `at` and `actorId` are added by the service' }),
     historyTarget: Type.Optional(
       Type.Union([Type.Literal('owner'), Type.Literal('admin')], {
@@ -63,47 +71,47 @@ export const AppendHistoryInput = Closed(
     status: Type.Optional(text(50)),
     priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
     assignedTo: Type.Optional(text()),
-  },
-  { $id: 'AppendHistoryInput' },
+  }),
 );
 export type AppendHistoryInput = Type.Static<typeof AppendHistoryInput>;
 
-export const CaseSummaryRequest = Closed(
-  {
+export const CaseSummaryRequest = named(
+  'CaseSummaryRequest',
+  Closed({
     period: Type.Optional(
       Closed({
         from: Type.Optional(DateTime()),
         to: Type.Optional(DateTime()),
       }),
     ),
-  },
-  { $id: 'CaseSummaryRequest' },
+  }),
 );
 
-export const CaseSummaryResponse = Type.Object(
-  {
+export const CaseSummaryResponse = named(
+  'CaseSummaryResponse',
+  Type.Object({
     total: Type.Integer(),
     byStatus: Type.Record(Type.String(), Type.Integer()),
     byPriority: Type.Record(Type.String(), Type.Integer()),
     trend: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
-  },
-  { $id: 'CaseSummaryResponse' },
+  }),
 );
 
-export const CaseOneSummary = Type.Object(
-  {
-    case: Type.Ref('AppCase'),
+export const CaseOneSummary = named(
+  'CaseOneSummary',
+  Type.Object({
+    case: ref(AppCase),
     threads: Type.Integer({ description: 'Related threads the caller can see' }),
     records: Type.Integer({ description: 'Related records the caller can see' }),
     ageSeconds: Type.Number({ description: 'From creation to now (or to closing, if closed)' }),
     timeToCloseSeconds: Nullable(Type.Number()),
     lastActivityAt: Type.String({ description: 'Latest change of the case or of a related object' }),
-  },
-  { $id: 'CaseOneSummary' },
+  }),
 );
 
-export const HistoryEvent = Type.Object(
-  {
+export const HistoryEvent = named(
+  'CaseHistoryEvent',
+  Type.Object({
     id: Type.Integer(),
     action: Type.Union(['create', 'update', 'delete', 'entry', 'status'].map((a) => Type.Literal(a))),
     at: Type.String(),
@@ -113,12 +121,11 @@ export const HistoryEvent = Type.Object(
     changes: OpenObject({ description: 'Scalar fields: {field: {from, to}}' }),
     entry: Type.Optional(OpenObject()),
     historyTarget: Type.Optional(Type.String()),
-  },
-  { $id: 'CaseHistoryEvent' },
+  }),
 );
 
-export const CaseHistory = Type.Object({ data: Type.Array(Type.Ref('CaseHistoryEvent')) });
+export const CaseHistory = Type.Object({ data: Type.Array(ref(HistoryEvent)) });
 export const RelatedResponse = Type.Object({
-  threads: Type.Array(Type.Ref('AppThread')),
-  records: Type.Array(Type.Ref('AppRecord')),
+  threads: Type.Array(ref(AppThread)),
+  records: Type.Array(ref(AppRecord)),
 });

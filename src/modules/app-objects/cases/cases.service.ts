@@ -5,122 +5,61 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
-import { newId } from '../../../platform/ids.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
-import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
+import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { type BuiltPatch, columnValues, ObjectService } from '../shared/objects.service.ts';
-import { type Actor, type AppObject, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
+import { type ChangeEvent, ObjectService } from '../shared/objects.service.ts';
+import { type Actor, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
-import type { AppendHistoryInput, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
+import type { AppendHistoryInput, CaseListQuery, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
 
-/** Statuses that close a case: entering one sets closedAt, leaving one clears it. */
-export const CLOSED_STATUSES = ['closed', 'resolved'] as const;
 export const HISTORY_LIMIT = 1000;
 export const RELATED_LIMIT = 500;
 
-export const CASE_FILTERS: FilterDefs = {
-  ...COMMON_FILTERS,
-  category: { col: 'category', op: 'eq' },
-  priority: { col: 'priority', op: 'num' },
-  ref: { col: 'ref', op: 'eq' },
-  assignedTo: { col: 'assigned_to', op: 'eq' },
-  closedAt: { col: 'closed_at', op: 'date' },
-};
-
 const actor = (c: Actor) => ({ actorId: c.actorId, actorRole: c.role });
 
-export class CasesService extends ObjectService {
+export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput, CaseListQuery> {
   constructor(db: Db) {
     super(db, CASE);
   }
 
-  async create(collectionId: string, appId: string, caller: Actor, input: CreateCaseInput): Promise<AppObject> {
+  /** Users open cases for themselves: status, assignee and contact are set by the service or admins. */
+  protected override createValues(_collectionId: string, caller: Actor, input: CreateCaseInput) {
     const values: Record<string, unknown> = { ...input };
-    if (!isAdmin(caller)) {
-      const refused = ['status', 'assignedTo', 'contactId'].filter(
-        (k) => input[k as keyof CreateCaseInput] !== undefined,
-      );
-      if (refused.length) {
-        throw badRequest(`Set by the service or by admins only: ${refused.join(', ')}`, { fields: refused });
-      }
-      if (input.visibility === 'admin')
-        throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
-      delete values.admin;
-      values.contactId = caller.contactId;
+    if (isAdmin(caller)) return values;
+    const refused = (['status', 'assignedTo', 'contactId'] as const).filter((k) => input[k] !== undefined);
+    if (refused.length) {
+      throw badRequest(`Set by the service or by admins only: ${refused.join(', ')}`, { fields: refused });
     }
-    const cols = columnValues(CASE, values);
-    if (typeof values.status === 'string') cols.closed_at = repo.closedAtOnInsert(values.status, CLOSED_STATUSES);
-    return this.db.transaction(async (tx) => {
-      const row = await objects.insertObject(tx, CASE, collectionId, appId, newId(CASE.idPrefix), cols);
-      await repo.insertHistory(tx, collectionId, {
-        caseId: row.id,
-        appId,
-        action: 'create',
-        ...actor(caller),
-        changedFields: Object.keys(values).filter((k) => values[k] !== undefined),
-      });
-      return this.present(row, caller);
-    });
+    if (input.visibility === 'admin')
+      throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
+    delete values.admin;
+    values.contactId = caller.contactId;
+    return values;
   }
+
+  /** Every create, update and delete leaves a row in the audit trail, in the same transaction. */
+  protected override record = (q: Queryable, collectionId: string, appId: string, e: ChangeEvent) =>
+    repo.insertHistory(q, collectionId, {
+      caseId: e.id,
+      appId,
+      action: e.action,
+      ...actor(e.caller),
+      changedFields: e.changedFields,
+      changes: e.changes,
+    });
 
   /**
    * An admin's list of live cases filtered by status alone (the common dashboard query) takes
    * its exact total from the status counters instead of counting matching rows.
    */
-  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
-    return this.listWith(collectionId, appId, caller, query, CASE_FILTERS, [], (spec) => {
-      if (!isAdmin(caller) || spec.includeDeleted) return undefined;
-      if (spec.conditions.length > 1) return undefined;
-      const c = spec.conditions[0];
-      if (c && !((c.op === 'eq' || c.op === 'in') && c.col === 'status')) return undefined;
-      const statuses = c ? (c.op === 'eq' ? [c.value] : c.op === 'in' ? c.value : undefined) : undefined;
-      return () => repo.countByStatus(this.db, collectionId, appId, statuses);
-    });
-  }
-
-  private withClosedAt(built: BuiltPatch, status: unknown): BuiltPatch {
-    if (typeof status === 'string') {
-      built.patch.columns.closed_at = repo.closedAtFor(status, CLOSED_STATUSES);
-      built.named.push('closedAt');
-    }
-    return built;
-  }
-
-  async patch(
-    collectionId: string,
-    appId: string,
-    id: string,
-    caller: Actor,
-    body: UpdateCaseInput,
-  ): Promise<AppObject> {
-    const built = this.withClosedAt(this.buildPatch(body as Record<string, unknown>, caller), body.status);
-    return this.db.transaction(async (tx) => {
-      const done = await this.update(tx, collectionId, appId, id, caller, built);
-      await repo.insertHistory(tx, collectionId, {
-        caseId: id,
-        appId,
-        action: 'update',
-        ...actor(caller),
-        changedFields: done.changedFields,
-        changes: done.changes,
-      });
-      return this.present(done.row, caller);
-    });
-  }
-
-  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
-    await this.db.transaction(async (tx) => {
-      await this.remove(tx, collectionId, appId, id, caller);
-      await repo.insertHistory(tx, collectionId, {
-        caseId: id,
-        appId,
-        action: 'delete',
-        ...actor(caller),
-        changedFields: ['deletedAt'],
-      });
-    });
-    return { success: true };
+  protected override fastCount(collectionId: string, appId: string, caller: Actor, spec: ListSpec) {
+    if (!isAdmin(caller) || spec.includeDeleted) return undefined;
+    if (spec.conditions.length > 1) return undefined;
+    const c = spec.conditions[0];
+    if (c && !((c.op === 'eq' || c.op === 'in') && c.col === 'status')) return undefined;
+    const statuses = c ? (c.op === 'eq' ? [c.value] : c.op === 'in' ? c.value : undefined) : undefined;
+    return () => repo.countByStatus(this.db, collectionId, appId, statuses);
   }
 
   /** Admin: append an entry to the owner's or admin's history, optionally changing status/priority/assignee. */
@@ -134,7 +73,7 @@ export class CasesService extends ObjectService {
     ];
     const change = { status: input.status, priority: input.priority, assignedTo: input.assignedTo };
     return this.db.transaction(async (tx) => {
-      const done = await repo.appendEntry(tx, collectionId, appId, id, target, entry, change, CLOSED_STATUSES);
+      const done = await repo.appendEntry(tx, collectionId, appId, id, target, entry, change);
       if (!done) throw notFound('Case');
       const { changedFields, changes } = this.changes(done.previous, done.row, named);
       await repo.insertHistory(tx, collectionId, {
@@ -196,8 +135,9 @@ export class CasesService extends ObjectService {
   /** One case with counts of its related objects, its age, time to close and last activity. */
   async caseSummary(collectionId: string, appId: string, id: string, caller: Actor) {
     const row = await this.readable(this.db, collectionId, appId, id, caller);
-    const threads = await objects.countChildren(this.db, THREAD, collectionId, appId, caller, 'case', id);
-    const records = await objects.countChildren(this.db, RECORD, collectionId, appId, caller, 'case', id);
+    const of = { collectionId, appId, caller, parentType: 'case', parentId: id };
+    const threads = await objects.countChildren(this.db, { kind: THREAD, ...of });
+    const records = await objects.countChildren(this.db, { kind: RECORD, ...of });
     const created = (row.created_at as Date).getTime();
     const closed = row.closed_at ? (row.closed_at as Date).getTime() : null;
     const last = Math.max(
@@ -217,8 +157,9 @@ export class CasesService extends ObjectService {
 
   async related(collectionId: string, appId: string, id: string, caller: Actor) {
     await this.readable(this.db, collectionId, appId, id, caller);
-    const threads = await objects.childrenOf(this.db, THREAD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
-    const records = await objects.childrenOf(this.db, RECORD, collectionId, appId, caller, 'case', id, RELATED_LIMIT);
+    const of = { collectionId, appId, caller, parentType: 'case', parentId: id };
+    const threads = await objects.childrenOf(this.db, { kind: THREAD, ...of }, RELATED_LIMIT);
+    const records = await objects.childrenOf(this.db, { kind: RECORD, ...of }, RELATED_LIMIT);
     return {
       threads: threads.map((r) => present(THREAD, r, caller)),
       records: records.map((r) => present(RECORD, r, caller)),
@@ -265,11 +206,8 @@ export class CasesService extends ObjectService {
     caller: Actor,
   ): Promise<number> {
     let changed = 0;
+    const built = this.buildPatch({ status }, caller);
     for (const id of ids) {
-      const built = this.withClosedAt(
-        { patch: { columns: { status: objects.value('text', status) }, sections: {} }, named: ['status'] },
-        status,
-      );
       const done = await objects.patchObject(tx, CASE, collectionId, appId, id, built.patch);
       if (!done) continue; // deleted since it was matched
       const { changedFields, changes } = this.changes(done.previous, done.row, built.named);

@@ -1,9 +1,9 @@
 /** SQL of records beyond the shared object SQL: upsert by ref and bulk delete by ref. */
-import sql, { join, raw, type Sql } from 'sql-template-tag';
+import sql, { join, raw } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
+import { fieldOf, RECORD } from '../shared/kinds.ts';
+import { columnsOf, MERGED_SECTIONS } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
-
-const MERGED = new Set(['data', 'owner', 'admin', 'metadata']);
 
 /**
  * Insert, or update the record holding this ref (reviving it if deleted). Given columns
@@ -14,18 +14,21 @@ export async function upsertByRef(
   collectionId: string,
   appId: string,
   id: string,
-  values: Record<string, Sql>,
-  /** Columns written on insert only (derived defaults an update must not overwrite). */
+  /** By field name (sections included). */
+  values: Record<string, unknown>,
+  /** Fields written on insert only (derived defaults an update must not overwrite). */
   insertOnly: readonly string[] = [],
 ): Promise<Row & { created: boolean }> {
-  const cols = Object.keys(values);
+  const rendered = columnsOf(RECORD, values);
+  const cols = [...rendered.keys()];
+  const keep = new Set(insertOnly.map((name) => fieldOf(RECORD, name)?.col));
   const updates = cols
-    .filter((c) => c !== 'ref' && !insertOnly.includes(c))
-    .map((c) => (MERGED.has(c) ? `${c} = app_records.${c} || EXCLUDED.${c}` : `${c} = EXCLUDED.${c}`));
+    .filter((c) => c !== 'ref' && !keep.has(c))
+    .map((c) => (MERGED_SECTIONS.has(c) ? `${c} = app_records.${c} || EXCLUDED.${c}` : `${c} = EXCLUDED.${c}`));
   updates.push('deleted_at = NULL', 'updated_at = now()');
   const { rows } = await q.query<Row & { created: boolean }>(sql`
     INSERT INTO app_records (collection_id, app_id, id, ${raw(cols.join(', '))})
-    VALUES (${collectionId}, ${appId}, ${id}, ${join(Object.values(values))})
+    VALUES (${collectionId}, ${appId}, ${id}, ${join([...rendered.values()])})
     ON CONFLICT (collection_id, app_id, ref) WHERE ref IS NOT NULL
     DO UPDATE SET ${raw(updates.join(', '))}
     RETURNING *, (xmax = 0) AS created`);

@@ -1,7 +1,17 @@
 import { Type } from 'typebox';
-import { Closed, DateTime, Nullable, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
-import { commonListQuery, DateText, objectSchema, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  DateText,
+  FacetRule,
+  named,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 
 export const BULK_MAX = 500;
 
@@ -17,7 +27,7 @@ export const AppRecord = objectSchema('AppRecord', RECORD, {
 
 export const SINGLETON_PER = ['contactId', 'productId', 'proofId', 'variantId', 'batchId', 'collection'] as const;
 
-/** Fields an upsert (and each bulk-upsert item) may carry, as the original's UpsertRecordInput. */
+/** Fields an upsert (and each bulk-upsert item) may carry (`UpsertRecordInput`, docs/app-objects.md). */
 const upsertFields = {
   ref: text(),
   recordType: Type.Optional(text(100)),
@@ -32,11 +42,12 @@ const upsertFields = {
   status: Type.Optional(text(50)),
   data: Type.Optional(OpenObject()),
   metadata: Type.Optional(OpenObject()),
-  facetRule: Type.Optional(Type.Ref('FacetRule')),
+  facetRule: Type.Optional(ref(FacetRule)),
 };
 
-export const CreateRecordInput = Closed(
-  {
+export const CreateRecordInput = named(
+  'CreateRecordInput',
+  Closed({
     ...upsertFields,
     ref: Type.Optional(text(200, 'Unique within the app (deleted records included)')),
     visibility: Type.Optional(Visibility),
@@ -53,18 +64,15 @@ export const CreateRecordInput = Closed(
         { description: 'At most one live record of this recordType per value of this field' },
       ),
     ),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
-  },
-  { $id: 'CreateRecordInput' },
+    ...createSections,
+  }),
 );
 export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
 
-export const UpdateRecordInput = Closed(
-  {
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+export const UpdateRecordInput = named(
+  'UpdateRecordInput',
+  Closed({
+    ...updateSections,
     metadata: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
     status: Type.Optional(text(50)),
     visibility: Type.Optional(Visibility),
@@ -80,16 +88,15 @@ export const UpdateRecordInput = Closed(
     scopeId: Type.Optional(Nullable(text())),
     customId: Type.Optional(Nullable(text())),
     sourceSystem: Type.Optional(Nullable(text(100))),
-    facetRule: Type.Optional(Nullable(Type.Ref('FacetRule'))),
-  },
-  { $id: 'UpdateRecordInput' },
+    facetRule: Type.Optional(Nullable(ref(FacetRule))),
+  }),
 );
 export type UpdateRecordInput = Type.Static<typeof UpdateRecordInput>;
 
-export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput' });
+export const UpsertRecordInput = named('UpsertRecordInput', Closed(upsertFields));
 export type UpsertRecordInput = Type.Static<typeof UpsertRecordInput>;
 
-export const BulkUpsertInput = Type.Array(Type.Ref('UpsertRecordInput'), { minItems: 1, maxItems: BULK_MAX });
+export const BulkUpsertInput = Type.Array(ref(UpsertRecordInput), { minItems: 1, maxItems: BULK_MAX });
 
 export const BulkUpsertResult = Type.Object({
   saved: Type.Integer(),
@@ -103,12 +110,15 @@ export const BulkUpsertResult = Type.Object({
   }),
 });
 
-export const BulkDeleteInput = Closed(
-  {
-    ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
-    refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
-  },
-  { $id: 'BulkDeleteInput', description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
+export const BulkDeleteInput = named(
+  'BulkDeleteInput',
+  Closed(
+    {
+      ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
+      refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
+    },
+    { description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
+  ),
 );
 export type BulkDeleteInput = Type.Static<typeof BulkDeleteInput>;
 
@@ -131,3 +141,4 @@ export const RecordListQuery = Closed({
   includeScheduled: Type.Optional(Type.Boolean({ description: 'Include records whose startsAt is after `at`' })),
   includeExpired: Type.Optional(Type.Boolean({ description: 'Include records whose expiresAt is at or before `at`' })),
 });
+export type RecordListQuery = Type.Static<typeof RecordListQuery>;

@@ -9,28 +9,18 @@ import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
-import { COMMON_FILTERS, type Condition, type FilterDefs } from '../shared/list-query.ts';
+import type { Condition } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
+import { createValues, ObjectService } from '../shared/objects.service.ts';
 import { type Actor, type AppObject, isAdmin } from '../shared/sections.ts';
 import * as repo from './records.repository.ts';
-import type { BulkDeleteInput, CreateRecordInput, UpdateRecordInput, UpsertRecordInput } from './records.schema.ts';
-
-export const RECORD_FILTERS: FilterDefs = {
-  ...COMMON_FILTERS,
-  recordType: { col: 'record_type', op: 'eq' },
-  ref: { col: 'ref', op: 'eq' },
-  refPrefix: { col: 'ref', op: 'prefix' },
-  sourceSystem: { col: 'source_system', op: 'eq' },
-  variantId: { col: 'variant_id', op: 'eq' },
-  batchId: { col: 'batch_id', op: 'eq' },
-  authorId: { col: 'author_id', op: 'eq' },
-  parentType: { col: 'parent_type', op: 'eq' },
-  parentId: { col: 'parent_id', op: 'eq' },
-  startsAt: { col: 'starts_at', op: 'date' },
-  expiresAt: { col: 'expires_at', op: 'date' },
-  q: { col: 'ref', op: 'search', cols: ['ref', 'custom_id', 'record_type'] },
-};
+import type {
+  BulkDeleteInput,
+  CreateRecordInput,
+  RecordListQuery,
+  UpdateRecordInput,
+  UpsertRecordInput,
+} from './records.schema.ts';
 
 /** By scope type; a Map because scopeType is the caller's text (`constructor` is no scope). */
 const SPECIFICITY = new Map<string, number>([
@@ -64,53 +54,52 @@ export interface ImportItemError {
   message: string;
 }
 
-export class RecordsService extends ObjectService {
+/** The fields a record derives from others (a PATCH by an admin recomputes them). */
+const DERIVED = ['customIdNormalized', 'scopeType', 'scopeId', 'specificity'];
+
+export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecordInput, RecordListQuery> {
   constructor(db: Db) {
     super(db, RECORD);
   }
 
-  /** Input fields → column values, with the derived columns. */
-  private columns(collectionId: string, input: Record<string, unknown>, isCreate: boolean) {
-    const { singletonPer, ...fields } = input as Record<string, unknown> & { singletonPer?: string };
-    const cols = columnValues(RECORD, fields);
-    if (typeof fields.customId === 'string')
-      cols.custom_id_normalized = objects.value('text', normaliseCustomId(fields.customId));
+  /** Input fields → stored values by field name, with the derived fields. */
+  private values(collectionId: string, input: Record<string, unknown>, isCreate: boolean) {
+    const { singletonPer, ...values } = input;
+    if (typeof values.customId === 'string') values.customIdNormalized = normaliseCustomId(values.customId);
     const insertOnly: string[] = [];
-    if (fields.scopeType === undefined) {
-      const scope = deriveScope(collectionId, fields);
+    if (input.scopeType === undefined) {
+      const scope = deriveScope(collectionId, input);
       if (scope) {
-        cols.scope_type = objects.value('text', scope.type);
-        if (fields.scopeId === undefined) cols.scope_id = objects.value('text', scope.id);
-        cols.specificity = objects.value('int', SPECIFICITY.get(scope.type) ?? 0);
+        values.scopeType = scope.type;
+        if (input.scopeId === undefined) values.scopeId = scope.id;
+        values.specificity = SPECIFICITY.get(scope.type) ?? 0;
       } else if (isCreate) {
-        cols.scope_type = objects.value('text', 'collection');
-        if (fields.scopeId === undefined) cols.scope_id = objects.value('text', collectionId);
-        cols.specificity = objects.value('int', 0);
-        insertOnly.push('scope_type', 'scope_id', 'specificity');
+        values.scopeType = 'collection';
+        if (input.scopeId === undefined) values.scopeId = collectionId;
+        values.specificity = 0;
+        insertOnly.push('scopeType', 'scopeId', 'specificity');
       }
-    } else if (typeof fields.scopeType === 'string') {
-      cols.specificity = objects.value('int', SPECIFICITY.get(fields.scopeType) ?? 0);
+    } else if (typeof input.scopeType === 'string') {
+      values.specificity = SPECIFICITY.get(input.scopeType) ?? 0;
     }
     if (singletonPer !== undefined) {
-      const value = singletonPer === 'collection' ? collectionId : fields[singletonPer];
+      const value = singletonPer === 'collection' ? collectionId : input[String(singletonPer)];
       if (typeof value !== 'string') {
         throw badRequest(`singletonPer "${singletonPer}" needs ${singletonPer} to be set`, {
           fields: ['singletonPer'],
         });
       }
-      cols.singleton_key = objects.value('text', `${fields.recordType ?? ''}|${singletonPer}|${value}`);
+      values.singletonKey = `${input.recordType ?? ''}|${singletonPer}|${value}`;
     }
-    return { cols, insertOnly };
+    return { values, insertOnly };
   }
 
-  async create(collectionId: string, appId: string, caller: Actor, input: CreateRecordInput): Promise<AppObject> {
-    const values = createValues(caller, input);
-    const { cols } = this.columns(collectionId, values, true);
-    const row = await objects.insertObject(this.db, RECORD, collectionId, appId, newId(RECORD.idPrefix), cols);
-    return this.present(row, caller);
+  protected override createValues(collectionId: string, caller: Actor, input: CreateRecordInput) {
+    return this.values(collectionId, createValues(caller, input), true).values;
   }
 
-  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
+  /** Public callers: active records inside the schedule window; customId compared normalised. */
+  protected override listConditions(caller: Actor, query: RecordListQuery): Condition[] {
     const extra: Condition[] = [];
     if (typeof query.customId === 'string') {
       extra.push({ col: 'custom_id_normalized', op: 'eq', value: normaliseCustomId(query.customId) });
@@ -118,28 +107,18 @@ export class RecordsService extends ObjectService {
     if (!isAdmin(caller)) extra.push({ col: 'status', op: 'eq', value: 'active' });
     // The schedule window: always for public callers, for admins when they name a moment.
     if (!isAdmin(caller) || query.at !== undefined) {
-      const at = query.at ? new Date(query.at as string) : new Date();
+      const at = query.at ? new Date(query.at) : new Date();
       if (query.includeScheduled !== true) extra.push({ col: 'starts_at', op: 'lteOrNull', value: at });
       if (query.includeExpired !== true) extra.push({ col: 'expires_at', op: 'gtOrNull', value: at });
     }
-    return this.listWith(collectionId, appId, caller, query, RECORD_FILTERS, extra);
+    return extra;
   }
 
-  async patch(collectionId: string, appId: string, id: string, caller: Actor, body: UpdateRecordInput) {
-    const built = this.buildPatch(body as Record<string, unknown>, caller);
-    if (isAdmin(caller)) {
-      const { cols } = this.columns(collectionId, body as Record<string, unknown>, false);
-      for (const c of ['custom_id_normalized', 'scope_type', 'scope_id', 'specificity']) {
-        if (cols[c] && !(c in built.patch.columns)) built.patch.columns[c] = cols[c];
-      }
-    }
-    const done = await this.update(this.db, collectionId, appId, id, caller, built);
-    return this.present(done.row, caller);
-  }
-
-  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
-    await this.remove(this.db, collectionId, appId, id, caller);
-    return { success: true };
+  /** An admin's PATCH recomputes the derived fields its body does not set itself. */
+  protected override derivedFields(collectionId: string, caller: Actor, body: UpdateRecordInput) {
+    if (!isAdmin(caller)) return {};
+    const { values } = this.values(collectionId, body, false);
+    return Object.fromEntries(DERIVED.filter((k) => values[k] !== undefined).map((k) => [k, values[k]]));
   }
 
   async restore(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
@@ -149,8 +128,8 @@ export class RecordsService extends ObjectService {
   }
 
   async upsertOne(q: Queryable, collectionId: string, appId: string, input: UpsertRecordInput) {
-    const { cols, insertOnly } = this.columns(collectionId, input as Record<string, unknown>, true);
-    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), cols, insertOnly);
+    const { values, insertOnly } = this.values(collectionId, input, true);
+    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), values, insertOnly);
   }
 
   async upsert(collectionId: string, appId: string, caller: Actor, input: UpsertRecordInput) {

@@ -2,7 +2,8 @@
  * Guards of app-object routes, run in `onRequest`. The zone decides the credential: `admin`
  * needs an admin credential of the collection; `public` a user token of the collection (an
  * admin credential is served as admin). Anonymous callers are refused: app objects are
- * owned by contacts, and the seed has every thread and record route require authentication.
+ * owned by contacts, and every app-object route requires authentication (docs/app-objects.md,
+ * "Callers and zones").
  */
 import type { FastifyRequest } from 'fastify';
 import { guard } from '../../../platform/auth.ts';
@@ -14,13 +15,14 @@ export async function signedIn(req: FastifyRequest): Promise<void> {
   if (req.caller.role === 'anonymous') throw unauthorized('A user token (or an admin credential) is required');
 }
 
-/** Operations the original marks "admin only" (summary, history append, bulk writes, restore). */
+/** Admin-only operations: case summary, history append, record upsert, bulk writes, restore. */
 export async function adminOnly(req: FastifyRequest): Promise<void> {
   await signedIn(req);
   if (req.caller.role !== 'admin') throw notPermitted('Only an admin of the collection may perform this operation');
 }
 
-export const actorOf = (req: FastifyRequest): Actor => ({
+/** The caller of an app-object route (signed in: its guard refused anonymous callers). */
+export const actorOf = (req: Pick<FastifyRequest, 'caller'> & { params: { zone: string } }): Actor => ({
   ...(req.caller as Actor),
-  publicZone: (req.params as { zone?: string }).zone === 'public',
+  publicZone: req.params.zone === 'public',
 });

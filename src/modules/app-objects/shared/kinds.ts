@@ -1,8 +1,15 @@
 /**
  * The three object kinds described as data: their table, their top-level fields (camelCase
- * name → column, and how the value is stored), and which fields each caller may write.
- * Every column name that reaches SQL comes from these tables, never from a request.
+ * name → column, and how the value is stored), which fields each caller may write, the
+ * columns a list sorts by, the list filters and the aggregate whitelists. Every column name
+ * that reaches SQL comes from these tables, never from a request. The routes, schemas and
+ * wording of each kind are in `<kind>/<kind>.routes.ts`, built on this description.
+ *
+ * Lookups by a caller's name go through own properties (`Object.hasOwn`) or Maps: a plain
+ * object would answer `constructor`, `toString` or `__proto__` with something inherited.
  */
+import type { MetricName } from './aggregate.ts';
+
 export type FieldKind = 'text' | 'num' | 'int' | 'ts' | 'json';
 export interface FieldDef {
   col: string;
@@ -23,8 +30,36 @@ export interface ObjectKind {
   fields: Record<string, FieldDef>;
   /** Fields a public caller who owns the object may change with PATCH (sections included). */
   ownerUpdatable: readonly string[];
-  /** Whether a `metadata` section exists (records). It is shown like `data`. */
+  /** Sort field → column. */
   sortable: Record<string, string>;
+  /** List query parameters → column and how the value is read. */
+  filters: FilterDefs;
+  /** What an aggregate may name: groups, metrics, the time-series field and filters. */
+  aggregate: AggregateWhitelists;
+  /** Statuses that close an object: entering one sets `closed_at` (once), leaving one clears it. */
+  closedStatuses?: readonly string[];
+}
+
+export type FilterOp = 'eq' | 'status' | 'num' | 'prefix' | 'tag' | 'date' | 'search';
+export interface FilterDef {
+  col: string;
+  op: FilterOp;
+  /** The columns a `search` filter looks in. */
+  cols?: string[];
+}
+/** Query parameter → column and how its value is read. */
+export type FilterDefs = ReadonlyMap<string, FilterDef>;
+
+export type AggregateFilterForm = 'text' | 'status' | 'range' | 'num';
+export interface AggregateWhitelists {
+  /** groupBy name → column. */
+  groups: ReadonlyMap<string, string>;
+  /** Metric name → the metrics it answers. */
+  metrics: ReadonlyMap<string, MetricName[]>;
+  /** timeSeriesField name → column. */
+  timeFields: ReadonlyMap<string, string>;
+  /** Filter name → column and value form. */
+  filters: ReadonlyMap<string, { col: string; form: AggregateFilterForm }>;
 }
 
 const f = (col: string, kind: FieldKind = 'text'): FieldDef => ({ col, kind });
@@ -39,6 +74,35 @@ export const fieldOf = (kind: ObjectKind, name: string): FieldDef | undefined =>
 /** The column a sort field names, if the kind sorts by it (own properties only, as fieldOf). */
 export const sortColumnOf = (kind: ObjectKind, name: string): string | undefined =>
   Object.hasOwn(kind.sortable, name) ? kind.sortable[name] : undefined;
+
+/** Filters every kind's list accepts. */
+const COMMON_FILTERS: Record<string, FilterDef> = {
+  status: { col: 'status', op: 'status' },
+  createdAt: { col: 'created_at', op: 'date' },
+  updatedAt: { col: 'updated_at', op: 'date' },
+  contactId: { col: 'contact_id', op: 'eq' },
+  productId: { col: 'product_id', op: 'eq' },
+  proofId: { col: 'proof_id', op: 'eq' },
+  visibility: { col: 'visibility', op: 'eq' },
+};
+const filters = (own: Record<string, FilterDef>): FilterDefs => new Map(Object.entries({ ...COMMON_FILTERS, ...own }));
+const eq = (col: string): FilterDef => ({ col, op: 'eq' });
+
+/** Aggregate names are the snake_case column names, so a whitelist is a list of columns. */
+const columns = (...cols: string[]): ReadonlyMap<string, string> => new Map(cols.map((c) => [c, c]));
+/**
+ * Aggregate filters, in the order an error lists them. A column's value form: `status` for
+ * status, `range` for a timestamp (`*_at`), `text` otherwise, unless given as [column, form].
+ */
+const aggregateFilters = (...entries: (string | [string, AggregateFilterForm])[]): AggregateWhitelists['filters'] =>
+  new Map(
+    entries.map((e) => {
+      const [col, form]: [string, AggregateFilterForm] =
+        typeof e !== 'string' ? e : [e, e === 'status' ? 'status' : e.endsWith('_at') ? 'range' : 'text'];
+      return [col, { col, form }];
+    }),
+  );
+const CREATED_UPDATED = ['created_at', 'updated_at'];
 
 const common = {
   visibility: f('visibility'),
@@ -71,6 +135,46 @@ export const CASE: ObjectKind = {
     category: 'category',
     ref: 'ref',
   },
+  filters: filters({
+    category: eq('category'),
+    priority: { col: 'priority', op: 'num' },
+    ref: eq('ref'),
+    assignedTo: eq('assigned_to'),
+    closedAt: { col: 'closed_at', op: 'date' },
+  }),
+  aggregate: {
+    groups: columns(
+      'status',
+      'priority',
+      'category',
+      'assigned_to',
+      'product_id',
+      'proof_id',
+      'contact_id',
+      'visibility',
+    ),
+    metrics: new Map<string, MetricName[]>([
+      ['count', ['count']],
+      // Each close-time metric by its name and by its answer's name (`*_seconds`).
+      ...(['avg', 'p50', 'p95'] as const).flatMap((m) => {
+        const answer: MetricName = `${m}_close_time_seconds`;
+        return [`${m}_close_time`, answer].map((name): [string, MetricName[]] => [name, [answer]]);
+      }),
+    ]),
+    timeFields: columns(...CREATED_UPDATED, 'closed_at'),
+    filters: aggregateFilters(
+      'status',
+      'category',
+      ['priority', 'num'],
+      'assigned_to',
+      'product_id',
+      'proof_id',
+      'contact_id',
+      ...CREATED_UPDATED,
+      'closed_at',
+    ),
+  },
+  closedStatuses: ['closed', 'resolved'],
 };
 
 export const THREAD: ObjectKind = {
@@ -101,6 +205,34 @@ export const THREAD: ObjectKind = {
     status: 'status',
     title: 'title',
     slug: 'slug',
+  },
+  filters: filters({
+    slug: eq('slug'),
+    authorId: eq('author_id'),
+    parentType: eq('parent_type'),
+    parentId: eq('parent_id'),
+    tag: { col: 'tags', op: 'tag' },
+  }),
+  aggregate: {
+    groups: columns('status', 'author_type', 'author_id', 'parent_type', 'product_id', 'contact_id', 'visibility'),
+    metrics: new Map<string, MetricName[]>([
+      ['count', ['count']],
+      ['reply_count', ['total_replies', 'avg_replies']],
+      ['total_replies', ['total_replies']],
+      ['avg_replies', ['avg_replies']],
+    ]),
+    timeFields: columns(...CREATED_UPDATED, 'last_reply_at'),
+    filters: aggregateFilters(
+      'status',
+      'author_type',
+      'author_id',
+      'parent_type',
+      'parent_id',
+      'product_id',
+      'contact_id',
+      ...CREATED_UPDATED,
+      'last_reply_at',
+    ),
   },
 };
 
@@ -141,5 +273,49 @@ export const RECORD: ObjectKind = {
     startsAt: 'starts_at',
     expiresAt: 'expires_at',
     specificity: 'specificity',
+  },
+  filters: filters({
+    recordType: eq('record_type'),
+    ref: eq('ref'),
+    refPrefix: { col: 'ref', op: 'prefix' },
+    sourceSystem: eq('source_system'),
+    variantId: eq('variant_id'),
+    batchId: eq('batch_id'),
+    authorId: eq('author_id'),
+    parentType: eq('parent_type'),
+    parentId: eq('parent_id'),
+    startsAt: { col: 'starts_at', op: 'date' },
+    expiresAt: { col: 'expires_at', op: 'date' },
+    q: { col: 'ref', op: 'search', cols: ['ref', 'custom_id', 'record_type'] },
+  }),
+  aggregate: {
+    groups: columns(
+      'status',
+      'record_type',
+      'product_id',
+      'variant_id',
+      'batch_id',
+      'proof_id',
+      'source_system',
+      'scope_type',
+      'author_type',
+      'contact_id',
+      'visibility',
+    ),
+    metrics: new Map<string, MetricName[]>([['count', ['count']]]),
+    timeFields: columns(...CREATED_UPDATED, 'starts_at', 'expires_at'),
+    filters: aggregateFilters(
+      'status',
+      'record_type',
+      'product_id',
+      'variant_id',
+      'batch_id',
+      'proof_id',
+      'source_system',
+      'contact_id',
+      ...CREATED_UPDATED,
+      'starts_at',
+      'expires_at',
+    ),
   },
 };

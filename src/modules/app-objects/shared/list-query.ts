@@ -19,10 +19,6 @@ export type Condition =
   | { col: string; op: 'lteOrNull' | 'gtOrNull'; value: Date }
   | { cols: string[]; op: 'search'; value: string };
 
-export type FilterOp = 'eq' | 'status' | 'num' | 'prefix' | 'tag' | 'date' | 'search';
-/** Query parameter → column and how its value is read. */
-export type FilterDefs = Record<string, { col: string; op: FilterOp; cols?: string[] }>;
-
 export interface Order {
   col: string;
   dir: 'ASC' | 'DESC';
@@ -95,14 +91,9 @@ export function parseSort(kind: ObjectKind, raw: string | undefined): Order {
 }
 
 /** Reads the kind's filters from an (already schema-validated) query object. */
-export function parseList(
-  kind: ObjectKind,
-  defs: FilterDefs,
-  query: Record<string, unknown>,
-  canIncludeDeleted: boolean,
-): ListSpec {
+export function parseList(kind: ObjectKind, query: Record<string, unknown>, canIncludeDeleted: boolean): ListSpec {
   const conditions: Condition[] = [];
-  for (const [param, def] of Object.entries(defs)) {
+  for (const [param, def] of kind.filters) {
     const v = query[param];
     if (v === undefined || v === '') continue;
     const text = String(v);
@@ -137,14 +128,3 @@ export function parseList(
     includeDeleted: canIncludeDeleted && query.includeDeleted === true,
   };
 }
-
-/** Filters every kind's list accepts. */
-export const COMMON_FILTERS: FilterDefs = {
-  status: { col: 'status', op: 'status' },
-  createdAt: { col: 'created_at', op: 'date' },
-  updatedAt: { col: 'updated_at', op: 'date' },
-  contactId: { col: 'contact_id', op: 'eq' },
-  productId: { col: 'product_id', op: 'eq' },
-  proofId: { col: 'proof_id', op: 'eq' },
-  visibility: { col: 'visibility', op: 'eq' },
-};

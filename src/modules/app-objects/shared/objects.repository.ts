@@ -5,19 +5,55 @@
  */
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
+import { badRequest } from '../../../platform/errors.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
-import type { FieldKind, ObjectKind, Section } from './kinds.ts';
+import { type FieldKind, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import type { Condition, ListSpec } from './list-query.ts';
 import type { Actor, Row } from './sections.ts';
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-export function value(kind: FieldKind, v: unknown): Sql {
+function value(kind: FieldKind, v: unknown): Sql {
   if (v === null || v === undefined) return sql`NULL`;
   if (kind === 'json') return sql`${JSON.stringify(v)}::jsonb`;
   if (kind === 'ts') return sql`${v instanceof Date ? v.toISOString() : v}::timestamptz`;
   return sql`${v}`;
 }
+
+/** The JSON sections merged key by key (by a PATCH or an upsert). */
+export const MERGED_SECTIONS: ReadonlySet<string> = new Set(['data', 'owner', 'admin', 'metadata']);
+
+/**
+ * Values by field name (sections included) → column names and rendered values, through the
+ * kind's field table; a name the kind does not have is a 400. Undefined values are left out.
+ */
+export function columnsOf(kind: ObjectKind, values: Record<string, unknown>): Map<string, Sql> {
+  const cols = new Map<string, Sql>();
+  for (const [name, v] of Object.entries(values)) {
+    if (v === undefined) continue;
+    if (MERGED_SECTIONS.has(name)) {
+      cols.set(name, value('json', v));
+      continue;
+    }
+    const def = fieldOf(kind, name);
+    if (!def) throw badRequest(`Unknown field ${name}`);
+    cols.set(def.col, value(def.kind, v));
+  }
+  return cols;
+}
+
+/**
+ * `closed_at` follows `status` in kinds with closing statuses: entering one sets it (a stored
+ * closed_at is kept), leaving one clears it. `closed_at` is the stored value: NULL on insert.
+ */
+export const closedAtFor = (status: string, closedStatuses: readonly string[], stored: Sql = sql`closed_at`): Sql =>
+  sql`CASE WHEN ${status}::text IN (${join([...closedStatuses])}) THEN coalesce(${stored}, now()) ELSE NULL END`;
+
+/** The column set of a status change in a kind whose status closes it; none otherwise. */
+const closedAtOf = (kind: ObjectKind, status: unknown, stored?: Sql): [string, Sql][] =>
+  kind.closedStatuses && typeof status === 'string'
+    ? [['closed_at', closedAtFor(status, kind.closedStatuses, stored)]]
+    : [];
 
 export function renderCondition(c: Condition): Sql {
   if (c.op === 'search') {
@@ -70,18 +106,21 @@ export function visibleTo(caller: Actor, includeDeleted = false): Sql[] {
 
 const scope = (collectionId: string, appId: string) => [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
 
+/** Inserts an object; `values` by field name (sections included). */
 export async function insertObject(
   q: Queryable,
   kind: ObjectKind,
   collectionId: string,
   appId: string,
   id: string,
-  values: Record<string, Sql>,
+  values: Record<string, unknown>,
 ): Promise<Row> {
-  const cols = Object.keys(values);
+  const rendered = columnsOf(kind, values);
+  for (const [col, v] of closedAtOf(kind, values.status, sql`NULL::timestamptz`)) rendered.set(col, v);
+  const cols = [...rendered.keys()];
   const { rows } = await q.query<Row>(sql`
     INSERT INTO ${raw(kind.table)} (collection_id, app_id, id${cols.length ? raw(`, ${cols.join(', ')}`) : empty})
-    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join(Object.values(values))}` : empty})
+    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join([...rendered.values()])}` : empty})
     RETURNING *`);
   return rows[0];
 }
@@ -143,8 +182,8 @@ export interface SectionPatch {
 }
 
 export interface Patch {
-  /** column → value (already rendered). */
-  columns: Record<string, Sql>;
+  /** Field name → new value (null clears it). */
+  fields: Record<string, unknown>;
   sections: Partial<Record<Section | 'metadata', SectionPatch>>;
 }
 
@@ -162,7 +201,8 @@ export async function patchObject(
   patch: Patch,
   onlyContactId?: string,
 ): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
-  const sets: Sql[] = Object.entries(patch.columns).map(([col, v]) => sql`${raw(col)} = ${v}`);
+  const columns = [...columnsOf(kind, patch.fields), ...closedAtOf(kind, patch.fields.status)];
+  const sets: Sql[] = columns.map(([col, v]) => sql`${raw(col)} = ${v}`);
   for (const [section, p] of Object.entries(patch.sections)) {
     if (!p) continue;
     const s = raw(section);
@@ -173,10 +213,20 @@ export async function patchObject(
   sets.push(sql`updated_at = now()`);
   const where = [...scope(collectionId, appId), sql`id = ${id}`, sql`deleted_at IS NULL`];
   if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
-  const t = raw(kind.table);
+  return updateWithPrevious(q, kind.table, sets, join(where, ' AND '));
+}
+
+/** One UPDATE of the row `where` selects, answering the new row and the previous one (locked, as JSON). */
+export async function updateWithPrevious(
+  q: Queryable,
+  table: ObjectKind['table'],
+  sets: Sql[],
+  where: Sql,
+): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
+  const t = raw(table);
   const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
-    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${join(where, ' AND ')} FOR UPDATE)
-    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${join(where, ' AND ')}
+    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${where} FOR UPDATE)
+    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${where}
     RETURNING ${t}.*, prev.j AS _previous`);
   if (!rows[0]) return undefined;
   const { _previous, ...row } = rows[0];
@@ -213,48 +263,39 @@ export async function restore(
   return rows[0];
 }
 
-/** The objects of an app pointing at a parent that the caller may see. */
-const childrenWhere = (collectionId: string, appId: string, caller: Actor, parentType: string, parentId: string) =>
+/** The objects of a kind in an app pointing at a parent, as the caller sees them. */
+export interface Children {
+  kind: ObjectKind;
+  collectionId: string;
+  appId: string;
+  caller: Actor;
+  parentType: string;
+  parentId: string;
+}
+
+const childrenWhere = (c: Children) =>
   join(
     [
-      ...scope(collectionId, appId),
-      sql`parent_type = ${parentType}`,
-      sql`parent_id = ${parentId}`,
-      ...visibleTo(caller),
+      ...scope(c.collectionId, c.appId),
+      sql`parent_type = ${c.parentType}`,
+      sql`parent_id = ${c.parentId}`,
+      ...visibleTo(c.caller),
     ],
     ' AND ',
   );
 
-/** Objects pointing at a parent (a case's related threads and records). */
-export async function childrenOf(
-  q: Queryable,
-  kind: ObjectKind,
-  collectionId: string,
-  appId: string,
-  caller: Actor,
-  parentType: string,
-  parentId: string,
-  limit: number,
-): Promise<Row[]> {
-  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
+/** Objects pointing at a parent (a case's related threads and records), oldest first. */
+export async function childrenOf(q: Queryable, c: Children, limit: number): Promise<Row[]> {
   const { rows } = await q.query<Row>(
-    sql`SELECT * FROM ${raw(kind.table)} WHERE ${where} ORDER BY created_at, id LIMIT ${limit}`,
+    sql`SELECT * FROM ${raw(c.kind.table)} WHERE ${childrenWhere(c)} ORDER BY created_at, id LIMIT ${limit}`,
   );
   return rows;
 }
 
-export async function countChildren(
-  q: Queryable,
-  kind: ObjectKind,
-  collectionId: string,
-  appId: string,
-  caller: Actor,
-  parentType: string,
-  parentId: string,
-): Promise<{ count: number; last: Date | null }> {
-  const where = childrenWhere(collectionId, appId, caller, parentType, parentId);
+/** How many objects point at a parent, and when the last of them changed. */
+export async function countChildren(q: Queryable, c: Children): Promise<{ count: number; last: Date | null }> {
   const { rows } = await q.query<{ count: number; last: Date | null }>(
-    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(kind.table)} WHERE ${where}`,
+    sql`SELECT count(*) AS count, max(updated_at) AS last FROM ${raw(c.kind.table)} WHERE ${childrenWhere(c)}`,
   );
   return rows[0];
 }

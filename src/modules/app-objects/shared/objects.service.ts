@@ -7,12 +7,12 @@
  * removed; a nested object replaces the stored value of its key whole. The merge runs
  * inside one UPDATE statement, so concurrent PATCHes of different keys all survive.
  */
-import type { Sql } from 'sql-template-tag';
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
+import { newId } from '../../../platform/ids.ts';
 import { type AggregateRequest, parseAggregate } from './aggregate.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
-import { type Condition, type FilterDefs, type ListSpec, parseList } from './list-query.ts';
+import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
 import { type Actor, type AppObject, canSee, isAdmin, isOwner, present, type Row } from './sections.ts';
 
@@ -21,13 +21,23 @@ export interface Page {
   pagination: { total: number; limit: number; offset: number; hasMore: boolean };
 }
 
-const MERGED_SECTIONS = new Set(['data', 'owner', 'admin', 'metadata']);
-
 export interface BuiltPatch {
   patch: repo.Patch;
   /** Fields named by the request (section keys as `data.key`). */
   named: string[];
 }
+
+/** A change a kind may record (the cases' audit trail), in the transaction of the change. */
+export interface ChangeEvent {
+  id: string;
+  action: 'create' | 'update' | 'delete';
+  caller: Actor;
+  changedFields: string[];
+  changes?: Record<string, unknown>;
+}
+
+/** Input shapes of a kind's create, PATCH and list query (the statics of its schemas). */
+type Input = Record<string, unknown>;
 
 const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice(1);
 
@@ -36,8 +46,8 @@ const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice
  * contactId and author come from the token (sending them is a 400, not silently replaced),
  * the admin section is dropped, and admin visibility is refused.
  */
-export function createValues(caller: Actor, input: Record<string, unknown>): Record<string, unknown> {
-  const values: Record<string, unknown> = { ...input };
+export function createValues(caller: Actor, input: Input): Input {
+  const values: Input = { ...input };
   if (isAdmin(caller)) return values;
   const refused = ['authorId', 'authorType', 'contactId'].filter((k) => input[k] !== undefined);
   if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
@@ -52,27 +62,95 @@ export function createValues(caller: Actor, input: Record<string, unknown>): Rec
   return values;
 }
 
-/** A create's values as column values: sections as jsonb, fields through the kind's table. */
-export function columnValues(kind: ObjectKind, values: Record<string, unknown>): Record<string, Sql> {
-  const cols: Record<string, Sql> = {};
-  for (const [k, v] of Object.entries(values)) {
-    if (v === undefined) continue;
-    if (MERGED_SECTIONS.has(k)) {
-      cols[k] = repo.value('json', v);
-      continue;
-    }
-    const def = fieldOf(kind, k);
-    if (!def) throw badRequest(`Unknown field ${k}`);
-    cols[def.col] = repo.value(def.kind, v);
-  }
-  return cols;
-}
-
-export class ObjectService {
+/**
+ * The operations every kind shares: create, list, get, PATCH, delete, aggregate. A kind
+ * changes them through the hooks below (`createValues`, `listConditions`, `fastCount`,
+ * `derivedFields`, `record`) and adds its own operations in its subclass.
+ */
+export class ObjectService<Create extends Input, Update extends Input, Query extends Input> {
   constructor(
     protected readonly db: Db,
     readonly kind: ObjectKind,
   ) {}
+
+  /** Hook: the values a create stores, by field name. */
+  protected createValues(_collectionId: string, caller: Actor, input: Create): Input {
+    return createValues(caller, input);
+  }
+
+  /** Hook: conditions a list adds to the kind's filters. */
+  protected listConditions(_caller: Actor, _query: Query): Condition[] {
+    return [];
+  }
+
+  /** Hook: a cheaper exact count for this list, when the kind has one; undefined to count rows. */
+  protected fastCount(
+    _collectionId: string,
+    _appId: string,
+    _caller: Actor,
+    _spec: ListSpec,
+  ): (() => Promise<number | undefined>) | undefined {
+    return undefined;
+  }
+
+  /** Hook: fields a PATCH derives from the body (set unless the body sets them itself). */
+  protected derivedFields(_collectionId: string, _caller: Actor, _body: Update): Input {
+    return {};
+  }
+
+  /**
+   * Hook: records a change in the transaction that makes it. Kinds that record nothing leave
+   * it undefined, and their changes run without a transaction of their own.
+   */
+  protected record?: (q: Queryable, collectionId: string, appId: string, event: ChangeEvent) => Promise<void>;
+
+  protected inTransaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
+    return this.record ? this.db.transaction(fn) : fn(this.db);
+  }
+
+  async create(collectionId: string, appId: string, caller: Actor, input: Create): Promise<AppObject> {
+    const values = this.createValues(collectionId, caller, input);
+    return this.inTransaction(async (q) => {
+      const row = await repo.insertObject(q, this.kind, collectionId, appId, newId(this.kind.idPrefix), values);
+      await this.record?.(q, collectionId, appId, {
+        id: row.id,
+        action: 'create',
+        caller,
+        changedFields: Object.keys(values).filter((k) => values[k] !== undefined),
+      });
+      return this.present(row, caller);
+    });
+  }
+
+  list(collectionId: string, appId: string, caller: Actor, query: Query): Promise<Page> {
+    return this.listWith(collectionId, appId, caller, query, this.listConditions(caller, query));
+  }
+
+  async patch(collectionId: string, appId: string, id: string, caller: Actor, body: Update): Promise<AppObject> {
+    const built = this.buildPatch(body, caller);
+    for (const [name, v] of Object.entries(this.derivedFields(collectionId, caller, body))) {
+      if (v !== undefined && !Object.hasOwn(built.patch.fields, name)) built.patch.fields[name] = v;
+    }
+    return this.inTransaction(async (q) => {
+      const done = await this.update(q, collectionId, appId, id, caller, built);
+      await this.record?.(q, collectionId, appId, {
+        id,
+        action: 'update',
+        caller,
+        changedFields: done.changedFields,
+        changes: done.changes,
+      });
+      return this.present(done.row, caller);
+    });
+  }
+
+  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
+    await this.inTransaction(async (q) => {
+      await this.remove(q, collectionId, appId, id, caller);
+      await this.record?.(q, collectionId, appId, { id, action: 'delete', caller, changedFields: ['deletedAt'] });
+    });
+    return { success: true };
+  }
 
   present(row: Row, caller: Actor): AppObject {
     return present(this.kind, row, caller);
@@ -104,26 +182,17 @@ export class ObjectService {
     return this.present(await this.readable(this.db, collectionId, appId, id, caller), caller);
   }
 
-  async listWith(
+  private async listWith(
     collectionId: string,
     appId: string,
     caller: Actor,
-    query: Record<string, unknown>,
-    filters: FilterDefs,
-    extra: Condition[] = [],
-    fastCount?: (spec: ListSpec) => (() => Promise<number | undefined>) | undefined,
+    query: Query,
+    extra: Condition[],
   ): Promise<Page> {
-    const spec = parseList(this.kind, filters, query, isAdmin(caller));
+    const spec = parseList(this.kind, query, isAdmin(caller));
     spec.conditions.push(...extra);
-    const { rows, total } = await repo.listObjects(
-      this.db,
-      this.kind,
-      collectionId,
-      appId,
-      caller,
-      spec,
-      fastCount?.(spec),
-    );
+    const fastCount = this.fastCount(collectionId, appId, caller, spec);
+    const { rows, total } = await repo.listObjects(this.db, this.kind, collectionId, appId, caller, spec, fastCount);
     return {
       data: rows.map((r) => this.present(r, caller)),
       pagination: { total, limit: spec.limit, offset: spec.offset, hasMore: spec.offset + rows.length < total },
@@ -135,7 +204,7 @@ export class ObjectService {
    * `admin` section is ignored; any field outside the kind's owner-updatable list is a 400
    * naming every such field.
    */
-  buildPatch(body: Record<string, unknown>, caller: Actor): BuiltPatch {
+  buildPatch(body: Input, caller: Actor): BuiltPatch {
     const entries = Object.entries(body).filter(([k, v]) => v !== undefined && (isAdmin(caller) || k !== 'admin'));
     if (!isAdmin(caller)) {
       const refused = entries.map(([k]) => k).filter((k) => !this.kind.ownerUpdatable.includes(k));
@@ -146,10 +215,10 @@ export class ObjectService {
         );
       }
     }
-    const patch: repo.Patch = { columns: {}, sections: {} };
+    const patch: repo.Patch = { fields: {}, sections: {} };
     const named: string[] = [];
     for (const [key, v] of entries) {
-      if (MERGED_SECTIONS.has(key)) {
+      if (repo.MERGED_SECTIONS.has(key)) {
         const section = v as Record<string, unknown>;
         const set: Record<string, unknown> = {};
         const remove: string[] = [];
@@ -161,11 +230,12 @@ export class ObjectService {
         patch.sections[key as Section] = { set, remove };
         continue;
       }
-      const def = fieldOf(this.kind, key);
-      if (!def) throw badRequest(`Unknown field ${key}`);
-      patch.columns[def.col] = repo.value(def.kind, v);
+      if (!fieldOf(this.kind, key)) throw badRequest(`Unknown field ${key}`);
+      patch.fields[key] = v;
       named.push(key);
     }
+    // A status change moves closedAt in kinds with closing statuses (the repository sets it).
+    if (this.kind.closedStatuses && typeof patch.fields.status === 'string') named.push('closedAt');
     return { patch, named };
   }
 
@@ -229,7 +299,7 @@ export class ObjectService {
   }
 
   async aggregate(collectionId: string, appId: string, caller: Actor, body: AggregateRequest) {
-    const spec = parseAggregate(this.kind.name, body);
+    const spec = parseAggregate(this.kind, body);
     const { totals, groups, timeSeries } = await repo.aggregate(this.db, this.kind, collectionId, appId, caller, spec);
     return {
       ...totals,

@@ -1,9 +1,16 @@
 /** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
 import { type TSchema, Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Slug } from '../../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
 import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
+
+/**
+ * Gives a schema its component name (`app.addSchema`), in its type too: `ref(schema)` then
+ * refers to it by that name and types a route's body or response from it.
+ */
+export const named = <T extends TSchema>(id: string, schema: T): T & { $id: string } =>
+  Object.assign(schema, { $id: id });
 
 export const Zone = Type.Union([Type.Literal('admin'), Type.Literal('public')], {
   description: '`admin` (admin credential of the collection) or `public` (user token; admins too)',
@@ -12,8 +19,14 @@ export const AppIdParam = Slug('The app id');
 export const ObjectIdParam = Type.String({ minLength: 1, maxLength: 100 });
 
 export const AppParams = Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam });
+/** The params of a route on one object: the app's, then the object id under `name`. */
 export const objectParams = (name: string) =>
-  Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam, [name]: ObjectIdParam });
+  Type.Object({
+    zone: Zone,
+    collectionId: CollectionIdParam,
+    appId: AppIdParam,
+    ...Object.fromEntries([[name, ObjectIdParam]]),
+  });
 
 export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owner'), Type.Literal('admin')], {
   description: '`public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`.',
@@ -21,6 +34,21 @@ export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owne
 
 export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
 export const DateText = DateTime('ISO 8601 timestamp');
+
+/** The sections a create may carry. */
+export const createSections = {
+  data: Type.Optional(OpenObject()),
+  owner: Type.Optional(OpenObject()),
+  admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
+};
+
+const MERGED = 'Merged by top-level key; null removes a key';
+/** The sections a PATCH may carry, merged into the stored ones. */
+export const updateSections = {
+  data: Type.Optional(OpenObject({ description: MERGED })),
+  owner: Type.Optional(OpenObject({ description: MERGED })),
+  admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+};
 
 /** The part of every list's query string that is the same for all kinds. */
 export const commonListQuery = {
@@ -37,9 +65,9 @@ export const commonListQuery = {
   includeDeleted: Type.Optional(Type.Boolean({ description: 'Admins only: include soft-deleted objects' })),
 };
 
-export const listOf = (ref: string) =>
+export const listOf = <T extends TSchema>(schema: T & { $id: string }) =>
   Type.Object({
-    data: Type.Array(Type.Ref(ref)),
+    data: Type.Array(ref(schema)),
     pagination: Type.Object({
       total: Type.Integer(),
       limit: Type.Integer(),
@@ -48,25 +76,28 @@ export const listOf = (ref: string) =>
     }),
   });
 
-export const AggregateRequest = Type.Object(
-  {
-    filters: Type.Optional(OpenObject({ description: 'Field filters, e.g. {status: "open", created_at: {gte}}' })),
-    groupBy: Type.Optional(Type.Array(text(50), { maxItems: 5 })),
-    metrics: Type.Optional(Type.Array(text(50), { maxItems: 10 })),
-    timeSeriesField: Type.Optional(text(50)),
-    timeSeriesInterval: Type.Optional(Type.Union(INTERVALS.map((i) => Type.Literal(i)))),
-  },
-  {
-    $id: 'AggregateRequest',
-    additionalProperties: true,
-    // The five named fields and top-level filters (a kind has at most a dozen).
-    maxProperties: 50,
-    description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
-  },
+export const AggregateRequest = named(
+  'AggregateRequest',
+  Type.Object(
+    {
+      filters: Type.Optional(OpenObject({ description: 'Field filters, e.g. {status: "open", created_at: {gte}}' })),
+      groupBy: Type.Optional(Type.Array(text(50), { maxItems: 5 })),
+      metrics: Type.Optional(Type.Array(text(50), { maxItems: 10 })),
+      timeSeriesField: Type.Optional(text(50)),
+      timeSeriesInterval: Type.Optional(Type.Union(INTERVALS.map((i) => Type.Literal(i)))),
+    },
+    {
+      additionalProperties: true,
+      // The five named fields and top-level filters (a kind has at most a dozen).
+      maxProperties: 50,
+      description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
+    },
+  ),
 );
 
-export const AggregateResponse = Type.Object(
-  {
+export const AggregateResponse = named(
+  'AggregateResponse',
+  Type.Object({
     groups: Type.Optional(Type.Array(OpenObject())),
     timeSeries: Type.Optional(Type.Array(OpenObject())),
     count: Type.Number(),
@@ -75,20 +106,22 @@ export const AggregateResponse = Type.Object(
     p95_close_time_seconds: Type.Optional(Nullable(Type.Number())),
     total_replies: Type.Optional(Nullable(Type.Number())),
     avg_replies: Type.Optional(Nullable(Type.Number())),
-  },
-  { $id: 'AggregateResponse' },
+  }),
 );
 
-export const FacetRule = Closed(
-  {
+export const FacetRule = named(
+  'FacetRule',
+  Closed({
     all: Type.Array(Closed({ facetKey: text(100), anyOf: Type.Array(text(200), { maxItems: 100 }) }), { maxItems: 50 }),
-  },
-  { $id: 'FacetRule' },
+  }),
 );
 
-export const ReplyEntry = Type.Object(
-  { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
-  { $id: 'ReplyEntry', additionalProperties: true },
+export const ReplyEntry = named(
+  'ReplyEntry',
+  Type.Object(
+    { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
+    { additionalProperties: true },
+  ),
 );
 
 /**
@@ -126,7 +159,7 @@ export function objectSchema(id: string, kind: ObjectKind, special: Record<strin
   props.data = OpenObject({ description: 'Seen by everyone who can see the object' });
   props.owner = Type.Optional(OpenObject({ description: 'Seen by the owner and admins only' }));
   props.admin = Type.Optional(OpenObject({ description: 'Seen by admins only' }));
-  return Type.Object(props, { $id: id });
+  return named(id, Type.Object(props));
 }
 
 export const SuccessResponse = Type.Object({ success: Type.Boolean() });

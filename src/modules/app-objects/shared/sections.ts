@@ -44,7 +44,7 @@ const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : v);
 export function present(kind: ObjectKind, row: Row, c: Actor): AppObject {
   const out: AppObject = {
     id: row.id,
-    // The original is multi-organisation; here the collection is the organisation.
+    // `orgId`: the collection is the organisation here (docs/app-objects.md).
     orgId: row.collection_id,
     collectionId: row.collection_id,
     appId: row.app_id,

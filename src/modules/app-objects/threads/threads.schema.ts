@@ -1,19 +1,29 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject } from '../../../platform/schemas.ts';
+import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject, ref } from '../../../platform/schemas.ts';
 import { THREAD } from '../shared/kinds.ts';
-import { commonListQuery, objectSchema, text, Visibility } from '../shared/schema.ts';
+import {
+  commonListQuery,
+  createSections,
+  named,
+  objectSchema,
+  ReplyEntry,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 
 export const AppThread = objectSchema('AppThread', THREAD, {
   replyCount: Type.Integer(),
   body: OpenObject(),
-  replies: Type.Array(Type.Ref('ReplyEntry')),
+  replies: Type.Array(ref(ReplyEntry)),
   tags: Type.Array(Type.String()),
 });
 
 const Tags = Type.Array(text(100), { maxItems: 50 });
 
-export const CreateThreadInput = Closed(
-  {
+export const CreateThreadInput = named(
+  'CreateThreadInput',
+  Closed({
     visibility: Type.Optional(Visibility),
     slug: Type.Optional(text()),
     title: Type.Optional(text(500)),
@@ -27,41 +37,38 @@ export const CreateThreadInput = Closed(
     parentId: Type.Optional(text()),
     body: Type.Optional(OpenObject()),
     tags: Type.Optional(Tags),
-    data: Type.Optional(OpenObject()),
-    owner: Type.Optional(OpenObject()),
-    admin: Type.Optional(OpenObject({ description: 'Ignored unless the caller is an admin' })),
-  },
-  { $id: 'CreateThreadInput' },
+    ...createSections,
+  }),
 );
 export type CreateThreadInput = Type.Static<typeof CreateThreadInput>;
 
-export const UpdateThreadInput = Closed(
-  {
+export const UpdateThreadInput = named(
+  'UpdateThreadInput',
+  Closed({
     body: Type.Optional(OpenObject({ description: 'Replaced whole' })),
     tags: Type.Optional(Tags),
-    data: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    owner: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
-    admin: Type.Optional(OpenObject({ description: 'Admins only (ignored for others); merged by key' })),
+    ...updateSections,
     title: Type.Optional(Nullable(text(500))),
     slug: Type.Optional(Nullable(text())),
     status: Type.Optional(text(50)),
     visibility: Type.Optional(Visibility),
-  },
-  { $id: 'UpdateThreadInput' },
+  }),
 );
 export type UpdateThreadInput = Type.Static<typeof UpdateThreadInput>;
 
-export const ReplyInput = Type.Object(
-  {
-    authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
-    authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
-  },
-  {
-    $id: 'ReplyInput',
-    additionalProperties: true,
-    maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
-    description: 'Any further fields (text, attachments, …) are stored with the reply',
-  },
+export const ReplyInput = named(
+  'ReplyInput',
+  Type.Object(
+    {
+      authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
+      authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
+    },
+    {
+      additionalProperties: true,
+      maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+      description: 'Any further fields (text, attachments, …) are stored with the reply',
+    },
+  ),
 );
 export type ReplyInput = Type.Static<typeof ReplyInput> & Record<string, unknown>;
 
@@ -73,3 +80,4 @@ export const ThreadListQuery = Closed({
   parentId: Type.Optional(text()),
   tag: Type.Optional(text(100)),
 });
+export type ThreadListQuery = Type.Static<typeof ThreadListQuery>;

@@ -1,25 +1,13 @@
 /** Thread rules: public create (author and owner from the token), owner edits, soft delete, atomic replies. */
 import type { Db } from '../../../db/index.ts';
 import { badRequest, conflict, notFound, notPermitted } from '../../../platform/errors.ts';
-import { newId } from '../../../platform/ids.ts';
 import { THREAD } from '../shared/kinds.ts';
-import { COMMON_FILTERS, type FilterDefs } from '../shared/list-query.ts';
-import * as objects from '../shared/objects.repository.ts';
-import { columnValues, createValues, ObjectService } from '../shared/objects.service.ts';
+import { ObjectService } from '../shared/objects.service.ts';
 import { type Actor, type AppObject, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
-import type { CreateThreadInput, ReplyInput, UpdateThreadInput } from './threads.schema.ts';
+import type { CreateThreadInput, ReplyInput, ThreadListQuery, UpdateThreadInput } from './threads.schema.ts';
 
-export const THREAD_FILTERS: FilterDefs = {
-  ...COMMON_FILTERS,
-  slug: { col: 'slug', op: 'eq' },
-  authorId: { col: 'author_id', op: 'eq' },
-  parentType: { col: 'parent_type', op: 'eq' },
-  parentId: { col: 'parent_id', op: 'eq' },
-  tag: { col: 'tags', op: 'tag' },
-};
-
-export class ThreadsService extends ObjectService {
+export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThreadInput, ThreadListQuery> {
   constructor(
     db: Db,
     private readonly maxReplies: number,
@@ -27,31 +15,9 @@ export class ThreadsService extends ObjectService {
     super(db, THREAD);
   }
 
-  async create(collectionId: string, appId: string, caller: Actor, input: CreateThreadInput): Promise<AppObject> {
-    const values = createValues(caller, input);
-    const cols = columnValues(THREAD, values);
-    const row = await objects.insertObject(this.db, THREAD, collectionId, appId, newId(THREAD.idPrefix), cols);
-    return this.present(row, caller);
-  }
-
-  list(collectionId: string, appId: string, caller: Actor, query: Record<string, unknown>) {
-    return this.listWith(collectionId, appId, caller, query, THREAD_FILTERS);
-  }
-
-  async patch(collectionId: string, appId: string, id: string, caller: Actor, body: UpdateThreadInput) {
-    const built = this.buildPatch(body as Record<string, unknown>, caller);
-    const done = await this.update(this.db, collectionId, appId, id, caller, built);
-    return this.present(done.row, caller);
-  }
-
-  async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
-    await this.remove(this.db, collectionId, appId, id, caller);
-    return { success: true };
-  }
-
   /** Anyone who can see the thread may reply; a user's reply carries their own identity. */
   async reply(collectionId: string, appId: string, id: string, caller: Actor, input: ReplyInput): Promise<AppObject> {
-    const { at: _ignored, ...extra } = input as Record<string, unknown>;
+    const { at: _ignored, ...extra } = input;
     const entry: Record<string, unknown> & { at: string } = { ...extra, at: new Date().toISOString() };
     if (isAdmin(caller)) {
       entry.authorId = input.authorId ?? caller.actorId;
