@@ -7,9 +7,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../src/modules/webhooks/index.ts';
 import { parseRetryAfter } from '../src/modules/webhooks/sender.ts';
+import { freePort } from '../support/service-process.ts';
 import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
 import { waitFor } from './helpers/jobs.ts';
-import { freePort } from './helpers/process.ts';
 import { type Received, type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 const BASE_MS = 20;
