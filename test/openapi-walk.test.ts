@@ -46,14 +46,25 @@ afterAll(() => t.close());
 
 const isProtected = (path: string) => /^\/(admin|platform|v1)\//.test(path) || path.startsWith('/{zone}/');
 const inCollection = (path: string) => path.includes('{collectionId}');
-/** Each operation with a collection in its path, as B's URLs: both zones where the path has one. */
-const strangerCalls = (zones: ('admin' | 'public')[]) =>
-  operations
+/**
+ * Calls each operation with a collection in its path, in `zones` (both where the path has a
+ * `{zone}`), on the stranger's (B's) URLs with the owner's (A's) `headers`: each must answer
+ * 401 or 404 with the error body. Returns how many calls it made.
+ */
+async function refusedOnStrangersPaths(zones: ('admin' | 'public')[], headers: Record<string, string>) {
+  const calls = operations
     .filter(({ path }) => inCollection(path))
     .flatMap(({ method, path }) => {
       const own = path.startsWith('/{zone}/') ? zones : zones.filter((z) => path.startsWith(`/${z}/`));
       return own.map((zone) => ({ method, where: `${method} ${path} (${zone})`, url: urlOf(path, stranger.id, zone) }));
     });
+  for (const { method, where, url } of calls) {
+    const res = await t.inject({ method: method as 'GET', url, headers, payload: payloadOf(method) });
+    expect([401, 404], `${where}: ${res.statusCode} ${res.body}`).toContain(res.statusCode);
+    expect(res.json(), where).toMatchObject(errorBody);
+  }
+  return calls.length;
+}
 
 describe('every operation in /openapi.json', () => {
   it('was found', () => {
@@ -131,23 +142,11 @@ describe('every operation in /openapi.json', () => {
   });
 
   it('gives collection A’s admin key nothing of collection B’s paths (401 or 404), on every operation', async () => {
-    const calls = strangerCalls(['admin', 'public']);
-    for (const { method, where, url } of calls) {
-      const res = await t.inject({ method: method as 'GET', url, headers: owner.auth, payload: payloadOf(method) });
-      expect([401, 404], `${where}: ${res.statusCode} ${res.body}`).toContain(res.statusCode);
-      expect(res.json(), where).toMatchObject(errorBody);
-    }
-    expect(calls.length).toBeGreaterThan(50);
+    expect(await refusedOnStrangersPaths(['admin', 'public'], owner.auth)).toBeGreaterThan(50);
   });
 
   it('gives collection A’s user token nothing of collection B’s public paths (401 or 404)', async () => {
-    const calls = strangerCalls(['public']);
-    for (const { method, where, url } of calls) {
-      const res = await t.inject({ method: method as 'GET', url, headers: owner.userAuth, payload: payloadOf(method) });
-      expect([401, 404], `${where}: ${res.statusCode} ${res.body}`).toContain(res.statusCode);
-      expect(res.json(), where).toMatchObject(errorBody);
-    }
-    expect(calls.length).toBeGreaterThan(20);
+    expect(await refusedOnStrangersPaths(['public'], owner.userAuth)).toBeGreaterThan(20);
   });
 
   it('answers a garbage body on every write route with a 4xx, never a 500', async () => {
