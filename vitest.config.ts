@@ -2,7 +2,8 @@ import { defineConfig } from 'vitest/config';
 
 /**
  * Two projects, split by file name, so that `npm test` (`vitest run`) runs both and
- * `npm run test:fast` (`vitest run --project fast`) is the inner loop:
+ * `npm run test:fast` (`vitest run --project fast`) is the inner loop (`npm run test:process`
+ * runs the rest):
  *
  * - `fast`: every suite that runs the app in this process (`createTestApp`, PGlite by default);
  * - `process`: the suites named for what they need beyond that:
@@ -32,10 +33,13 @@ export default defineConfig({
           include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
           exclude: SLOW,
           // One process per worker for all its files: the imports and PGlite's WebAssembly are
-          // loaded twice in all instead of once a file. Each file still opens its own database.
+          // loaded twice in all instead of once a file, and test/helpers/db.ts loads each new
+          // database from the process's first migrated one. Each file still opens its own
+          // database; a file must leave no global state behind (env, timers, listeners).
           isolate: false,
         },
       },
+      // Each file in a fresh process, as before the split: these suites own child processes.
       { extends: true, test: { name: 'process', include: SLOW } },
     ],
   },
