@@ -1,13 +1,46 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two projects, split by file name, so that `npm test` (`vitest run`) runs both and
+ * `npm run test:fast` (`vitest run --project fast`) is the inner loop (`npm run test:process`
+ * runs the rest):
+ *
+ * - `fast`: every suite that runs the app in this process (`createTestApp`, PGlite by default);
+ * - `process`: the suites named for what they need beyond that:
+ *   - `*.process.test.ts` spawn real child processes (the service, job workers), stop or
+ *     kill -9 them, and wait for restarts and lock timeouts (durability, crash, outage and
+ *     multi-worker contention suites);
+ *   - `*.pg.test.ts` need PostgreSQL as a whole (on PGlite every test in them is skipped).
+ *
+ * A new suite lands in `fast` unless its name says otherwise: name it `.process.test.ts` when
+ * it starts processes, `.pg.test.ts` when nothing in it runs without TEST_DATABASE_URL.
+ */
+const SLOW = ['test/**/*.process.test.ts', 'test/**/*.pg.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores: more parallel files only queue up behind each other's databases.
     maxWorkers: 2,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'fast',
+          include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+          exclude: SLOW,
+          // One process per worker for all its files: the imports and PGlite's WebAssembly are
+          // loaded twice in all instead of once a file, and test/helpers/db.ts loads each new
+          // database from the process's first migrated one. Each file still opens its own
+          // database; a file must leave no global state behind (env, timers, listeners).
+          isolate: false,
+        },
+      },
+      // Each file in a fresh process, as before the split: these suites own child processes.
+      { extends: true, test: { name: 'process', include: SLOW } },
+    ],
   },
 });

@@ -4,7 +4,7 @@
  *   processes (JOBS_CONCURRENCY=8 each; pg-boss batchSize 8);
  * - pickup latency of a single job on idle workers (enqueue committed → handler started),
  *   p50/p99 over sequential jobs. Ours is woken by LISTEN/NOTIFY; pg-boss polls.
- * Workers are real child processes (test/helpers/worker-process.ts runs our JobEngine).
+ * Workers are real child processes (support/job-worker-main.ts runs our JobEngine).
  * Each pair is measured in interleaved rounds (BENCH_ROUNDS, default 3), median reported.
  * Env: BENCH_JOBS (default 3000), BENCH_PICKUPS (default 100), BENCH_PEER_PICKUPS (default 30).
  */
@@ -13,7 +13,7 @@ import pg from 'pg';
 import PgBoss from 'pg-boss';
 import { type Db, migrate, openPostgres } from '../src/db/index.ts';
 import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
-import { startWorker, type WorkerProcess } from '../test/helpers/processes.ts';
+import { startWorker, type WorkerProcess } from '../support/job-worker-process.ts';
 import { benchDatabase, interleaved, type LoadResult, PG_URL, printTable, type Row } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 3000);

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { spawnTs as spawnProcess } from '../test/helpers/process.ts';
+import { spawnTs as spawnProcess } from '../support/service-process.ts';
 
-export { freePort, ROOT } from '../test/helpers/process.ts';
+export { freePort, ROOT } from '../support/service-process.ts';
 export const SUPER_KEY = 'bench-super-admin-key-0123456789';
 export const PG_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -26,7 +26,7 @@ export interface Row {
   note?: string;
 }
 
-import type { RunningProcess } from '../test/helpers/process.ts';
+import type { RunningProcess } from '../support/service-process.ts';
 
 export type { RunningProcess };
 

@@ -15,7 +15,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { spawnTs as spawnProcess } from '../test/helpers/process.ts';
+import { spawnTs as spawnProcess } from '../support/service-process.ts';
 import {
   benchDatabase,
   call,

@@ -1,7 +1,7 @@
 /**
  * The peer baseline's worker process for bench/jobs.bench.ts: pg-boss 10 on the same
  * PostgreSQL, with the same two tasks and the same stdout protocol as
- * test/helpers/worker-process.ts. pg-boss polls (its minimum interval is 0.5 s) and fetches
+ * support/job-worker-main.ts. pg-boss polls (its minimum interval is 0.5 s) and fetches
  * batches: `batchSize` 100 for no-op throughput (PGBOSS_BATCH), 1 for pickup latency.
  */
 import PgBoss from 'pg-boss';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, SUPER_KEY, superAuth, type TestApp } from './helpers/app.ts';
+import { collectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -47,9 +48,8 @@ describe('collections (super admin)', () => {
   });
 
   it('is closed to collection admins, users and anonymous callers', async () => {
-    const a = await t.createCollection();
-    const token = await t.userToken(a.id, 'u1');
-    for (const headers of [{}, a.auth, bearer(token), bearer('nonsense')]) {
+    const a = await collectionWithUser(t);
+    for (const headers of [{}, a.auth, a.userAuth, bearer('nonsense')]) {
       const res = await t.inject({ method: 'POST', url: '/platform/collections', headers, payload: { name: 'x' } });
       expect(res.statusCode).toBe(401);
     }
@@ -93,8 +93,7 @@ describe('admin API keys', () => {
   });
 
   it('never serves another collection', async () => {
-    const a = await t.createCollection();
-    const b = await t.createCollection();
+    const { a, b } = await twoCollections(t);
     const list = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/api-keys`, headers: b.auth });
     expect(list.statusCode).toBe(401);
     expect(list.json().errorCode).toBe('FORBIDDEN');

@@ -1,17 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, waitForStatus } from './helpers/jobs.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 
 const admin = (c: TestCollection) => `/admin/collection/${c.id}/interactions`;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
   for (const c of [a, b]) {
     for (const id of ['signup', 'bulk']) {
       const res = await t.inject({ method: 'POST', url: admin(c), headers: c.auth, payload: { id, appId: 'app' } });
@@ -172,8 +172,7 @@ describe('interactions.export task', () => {
   it('serves the file only to an admin of its collection', async () => {
     const job = await enqueue(t, a, { task: 'interactions.export', payload: { interactionId: 'signup' } });
     await waitForStatus(t, a, job.id, ['completed'], 30_000);
-    const token = await t.userToken(a.id, 'u1');
-    for (const headers of [{}, b.auth, bearer(token)]) {
+    for (const headers of [{}, b.auth, a.userAuth]) {
       expect((await download(a, job.id, headers)).statusCode).toBe(401);
     }
     // Another collection asking for the same job id under its own path: not found.

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 let u1: string;
 let u2: string;
 
@@ -17,9 +18,8 @@ const pub = (c: TestCollection) => `/public/collection/${c.id}/interactions`;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
-  u1 = await t.userToken(a.id, 'u1', 'c1');
+  ({ a, b } = await twoCollections(t, { userId: 'u1', contactId: 'c1' }));
+  u1 = a.userToken;
   u2 = await t.userToken(a.id, 'u2', 'c2');
   const types = [
     {
@@ -351,8 +351,7 @@ describe('public by-user', () => {
     expect(secret.json().details.reason).toBe('own_read_not_allowed');
     expect((await post(`${pub(a)}/by-user`, { interactionId: 'off' }, bearer(u1))).statusCode).toBe(404);
     expect((await post(`${pub(a)}/by-user`, {}, {})).statusCode).toBe(401);
-    const foreign = await t.userToken(b.id, 'u1');
-    expect((await post(`${pub(a)}/by-user`, {}, bearer(foreign))).statusCode).toBe(401);
+    expect((await post(`${pub(a)}/by-user`, {}, b.userAuth)).statusCode).toBe(401);
     expect((await post(`${pub(a)}/by-user`, {}, b.auth)).statusCode).toBe(401);
     expect((await post(`${pub(a)}/by-user`, { limit: 0 }, bearer(u1))).statusCode).toBe(400);
     expect((await post(`${pub(a)}/by-user`, { userId: 'u2' }, bearer(u1))).statusCode).toBe(400);
@@ -388,10 +387,8 @@ describe('public counts by outcome', () => {
       404,
     );
     expect((await post(`${pub(a)}/counts-by-outcome`, { interactionId: 'quiz' }, {})).statusCode).toBe(400);
-    const foreign = await t.userToken(b.id, 'u1');
     expect(
-      (await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, bearer(foreign)))
-        .statusCode,
+      (await post(`${pub(a)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, b.userAuth)).statusCode,
     ).toBe(401);
     // The other collection's quiz counts only its own event.
     const bCounts = await post(`${pub(b)}/counts-by-outcome`, { appId: 'learn', interactionId: 'quiz' }, {});

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 let tokenA: string;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
-  tokenA = await t.userToken(a.id, 'alice', 'contact-alice');
+  ({ a, b } = await twoCollections(t, { userId: 'alice', contactId: 'contact-alice' }));
+  tokenA = a.userToken;
 });
 afterAll(() => t.close());
 
@@ -376,8 +376,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       const res = await submit(payload);
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
-    const foreign = await t.userToken(b.id, 'bob');
-    expect((await submit({ interactionId: 'input' }, bearer(foreign))).statusCode).toBe(401);
+    expect((await submit({ interactionId: 'input' }, b.userAuth)).statusCode).toBe(401);
     expect(await events({ interactionId: 'input' })).toEqual([]);
   });
 

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
 });
 afterAll(() => t.close());
 
@@ -129,7 +129,6 @@ describe('admin type CRUD', () => {
 
   it('answers 401 without a credential, with another collection’s key, and with a user token', async () => {
     await createType(a, { id: 'guarded', appId: 'x' });
-    const token = await t.userToken(a.id, 'u1');
     const calls = [
       { method: 'GET' as const, url: admin(a) },
       { method: 'POST' as const, url: admin(a), payload: { id: 'n', appId: 'x' } },
@@ -138,7 +137,7 @@ describe('admin type CRUD', () => {
       { method: 'DELETE' as const, url: `${admin(a)}/guarded` },
     ];
     for (const call of calls) {
-      for (const headers of [{}, b.auth, bearer(token)]) {
+      for (const headers of [{}, b.auth, a.userAuth]) {
         const res = await t.inject({ ...call, headers });
         expect(res.statusCode, `${call.method} ${call.url}`).toBe(401);
       }
@@ -172,8 +171,7 @@ describe('public type reads', () => {
     expect(off.statusCode).toBe(404);
     const bad = await t.inject({ method: 'GET', url: `${pub(c)}?limit=abc` });
     expect(bad.statusCode).toBe(400);
-    const foreignToken = await t.userToken(a.id, 'u1');
-    const foreign = await t.inject({ method: 'GET', url: pub(c), headers: bearer(foreignToken) });
+    const foreign = await t.inject({ method: 'GET', url: pub(c), headers: a.userAuth });
     expect(foreign.statusCode).toBe(401);
     const unknownCollection = await t.inject({ method: 'GET', url: '/public/collection/nope-nope/interactions' });
     expect(unknownCollection.json().items).toEqual([]);

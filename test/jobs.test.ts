@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, getJob, sleep, waitForStatus } from './helpers/jobs.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 const attemptsSeen = new Map<number, number>();
 const queueLog: { id: number; event: 'start' | 'end' }[] = [];
 const startedAt = new Map<number, number>();
@@ -56,8 +57,7 @@ beforeAll(async () => {
     },
   });
   engine.registerTask({ name: 'test.internal', visible: false, handler: async () => 'hidden' });
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
 });
 afterAll(() => t.close());
 

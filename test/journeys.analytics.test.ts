@@ -8,11 +8,12 @@
  * fail does not complete s1; u10 entered before P; the other collection's events.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 let journeyId: string;
 let bareJourneyId: string;
 
@@ -25,8 +26,7 @@ const s2At = (i: number) => s1At(i) + 600_000 * (i + 1);
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
   for (const c of [a, b]) {
     for (const id of ['enter', 'view', 'buy']) {
       await t.inject({
@@ -217,8 +217,7 @@ describe('funnel report', () => {
     expect((await analytics('/funnel-report', { stepMappings: [] }, a, bareJourneyId)).statusCode).toBe(400);
     expect((await analytics('/funnel-report', { stepMappings: [] }, a, 'jrn_missing')).statusCode).toBe(404);
     expect((await analytics('/funnel-report', { stepMappings: [] }, b)).statusCode).toBe(404);
-    const token = await t.userToken(a.id, 'u0');
-    for (const headers of [{}, b.auth, bearer(token)]) {
+    for (const headers of [{}, b.auth, a.userAuth]) {
       const res = await t.inject({
         method: 'POST',
         url: `/admin/collection/${a.id}/journeys.analytics/${journeyId}/funnel-report`,

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
 });
 afterAll(() => t.close());
 
@@ -131,7 +131,6 @@ describe('journeys CRUD', () => {
 
   it('answers 401 without a credential, with another collection’s key or a user token; 404 across collections', async () => {
     const j = await create(a, { name: 'Private', journeyType: 'scheduled' });
-    const token = await t.userToken(a.id, 'u1');
     const calls = [
       { method: 'GET' as const, url: base(a) },
       { method: 'POST' as const, url: base(a), payload: { name: 'x', journeyType: 'scheduled' } },
@@ -140,7 +139,7 @@ describe('journeys CRUD', () => {
       { method: 'DELETE' as const, url: `${base(a)}/${j.id}` },
     ];
     for (const call of calls) {
-      for (const headers of [{}, b.auth, bearer(token)]) {
+      for (const headers of [{}, b.auth, a.userAuth]) {
         expect((await t.inject({ ...call, headers })).statusCode, `${call.method} ${call.url}`).toBe(401);
       }
     }

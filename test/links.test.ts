@@ -4,18 +4,18 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from '../src/modules/links/index.ts';
 import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { writeMmdb } from './helpers/mmdb.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 
 beforeAll(async () => {
   // ROLE=api: no workers, so the deliveries these events queue stay queued (delivery is
   // webhooks.test.ts's subject); events are stored only for subscribed registrations.
   t = await createTestApp({ TRUSTED_PROXIES: '127.0.0.1,10.0.0.0/8', CLICK_FLUSH_MS: '5', ROLE: 'api' });
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
   await subscribe(a);
 });
 
@@ -34,7 +34,7 @@ async function subscribe(c: TestCollection) {
 afterAll(() => t.close());
 
 const base = (c: TestCollection) => `/admin/collection/${c.id}/links`;
-const create = (payload: Record<string, unknown>, c = a, headers = c.auth) =>
+const create = (payload: Record<string, unknown>, c: TestCollection = a, headers = c.auth) =>
   t.inject({ method: 'POST', url: base(c), headers, payload });
 
 /** For tests that run their own app (other settings than `t`): a link, visits, stored clicks. */
@@ -129,8 +129,7 @@ describe('create and read', () => {
 describe('auth and tenancy', () => {
   it('needs an admin credential of the collection', async () => {
     const link = (await create({ url: 'https://example.com/t' })).json();
-    const user = await t.userToken(a.id, 'u1');
-    for (const headers of [{}, b.auth, { authorization: `Bearer ${user}` }]) {
+    for (const headers of [{}, b.auth, a.userAuth]) {
       for (const [method, url] of [
         ['GET', base(a)],
         ['POST', base(a)],

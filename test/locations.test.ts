@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, superAuth, type TestApp } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 let globalId: string;
 let ownId: string;
 
 beforeAll(async () => {
   t = await createTestApp();
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
   const g = await t.inject({
     method: 'POST',
     url: '/platform/location',
@@ -137,11 +137,10 @@ describe('create', () => {
       payload: { name: 'x' },
     });
     expect(foreign.statusCode).toBe(401);
-    const token = await t.userToken(a.id, 'u1');
     const user = await t.inject({
       method: 'POST',
       url: `/admin/collection/${a.id}/location`,
-      headers: bearer(token),
+      headers: a.userAuth,
       payload: { name: 'x' },
     });
     expect(user.statusCode).toBe(401);
@@ -231,17 +230,16 @@ describe('public reads', () => {
   });
 
   it('refuses a user token of another collection instead of serving it anonymously', async () => {
-    const token = await t.userToken(b.id, 'u1');
     const res = await t.inject({
       method: 'GET',
       url: `/public/collection/${a.id}/location/${ownId}`,
-      headers: bearer(token),
+      headers: b.userAuth,
     });
     expect(res.statusCode).toBe(401);
     const own = await t.inject({
       method: 'GET',
       url: `/public/collection/${b.id}/location/${globalId}`,
-      headers: bearer(token),
+      headers: b.userAuth,
     });
     expect(own.statusCode).toBe(200);
   });

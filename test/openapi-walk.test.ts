@@ -1,36 +1,70 @@
 /**
  * Walks every operation of the generated OpenAPI document. For each admin, platform and webhook
- * route it checks that a call without a credential and a call with another collection's admin
- * key both answer 401; for every route, that no such call answers 500. New routes are covered
- * the moment they are registered. It also checks each operation documents itself.
+ * route it checks that a call without a credential, a call with another collection's admin key
+ * and a call with a user token of the route's own collection all answer 401; for every route
+ * with a collection in its path, that collection A's admin key and A's user token get nothing
+ * (401 or 404) from collection B's paths; for every route, that no such call answers 5xx. New
+ * routes are covered the moment they are registered. It also checks each operation documents
+ * itself.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestApp, type TestApp } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 let t: TestApp;
-let owner: TestCollection;
-let stranger: TestCollection;
-const operations: { method: string; path: string; url: string; op: Record<string, unknown> }[] = [];
+let owner: CollectionWithUser;
+let stranger: CollectionWithUser;
+interface Operation {
+  method: string;
+  path: string;
+  url: string;
+  op: Record<string, unknown>;
+}
+const operations: Operation[] = [];
+
+/** The URL of `path` in collection `collectionId`, `{zone}` as given, other parameters `x1`. */
+const urlOf = (path: string, collectionId: string, zone: 'admin' | 'public') =>
+  path
+    .replace('{collectionId}', collectionId)
+    .replace('{zone}', zone)
+    .replace(/\{[^}]+\}/g, 'x1');
+const payloadOf = (method: string) => (method === 'GET' || method === 'DELETE' ? undefined : {});
+const errorBody = { code: expect.any(Number), errorCode: expect.any(String), message: expect.any(String) };
 
 beforeAll(async () => {
   t = await createTestApp();
-  owner = await t.createCollection();
-  stranger = await t.createCollection();
+  ({ a: owner, b: stranger } = await twoCollections(t));
   const spec = (await t.inject({ method: 'GET', url: '/openapi.json' })).json();
   for (const [path, item] of Object.entries<Record<string, Record<string, unknown>>>(spec.paths)) {
     for (const [method, op] of Object.entries(item)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-      const url = path
-        .replace('{collectionId}', owner.id)
-        .replace('{zone}', 'admin')
-        .replace(/\{[^}]+\}/g, 'x1');
-      operations.push({ method: method.toUpperCase(), path, url, op });
+      operations.push({ method: method.toUpperCase(), path, url: urlOf(path, owner.id, 'admin'), op });
     }
   }
 });
 afterAll(() => t.close());
 
 const isProtected = (path: string) => /^\/(admin|platform|v1)\//.test(path) || path.startsWith('/{zone}/');
+const inCollection = (path: string) => path.includes('{collectionId}');
+/**
+ * Calls each operation with a collection in its path, in `zones` (both where the path has a
+ * `{zone}`), on the stranger's (B's) URLs with the owner's (A's) `headers`: each must answer
+ * 401 or 404 with the error body. Returns how many calls it made.
+ */
+async function refusedOnStrangersPaths(zones: ('admin' | 'public')[], headers: Record<string, string>) {
+  const calls = operations
+    .filter(({ path }) => inCollection(path))
+    .flatMap(({ method, path }) => {
+      const own = path.startsWith('/{zone}/') ? zones : zones.filter((z) => path.startsWith(`/${z}/`));
+      return own.map((zone) => ({ method, where: `${method} ${path} (${zone})`, url: urlOf(path, stranger.id, zone) }));
+    });
+  for (const { method, where, url } of calls) {
+    const res = await t.inject({ method: method as 'GET', url, headers, payload: payloadOf(method) });
+    expect([401, 404], `${where}: ${res.statusCode} ${res.body}`).toContain(res.statusCode);
+    expect(res.json(), where).toMatchObject(errorBody);
+  }
+  return calls.length;
+}
 
 describe('every operation in /openapi.json', () => {
   it('was found', () => {
@@ -55,7 +89,7 @@ describe('every operation in /openapi.json', () => {
       const res = await t.inject({
         method: method as 'GET',
         url,
-        payload: method === 'GET' || method === 'DELETE' ? undefined : {},
+        payload: payloadOf(method),
       });
       expect(res.statusCode, `${method} ${path}`).toBeLessThan(500);
       if (isProtected(path)) expect(res.statusCode, `${method} ${path}`).toBe(401);
@@ -68,7 +102,7 @@ describe('every operation in /openapi.json', () => {
         method: method as 'GET',
         url,
         headers: stranger.auth,
-        payload: method === 'GET' || method === 'DELETE' ? undefined : {},
+        payload: payloadOf(method),
       });
       expect(res.statusCode, `${method} ${path}`).toBeLessThan(500);
       if (isProtected(path) && !path.startsWith('/v1/')) expect(res.statusCode, `${method} ${path}`).toBe(401);
@@ -80,6 +114,39 @@ describe('every operation in /openapi.json', () => {
         expect(allowed, `${method} ${path}`).toContain(res.statusCode);
       }
     }
+  });
+
+  it('has credentials that work where they belong (so the refusals below are not of a bad credential)', async () => {
+    const admin = await t.inject({ method: 'GET', url: `/admin/collection/${owner.id}/links`, headers: owner.auth });
+    expect(admin.statusCode, admin.body).toBe(200);
+    const user = await t.inject({
+      method: 'GET',
+      url: `/public/collection/${owner.id}/app/x1/records`,
+      headers: owner.userAuth,
+    });
+    expect(user.statusCode, user.body).toBe(200);
+  });
+
+  it('refuses a user token of the route’s own collection on every admin route: 401 FORBIDDEN or UNAUTHORIZED', async () => {
+    let checked = 0;
+    for (const { method, path, url } of operations) {
+      if (!isProtected(path)) continue;
+      const res = await t.inject({ method: method as 'GET', url, headers: owner.userAuth, payload: payloadOf(method) });
+      const where = `${method} ${path}`;
+      expect(res.statusCode, `${where}: ${res.body}`).toBe(401);
+      expect(res.json(), where).toMatchObject(errorBody);
+      expect(['FORBIDDEN', 'UNAUTHORIZED'], where).toContain(res.json().errorCode);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(50);
+  });
+
+  it('gives collection A’s admin key nothing of collection B’s paths (401 or 404), on every operation', async () => {
+    expect(await refusedOnStrangersPaths(['admin', 'public'], owner.auth)).toBeGreaterThan(50);
+  });
+
+  it('gives collection A’s user token nothing of collection B’s public paths (401 or 404)', async () => {
+    expect(await refusedOnStrangersPaths(['public'], owner.userAuth)).toBeGreaterThan(20);
   });
 
   it('answers a garbage body on every write route with a 4xx, never a 500', async () => {

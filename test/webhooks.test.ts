@@ -7,16 +7,17 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../src/modules/webhooks/index.ts';
 import { parseRetryAfter } from '../src/modules/webhooks/sender.ts';
+import { freePort } from '../support/service-process.ts';
 import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { waitFor } from './helpers/jobs.ts';
-import { freePort } from './helpers/process.ts';
 import { type Received, type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 const BASE_MS = 20;
 const FACTOR = 2;
 let t: TestApp;
-let a: TestCollection;
-let b: TestCollection;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
 let rx: Receiver;
 
 beforeAll(async () => {
@@ -29,8 +30,7 @@ beforeAll(async () => {
     JOBS_CONCURRENCY: '8',
     JOBS_POLL_INTERVAL_MS: '200',
   });
-  a = await t.createCollection();
-  b = await t.createCollection();
+  ({ a, b } = await twoCollections(t));
   rx = await startReceiver();
 });
 afterAll(async () => {
@@ -177,7 +177,6 @@ describe('registrations', () => {
 
   it('needs a collection admin API key, and hides other collections’ registrations', async () => {
     const hook = await register(a, '/auth', ['link.created']);
-    const user = await t.userToken(a.id, 'u1');
     const routes = [
       ['POST', '/v1/webhooks'],
       ['GET', '/v1/webhooks'],
@@ -190,7 +189,7 @@ describe('registrations', () => {
       ['GET', `/v1/webhooks/${hook.id}/deliveries/dlv_x`],
       ['POST', `/v1/webhooks/${hook.id}/deliveries/dlv_x/redeliver`],
     ] as const;
-    for (const headers of [{}, superAuth, { authorization: `Bearer ${user}` }, { authorization: 'Bearer nope' }]) {
+    for (const headers of [{}, superAuth, a.userAuth, { authorization: 'Bearer nope' }]) {
       for (const [method, url] of routes) {
         const res = await t.inject({
           method,

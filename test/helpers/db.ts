@@ -22,6 +22,9 @@ export function withSearchPath(url: string, schema: string): string {
   return u.toString();
 }
 
+/** A dump of a freshly migrated PGlite database, once a process has made one. */
+let migratedPglite: Promise<Blob> | undefined;
+
 export async function createTestDb(options: { migrate?: boolean; poolSize?: number } = {}): Promise<TestDb> {
   const base = process.env.TEST_DATABASE_URL;
   let testDb: TestDb;
@@ -47,9 +50,20 @@ export async function createTestDb(options: { migrate?: boolean; poolSize?: numb
       },
     };
   } else {
-    const db = await openPglite();
+    const template = options.migrate === false ? undefined : await migratedPglite;
+    const db = await openPglite({ loadDataDir: template });
     testDb = { db, drop: () => db.close() };
+    if (!template && options.migrate !== false) {
+      await migrate(db);
+      // This process's first migrated database, before any test writes to it: the template of
+      // the next ones (loading it is about three times faster than a new data directory).
+      const dump = db.raw.dumpDataDir('none').then((blob) => blob as Blob);
+      migratedPglite ??= dump;
+      await dump;
+      return testDb;
+    }
   }
+  // On a template this finds every migration applied: a check that costs a few milliseconds.
   if (options.migrate !== false) await migrate(testDb.db);
   return testDb;
 }

@@ -1,5 +1,6 @@
 /**
- * A real worker process for the crash and multi-process tests: opens the database named by
+ * The entry of a real job worker process (run by `startWorker` of job-worker-process.ts) for
+ * the crash and multi-process tests and the jobs bench: opens the database named by
  * its environment (DATABASE_URL with a schema search path, or a PGlite DATA_DIR), starts a
  * JobEngine with two test tasks and reports on stdout, one JSON object per line:
  * {event:'ready'|'start'|'end'|'stopped', ...}. SIGTERM stops it gracefully.
@@ -9,9 +10,9 @@
  * - test.noop: records (job id, worker id) in `test_job_runs` when RECORD_RUNS=1; with
  *   NOOP_MAX_MS it first waits a random 0..NOOP_MAX_MS ms, so jobs finish out of claim order.
  */
-import { loadConfig } from '../../src/config.ts';
-import { migrate, openDatabase } from '../../src/db/index.ts';
-import { type EngineLogger, JobEngine, jobsSettings } from '../../src/modules/jobs/index.ts';
+import { loadConfig } from '../src/config.ts';
+import { migrate, openDatabase } from '../src/db/index.ts';
+import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 
 const say = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,9 +1,11 @@
-/** Starts test worker processes (test/helpers/worker-process.ts) and follows their output. */
+/**
+ * Starts job worker processes (by default support/job-worker-main.ts, a JobEngine) and follows
+ * their standard output, one JSON event a line. Used by the crash and contention tests and the
+ * jobs bench.
+ */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { join } from 'node:path';
+import { ROOT } from './service-process.ts';
 
 export interface WorkerEvent {
   event: string;
@@ -22,8 +24,8 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `entry` (default: the JobEngine worker of test/helpers/worker-process.ts). */
-export function startWorker(env: Record<string, string>, entry = 'test/helpers/worker-process.ts'): WorkerProcess {
+/** Starts `entry` (default: the JobEngine worker of support/job-worker-main.ts). */
+export function startWorker(env: Record<string, string>, entry = 'support/job-worker-main.ts'): WorkerProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },

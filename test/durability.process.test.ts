@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnTs } from '../support/service-process.ts';
 import { callService as call, SUPER_KEY } from './helpers/app.ts';
 import { createTestDb, type TestDb } from './helpers/db.ts';
-import { spawnTs } from './helpers/process.ts';
 
 let storageEnv: Record<string, string>;
 let testDb: TestDb | undefined;

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Db, migrate, openPglite } from '../src/db/index.ts';
 import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
+import { startWorker, type WorkerProcess } from '../support/job-worker-process.ts';
 import { createTestDb, onPostgres, type TestDb } from './helpers/db.ts';
 import { sleep, waitFor } from './helpers/jobs.ts';
-import { startWorker, type WorkerProcess } from './helpers/processes.ts';
 
 const LOCK_TIMEOUT_MS = 1500;
 const workerEnv = {

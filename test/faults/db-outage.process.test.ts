@@ -16,9 +16,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningProcess, spawnTs } from '../../support/service-process.ts';
 import { SUPER_KEY } from '../helpers/app.ts';
 import { createTestDb, onPostgres, type TestDb } from '../helpers/db.ts';
-import { type RunningProcess, spawnTs } from '../helpers/process.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { type Receiver, startReceiver } from '../helpers/webhook-receiver.ts';
 

@@ -10,9 +10,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineLogger, JobEngine, jobsSettings } from '../../src/modules/jobs/index.ts';
+import { startWorker, type WorkerProcess } from '../../support/job-worker-process.ts';
 import { createTestDb, onPostgres, type TestDb } from '../helpers/db.ts';
 import { waitFor } from '../helpers/jobs.ts';
-import { startWorker, type WorkerProcess } from '../helpers/processes.ts';
 
 const JOBS = 1500;
 const ROUNDS = 3;

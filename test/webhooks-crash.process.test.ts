@@ -9,10 +9,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningProcess, spawnTs } from '../support/service-process.ts';
 import { callService as call, SUPER_KEY } from './helpers/app.ts';
 import { createTestDb, onPostgres, type TestDb } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
-import { type RunningProcess, spawnTs } from './helpers/process.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 const EVENTS = 20;

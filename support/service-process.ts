@@ -1,13 +1,14 @@
 /**
  * Real child processes of the service, for tests where a process boundary is the subject
  * (restarts, kill -9) and for the bench. Starts `src/server.ts` (or another entry) through tsx.
+ * Lives outside test/ so that bench/ and test/ share it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
