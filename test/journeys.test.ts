@@ -68,8 +68,13 @@ describe('journeys CRUD', () => {
 
   it('lists with filters and paging', async () => {
     const c = await t.createCollection();
+    // Lists are ordered by creation time, then id (random). PGlite's clock has millisecond
+    // resolution, so journeys created in one millisecond would tie: a pause keeps them apart.
+    const pause = () => new Promise((r) => setTimeout(r, 3));
     await create(c, { name: 'A', journeyType: 'scheduled', appId: 'x' });
+    await pause();
     await create(c, { name: 'B', journeyType: 'event_triggered', appId: 'x', active: false });
+    await pause();
     await create(c, { name: 'C', journeyType: 'event_triggered', appId: 'y' });
     const names = async (qs: string) => {
       const res = await t.inject({ method: 'GET', url: `${base(c)}${qs}`, headers: c.auth });

@@ -5,19 +5,14 @@
  * (Aggregates) lists them; camelCase aliases of fields are accepted too.
  */
 import { badRequest } from '../../../platform/errors.ts';
-import type { AggregateWhitelists, ObjectKind } from './kinds.ts';
+import type { AggregateWhitelists, MetricName, ObjectKind } from './kinds.ts';
+
+export type { MetricName };
+
 import { type Condition, dateConditions, parseDate, statusCondition } from './list-query.ts';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
 export type Interval = (typeof INTERVALS)[number];
-
-export type MetricName =
-  | 'count'
-  | 'avg_close_time_seconds'
-  | 'p50_close_time_seconds'
-  | 'p95_close_time_seconds'
-  | 'total_replies'
-  | 'avg_replies';
 
 export interface AggregateSpec {
   conditions: Condition[];

@@ -8,7 +8,6 @@
  * Lookups by a caller's name go through own properties (`Object.hasOwn`) or Maps: a plain
  * object would answer `constructor`, `toString` or `__proto__` with something inherited.
  */
-import type { MetricName } from './aggregate.ts';
 
 export type FieldKind = 'text' | 'num' | 'int' | 'ts' | 'json';
 export interface FieldDef {
@@ -50,6 +49,14 @@ export interface FilterDef {
 /** Query parameter → column and how its value is read. */
 export type FilterDefs = ReadonlyMap<string, FilterDef>;
 
+/** The aggregate metrics a kind may offer (the names clients send). */
+export type MetricName =
+  | 'count'
+  | 'avg_close_time_seconds'
+  | 'p50_close_time_seconds'
+  | 'p95_close_time_seconds'
+  | 'total_replies'
+  | 'avg_replies';
 export type AggregateFilterForm = 'text' | 'status' | 'range' | 'num';
 export interface AggregateWhitelists {
   /** groupBy name → column. */
