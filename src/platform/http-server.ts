@@ -73,6 +73,13 @@ export function httpServerOptions(
     },
     clientErrorHandler,
     frameworkErrors: frameworkErrorHandler(MAX_PARAM_LENGTH),
-    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: {
+      maxParamLength: MAX_PARAM_LENGTH,
+      // Every route answers the same with or without a trailing slash: the original's SDK
+      // sends `POST …/interactions/` and `GET …/interactions/?appId=…` (docs/compatibility.md).
+      // Without this, `…/interactions/` is a 404 for a POST and the type *get* with an empty
+      // id for a GET.
+      ignoreTrailingSlash: true,
+    },
   };
 }
