@@ -25,7 +25,36 @@ export const AppRecord = objectSchema('AppRecord', RECORD, {
   metadata: OpenObject(),
 });
 
-export const SINGLETON_PER = ['contactId', 'productId', 'proofId', 'variantId', 'batchId', 'collection'] as const;
+/**
+ * What a singleton is unique per: a field of the record, or the whole collection. The original's
+ * SDK names them without the `Id` (`product`, `variant`, `batch`, `proof`); both spellings are
+ * accepted and mean the same field (docs/compatibility.md).
+ */
+export const SINGLETON_PER = [
+  'contactId',
+  'productId',
+  'proofId',
+  'variantId',
+  'batchId',
+  'collection',
+  'product',
+  'proof',
+  'variant',
+  'batch',
+] as const;
+export type SingletonPer = (typeof SINGLETON_PER)[number];
+/** The field each spelling names (`collection`: none, the collection itself). */
+export const SINGLETON_FIELD: ReadonlyMap<SingletonPer, string> = new Map<SingletonPer, string>([
+  ['contactId', 'contactId'],
+  ['productId', 'productId'],
+  ['proofId', 'proofId'],
+  ['variantId', 'variantId'],
+  ['batchId', 'batchId'],
+  ['product', 'productId'],
+  ['proof', 'proofId'],
+  ['variant', 'variantId'],
+  ['batch', 'batchId'],
+]);
 
 /** Fields an upsert (and each bulk-upsert item) may carry (`UpsertRecordInput`, docs/app-objects.md). */
 const upsertFields = {

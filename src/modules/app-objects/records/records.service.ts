@@ -21,6 +21,7 @@ import type {
   UpdateRecordInput,
   UpsertRecordInput,
 } from './records.schema.ts';
+import { SINGLETON_FIELD, type SingletonPer } from './records.schema.ts';
 
 /** By scope type; a Map because scopeType is the caller's text (`constructor` is no scope). */
 const SPECIFICITY = new Map<string, number>([
@@ -83,13 +84,16 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
       values.specificity = SPECIFICITY.get(input.scopeType) ?? 0;
     }
     if (singletonPer !== undefined) {
-      const value = singletonPer === 'collection' ? collectionId : input[String(singletonPer)];
+      // Both spellings of a field (`product`, `productId`) make the same key: one meaning.
+      const field = SINGLETON_FIELD.get(singletonPer as SingletonPer);
+      const per = field ?? 'collection';
+      const value = field === undefined ? collectionId : input[field];
       if (typeof value !== 'string') {
-        throw badRequest(`singletonPer "${singletonPer}" needs ${singletonPer} to be set`, {
+        throw badRequest(`singletonPer "${singletonPer}" needs ${per} to be set`, {
           fields: ['singletonPer'],
         });
       }
-      values.singletonKey = `${input.recordType ?? ''}|${singletonPer}|${value}`;
+      values.singletonKey = `${input.recordType ?? ''}|${per}|${value}`;
     }
     return { values, insertOnly };
   }
