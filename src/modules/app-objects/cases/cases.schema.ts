@@ -2,22 +2,13 @@ import { Type } from 'typebox';
 import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
-import {
-  commonListQuery,
-  createSections,
-  named,
-  objectSchema,
-  text,
-  updateSections,
-  Visibility,
-} from '../shared/schema.ts';
+import { commonListQuery, createSections, objectSchema, text, updateSections, Visibility } from '../shared/schema.ts';
 import { AppThread } from '../threads/threads.schema.ts';
 
 export const AppCase = objectSchema('AppCase', CASE);
 
-export const CreateCaseInput = named(
-  'CreateCaseInput',
-  Closed({
+export const CreateCaseInput = Closed(
+  {
     visibility: Type.Optional(Visibility),
     ref: Type.Optional(text()),
     status: Type.Optional(text(50, 'Default `open`. Admins only.')),
@@ -28,13 +19,13 @@ export const CreateCaseInput = named(
     proofId: Type.Optional(text()),
     contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
     ...createSections,
-  }),
+  },
+  { $id: 'CreateCaseInput' },
 );
 export type CreateCaseInput = Type.Static<typeof CreateCaseInput>;
 
-export const UpdateCaseInput = named(
-  'UpdateCaseInput',
-  Closed({
+export const UpdateCaseInput = Closed(
+  {
     ...updateSections,
     status: Type.Optional(text(50)),
     priority: Type.Optional(Nullable(Type.Number({ minimum: -1e9, maximum: 1e9 }))),
@@ -45,7 +36,8 @@ export const UpdateCaseInput = named(
     productId: Type.Optional(Nullable(text())),
     proofId: Type.Optional(Nullable(text())),
     contactId: Type.Optional(Nullable(text())),
-  }),
+  },
+  { $id: 'UpdateCaseInput' },
 );
 export type UpdateCaseInput = Type.Static<typeof UpdateCaseInput>;
 
@@ -59,9 +51,8 @@ export const CaseListQuery = Closed({
 });
 export type CaseListQuery = Type.Static<typeof CaseListQuery>;
 
-export const AppendHistoryInput = named(
-  'AppendHistoryInput',
-  Closed({
+export const AppendHistoryInput = Closed(
+  {
     entry: OpenObject({ description: 'The entry; `at` and `actorId` are added by the service' }),
     historyTarget: Type.Optional(
       Type.Union([Type.Literal('owner'), Type.Literal('admin')], {
@@ -71,47 +62,47 @@ export const AppendHistoryInput = named(
     status: Type.Optional(text(50)),
     priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
     assignedTo: Type.Optional(text()),
-  }),
+  },
+  { $id: 'AppendHistoryInput' },
 );
 export type AppendHistoryInput = Type.Static<typeof AppendHistoryInput>;
 
-export const CaseSummaryRequest = named(
-  'CaseSummaryRequest',
-  Closed({
+export const CaseSummaryRequest = Closed(
+  {
     period: Type.Optional(
       Closed({
         from: Type.Optional(DateTime()),
         to: Type.Optional(DateTime()),
       }),
     ),
-  }),
+  },
+  { $id: 'CaseSummaryRequest' },
 );
 
-export const CaseSummaryResponse = named(
-  'CaseSummaryResponse',
-  Type.Object({
+export const CaseSummaryResponse = Type.Object(
+  {
     total: Type.Integer(),
     byStatus: Type.Record(Type.String(), Type.Integer()),
     byPriority: Type.Record(Type.String(), Type.Integer()),
     trend: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
-  }),
+  },
+  { $id: 'CaseSummaryResponse' },
 );
 
-export const CaseOneSummary = named(
-  'CaseOneSummary',
-  Type.Object({
+export const CaseOneSummary = Type.Object(
+  {
     case: ref(AppCase),
     threads: Type.Integer({ description: 'Related threads the caller can see' }),
     records: Type.Integer({ description: 'Related records the caller can see' }),
     ageSeconds: Type.Number({ description: 'From creation to now (or to closing, if closed)' }),
     timeToCloseSeconds: Nullable(Type.Number()),
     lastActivityAt: Type.String({ description: 'Latest change of the case or of a related object' }),
-  }),
+  },
+  { $id: 'CaseOneSummary' },
 );
 
-export const HistoryEvent = named(
-  'CaseHistoryEvent',
-  Type.Object({
+export const HistoryEvent = Type.Object(
+  {
     id: Type.Integer(),
     action: Type.Union(['create', 'update', 'delete', 'entry', 'status'].map((a) => Type.Literal(a))),
     at: Type.String(),
@@ -121,7 +112,8 @@ export const HistoryEvent = named(
     changes: OpenObject({ description: 'Scalar fields: {field: {from, to}}' }),
     entry: Type.Optional(OpenObject()),
     historyTarget: Type.Optional(Type.String()),
-  }),
+  },
+  { $id: 'CaseHistoryEvent' },
 );
 
 export const CaseHistory = Type.Object({ data: Type.Array(ref(HistoryEvent)) });

@@ -6,7 +6,6 @@ import {
   createSections,
   DateText,
   FacetRule,
-  named,
   objectSchema,
   text,
   updateSections,
@@ -74,9 +73,8 @@ const upsertFields = {
   facetRule: Type.Optional(ref(FacetRule)),
 };
 
-export const CreateRecordInput = named(
-  'CreateRecordInput',
-  Closed({
+export const CreateRecordInput = Closed(
+  {
     ...upsertFields,
     ref: Type.Optional(text(200, 'Unique within the app (deleted records included)')),
     visibility: Type.Optional(Visibility),
@@ -94,13 +92,13 @@ export const CreateRecordInput = named(
       ),
     ),
     ...createSections,
-  }),
+  },
+  { $id: 'CreateRecordInput' },
 );
 export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
 
-export const UpdateRecordInput = named(
-  'UpdateRecordInput',
-  Closed({
+export const UpdateRecordInput = Closed(
+  {
     ...updateSections,
     metadata: Type.Optional(OpenObject({ description: 'Merged by top-level key; null removes a key' })),
     status: Type.Optional(text(50)),
@@ -118,11 +116,12 @@ export const UpdateRecordInput = named(
     customId: Type.Optional(Nullable(text())),
     sourceSystem: Type.Optional(Nullable(text(100))),
     facetRule: Type.Optional(Nullable(ref(FacetRule))),
-  }),
+  },
+  { $id: 'UpdateRecordInput' },
 );
 export type UpdateRecordInput = Type.Static<typeof UpdateRecordInput>;
 
-export const UpsertRecordInput = named('UpsertRecordInput', Closed(upsertFields));
+export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput' });
 export type UpsertRecordInput = Type.Static<typeof UpsertRecordInput>;
 
 export const BulkUpsertInput = Type.Array(ref(UpsertRecordInput), { minItems: 1, maxItems: BULK_MAX });
@@ -139,15 +138,12 @@ export const BulkUpsertResult = Type.Object({
   }),
 });
 
-export const BulkDeleteInput = named(
-  'BulkDeleteInput',
-  Closed(
-    {
-      ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
-      refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
-    },
-    { description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
-  ),
+export const BulkDeleteInput = Closed(
+  {
+    ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
+    refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
+  },
+  { $id: 'BulkDeleteInput', description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
 );
 export type BulkDeleteInput = Type.Static<typeof BulkDeleteInput>;
 

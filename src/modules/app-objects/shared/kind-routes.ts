@@ -17,7 +17,6 @@ import { AggregateRequest, AggregateResponse, AppParams, listOf, objectParams, S
 import type { Actor } from './sections.ts';
 
 type App = Parameters<FastifyPluginAsyncTypebox>[0];
-type Named = TSchema & { $id: string };
 
 /**
  * What the type provider makes of a schema in a request (fastify's own resolution, spelled the
@@ -40,7 +39,7 @@ export interface KindOperations<C, U, Q> {
 }
 
 /** What a kind's routes are built from: its rules, schemas and wording. */
-export interface KindDescription<O extends Named, C extends Named, U extends Named, Q extends TSchema> {
+export interface KindDescription<O extends TSchema, C extends TSchema, U extends TSchema, Q extends TSchema> {
   kind: ObjectKind;
   /** The path parameter naming one object, e.g. `caseId`. */
   param: string;
@@ -107,7 +106,7 @@ export function kindPaths(kind: ObjectKind, param: string) {
 }
 
 /** Registers the six common routes of a kind. */
-export function registerKindRoutes<O extends Named, C extends Named, U extends Named, Q extends TSchema>(
+export function registerKindRoutes<O extends TSchema, C extends TSchema, U extends TSchema, Q extends TSchema>(
   app: App,
   d: KindDescription<O, C, U, Q>,
   service: KindOperations<In<C>, In<U>, In<Q>>,

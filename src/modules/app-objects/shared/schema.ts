@@ -5,13 +5,6 @@ import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
 
-/**
- * Gives a schema its component name (`app.addSchema`), in its type too: `ref(schema)` then
- * refers to it by that name and types a route's body or response from it.
- */
-export const named = <T extends TSchema>(id: string, schema: T): T & { $id: string } =>
-  Object.assign(schema, { $id: id });
-
 export const Zone = Type.Union([Type.Literal('admin'), Type.Literal('public')], {
   description: '`admin` (admin credential of the collection) or `public` (user token; admins too)',
 });
@@ -65,7 +58,7 @@ export const commonListQuery = {
   includeDeleted: Type.Optional(Type.Boolean({ description: 'Admins only: include soft-deleted objects' })),
 };
 
-export const listOf = <T extends TSchema>(schema: T & { $id: string }) =>
+export const listOf = <T extends TSchema>(schema: T) =>
   Type.Object({
     data: Type.Array(ref(schema)),
     pagination: Type.Object({
@@ -76,28 +69,25 @@ export const listOf = <T extends TSchema>(schema: T & { $id: string }) =>
     }),
   });
 
-export const AggregateRequest = named(
-  'AggregateRequest',
-  Type.Object(
-    {
-      filters: Type.Optional(OpenObject({ description: 'Field filters, e.g. {status: "open", created_at: {gte}}' })),
-      groupBy: Type.Optional(Type.Array(text(50), { maxItems: 5 })),
-      metrics: Type.Optional(Type.Array(text(50), { maxItems: 10 })),
-      timeSeriesField: Type.Optional(text(50)),
-      timeSeriesInterval: Type.Optional(Type.Union(INTERVALS.map((i) => Type.Literal(i)))),
-    },
-    {
-      additionalProperties: true,
-      // The five named fields and top-level filters (a kind has at most a dozen).
-      maxProperties: 50,
-      description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
-    },
-  ),
+export const AggregateRequest = Type.Object(
+  {
+    filters: Type.Optional(OpenObject({ description: 'Field filters, e.g. {status: "open", created_at: {gte}}' })),
+    groupBy: Type.Optional(Type.Array(text(50), { maxItems: 5 })),
+    metrics: Type.Optional(Type.Array(text(50), { maxItems: 10 })),
+    timeSeriesField: Type.Optional(text(50)),
+    timeSeriesInterval: Type.Optional(Type.Union(INTERVALS.map((i) => Type.Literal(i)))),
+  },
+  {
+    $id: 'AggregateRequest',
+    additionalProperties: true,
+    // The five named fields and top-level filters (a kind has at most a dozen).
+    maxProperties: 50,
+    description: 'Filters may also be given at the top level (status, category, record_type, created_at, …)',
+  },
 );
 
-export const AggregateResponse = named(
-  'AggregateResponse',
-  Type.Object({
+export const AggregateResponse = Type.Object(
+  {
     groups: Type.Optional(Type.Array(OpenObject())),
     timeSeries: Type.Optional(Type.Array(OpenObject())),
     count: Type.Number(),
@@ -106,22 +96,20 @@ export const AggregateResponse = named(
     p95_close_time_seconds: Type.Optional(Nullable(Type.Number())),
     total_replies: Type.Optional(Nullable(Type.Number())),
     avg_replies: Type.Optional(Nullable(Type.Number())),
-  }),
+  },
+  { $id: 'AggregateResponse' },
 );
 
-export const FacetRule = named(
-  'FacetRule',
-  Closed({
+export const FacetRule = Closed(
+  {
     all: Type.Array(Closed({ facetKey: text(100), anyOf: Type.Array(text(200), { maxItems: 100 }) }), { maxItems: 50 }),
-  }),
+  },
+  { $id: 'FacetRule' },
 );
 
-export const ReplyEntry = named(
-  'ReplyEntry',
-  Type.Object(
-    { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
-    { additionalProperties: true },
-  ),
+export const ReplyEntry = Type.Object(
+  { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
+  { $id: 'ReplyEntry', additionalProperties: true },
 );
 
 /**
@@ -159,7 +147,7 @@ export function objectSchema(id: string, kind: ObjectKind, special: Record<strin
   props.data = OpenObject({ description: 'Seen by everyone who can see the object' });
   props.owner = Type.Optional(OpenObject({ description: 'Seen by the owner and admins only' }));
   props.admin = Type.Optional(OpenObject({ description: 'Seen by admins only' }));
-  return named(id, Type.Object(props));
+  return Type.Object(props, { $id: id });
 }
 
 export const SuccessResponse = Type.Object({ success: Type.Boolean() });

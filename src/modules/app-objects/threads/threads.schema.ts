@@ -4,7 +4,6 @@ import { THREAD } from '../shared/kinds.ts';
 import {
   commonListQuery,
   createSections,
-  named,
   objectSchema,
   ReplyEntry,
   text,
@@ -21,9 +20,8 @@ export const AppThread = objectSchema('AppThread', THREAD, {
 
 const Tags = Type.Array(text(100), { maxItems: 50 });
 
-export const CreateThreadInput = named(
-  'CreateThreadInput',
-  Closed({
+export const CreateThreadInput = Closed(
+  {
     visibility: Type.Optional(Visibility),
     slug: Type.Optional(text()),
     title: Type.Optional(text(500)),
@@ -38,13 +36,13 @@ export const CreateThreadInput = named(
     body: Type.Optional(OpenObject()),
     tags: Type.Optional(Tags),
     ...createSections,
-  }),
+  },
+  { $id: 'CreateThreadInput' },
 );
 export type CreateThreadInput = Type.Static<typeof CreateThreadInput>;
 
-export const UpdateThreadInput = named(
-  'UpdateThreadInput',
-  Closed({
+export const UpdateThreadInput = Closed(
+  {
     body: Type.Optional(OpenObject({ description: 'Replaced whole' })),
     tags: Type.Optional(Tags),
     ...updateSections,
@@ -52,23 +50,22 @@ export const UpdateThreadInput = named(
     slug: Type.Optional(Nullable(text())),
     status: Type.Optional(text(50)),
     visibility: Type.Optional(Visibility),
-  }),
+  },
+  { $id: 'UpdateThreadInput' },
 );
 export type UpdateThreadInput = Type.Static<typeof UpdateThreadInput>;
 
-export const ReplyInput = named(
-  'ReplyInput',
-  Type.Object(
-    {
-      authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
-      authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
-    },
-    {
-      additionalProperties: true,
-      maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
-      description: 'Any further fields (text, attachments, …) are stored with the reply',
-    },
-  ),
+export const ReplyInput = Type.Object(
+  {
+    authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
+    authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
+  },
+  {
+    $id: 'ReplyInput',
+    additionalProperties: true,
+    maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+    description: 'Any further fields (text, attachments, …) are stored with the reply',
+  },
 );
 export type ReplyInput = Type.Static<typeof ReplyInput> & Record<string, unknown>;
 
