@@ -39,8 +39,9 @@
  *   attempt not counted) every claim of its own it does not know, before claiming again.
  *   A failed round (sweep, timer, claims) is tried again after a short backoff, not only at
  *   the next poll.
- * - Timer: one timer for the earliest known future job; when it fires the round also looks up
- *   the next future job in the table, so a later one announced meanwhile is not left to the poll.
+ * - Timer: one timer for the earliest known future job; when it fires, the engine claims and
+ *   then looks up the next future job in the table, so a later one announced meanwhile is not
+ *   left to the poll (the lock-timeout sweep stays with the poll).
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
@@ -303,9 +304,9 @@ export class JobEngine {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /** A full round: the lock-timeout sweep (and retention now and then), claims, the timer. */
   private async tick(): Promise<void> {
     if (this.stopping) return;
-    this.queueHint = true;
     try {
       // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
       const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
@@ -317,10 +318,22 @@ export class JobEngine {
         this.retryRound();
       }
     }
+    await this.claimDueAndArm();
+  }
+
+  /**
+   * Claims what has come due, then arms the timer for the next job in the future (after the
+   * claims: what was due is taken), so `runAt` is kept to the millisecond.
+   */
+  private async claimDueAndArm(): Promise<void> {
+    // A job due now may be a named queue's head.
+    this.queueHint = true;
     await this.pump();
+    await this.armNext();
+  }
+
+  private async armNext(): Promise<void> {
     try {
-      // Then the timer for the next job in the future (after the claims: what was due is
-      // taken), so `runAt` is kept to the millisecond.
       const next = await repo.nextDue(this.db);
       if (next !== undefined && !this.stopping) this.armTimer(Math.max(next, Date.now() + MIN_TIMER_MS));
     } catch (err) {
@@ -359,7 +372,7 @@ export class JobEngine {
     this.armTimer(due);
   }
 
-  /** One timer, for the earliest future job known; firing runs a full round (see tick). */
+  /** One timer, for the earliest future job known; firing claims and re-arms it (claimDueAndArm). */
   private armTimer(due: number): void {
     if (due >= this.wakeAt) return;
     const delay = due - Date.now();
@@ -368,9 +381,9 @@ export class JobEngine {
     this.wakeTimer = setTimeout(
       () => {
         this.wakeAt = Number.POSITIVE_INFINITY;
-        // A full round, not only claims: it arms the timer again for the next future job (one
-        // announced meanwhile for later than this timer did not move it).
-        void this.tick();
+        // Not only claims: the timer is armed again for the next future job (one announced
+        // meanwhile for later than this timer did not move it).
+        void this.claimDueAndArm();
       },
       Math.min(delay, MAX_TIMER_MS),
     );
