@@ -65,6 +65,8 @@ export interface Services {
 interface Built {
   services: Services;
   lifecycles: Lifecycle[];
+  /** Each module's routes with the service they are given, in module order. */
+  routes: { plugin: NonNullable<ModuleManifest['routes']>; service: unknown }[];
 }
 
 /**
@@ -74,6 +76,7 @@ interface Built {
 function buildModules(platform: Platform, env: Config['env']): Built {
   const built = new Map<string, unknown>();
   const lifecycles: Lifecycle[] = [];
+  const routes: Built['routes'] = [];
   const manifests = MODULES as readonly ModuleManifest<unknown, unknown, unknown>[];
   for (const m of manifests) {
     const deps: Record<string, unknown> = {};
@@ -85,12 +88,13 @@ function buildModules(platform: Platform, env: Config['env']): Built {
     built.set(m.name, service);
     const lifecycle = m.lifecycle?.(service, platform.role);
     if (lifecycle) lifecycles.push(lifecycle);
+    if (m.routes) routes.push({ plugin: m.routes, service });
   }
   const services = Object.fromEntries(built) as unknown as Services;
   for (const m of manifests) {
     for (const task of m.tasks?.(built.get(m.name)) ?? []) services.jobs.engine.registerTask(task);
   }
-  return { services, lifecycles };
+  return { services, lifecycles, routes };
 }
 
 declare module 'fastify' {
@@ -126,7 +130,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     schemaController: { compilersFactory: { buildValidator: buildValidatorCompiler as never } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const { services, lifecycles } = buildModules(
+  const { services, lifecycles, routes } = buildModules(
     {
       db,
       log: app.log,
@@ -218,10 +222,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
 
   await app.register(
     async (scoped) => {
-      for (const m of MODULES as readonly ModuleManifest<unknown, unknown, unknown>[]) {
-        const service = (services as unknown as Record<string, unknown>)[m.name];
-        if (m.routes) await scoped.register(m.routes, { service });
-      }
+      for (const { plugin, service } of routes) await scoped.register(plugin, { service });
     },
     { prefix: config.basePath },
   );
