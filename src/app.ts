@@ -26,7 +26,7 @@ import { registerJsonBodyParser } from './platform/json-body.ts';
 import type { Lifecycle, ModuleManifest, Platform } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { ErrorBody } from './platform/schemas.ts';
-import { buildValidatorCompiler } from './platform/validation.ts';
+import { buildSerializerCompiler, buildValidatorCompiler } from './platform/validation.ts';
 
 export interface AppDeps {
   config: Config;
@@ -126,8 +126,10 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
-    // Fastify types this factory for its own Ajv pool; ours returns the same compiler shape.
-    schemaController: { compilersFactory: { buildValidator: buildValidatorCompiler as never } },
+    // Fastify types these factories for its own pools; ours return the same compiler shapes.
+    schemaController: {
+      compilersFactory: { buildValidator: buildValidatorCompiler as never, buildSerializer: buildSerializerCompiler },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const { services, lifecycles, routes } = buildModules(

@@ -7,7 +7,15 @@
  * failed `maxItems` and checks every item (and `uniqueItems` pairwise): a 0.5 MB array took
  * seconds of CPU and produced a 17 MB list of errors. A URL is small (Node caps the request
  * line and headers at 16 KB), so query strings and params still list every failing field.
+ *
+ * Compiled validators and serializers are kept for the life of the process, keyed by the
+ * shared schemas and by each schema's JSON. One service builds its app once, so this changes
+ * nothing there; a process that builds many apps (every in-process test file builds one) would
+ * otherwise compile the same ~150 schemas for each, about 2 s of CPU per app. A validator or a
+ * serializer is a pure function of its schema, its shared schemas and the options, which is
+ * exactly the key.
  */
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
@@ -24,11 +32,52 @@ function makeAjv(externalSchemas: Record<string, unknown>, options: Options): Aj
   return ajv;
 }
 
-export function buildValidatorCompiler(externalSchemas: Record<string, unknown>): FastifySchemaCompiler<unknown> {
-  const strict = makeAjv(externalSchemas, { coerceTypes: false, allErrors: false });
-  const coercing = makeAjv(externalSchemas, { coerceTypes: 'array', allErrors: true });
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema as object);
+/** One value per key for the life of the process, made on first use. */
+function memo<T>(make: (key: string) => T): (key: string) => T {
+  const kept = new Map<string, T>();
+  return (key) => {
+    let value = kept.get(key);
+    if (value === undefined) {
+      value = make(key);
+      kept.set(key, value);
+    }
+    return value;
+  };
 }
+
+type Validate = ReturnType<FastifySchemaCompiler<unknown>>;
+
+const validatorsFor = memo((externalsJson: string) => {
+  const externals = JSON.parse(externalsJson) as Record<string, unknown>;
+  const strict = makeAjv(externals, { coerceTypes: false, allErrors: false });
+  const coercing = makeAjv(externals, { coerceTypes: 'array', allErrors: true });
+  // Keyed by which Ajv compiles it, then the schema's JSON.
+  return memo((key): Validate => {
+    const ajv = key[0] === 'b' ? strict : coercing;
+    return ajv.compile(JSON.parse(key.slice(1)) as object) as Validate;
+  });
+});
+
+export function buildValidatorCompiler(externalSchemas: Record<string, unknown>): FastifySchemaCompiler<unknown> {
+  const compile = validatorsFor(JSON.stringify(externalSchemas));
+  return ({ schema, httpPart }) => compile(`${httpPart === 'body' ? 'b' : 'q'}${JSON.stringify(schema)}`);
+}
+
+type SerializerFactory = SerializerSelector.SerializerFactory;
+const fastJsonStringify = SerializerSelector();
+
+const serializersFor = memo((key: string) => {
+  const { externals, options } = JSON.parse(key) as { externals: unknown; options: SerializerSelector.Options };
+  const compiler = fastJsonStringify(externals, options);
+  // The route (method, url, status) is not part of what fast-json-stringify compiles.
+  return memo((schemaJson) => compiler({ method: '', url: '', httpStatus: '', schema: JSON.parse(schemaJson) }));
+});
+
+/** Fastify's own serializer (fast-json-stringify), compiled once per schema in a process. */
+export const buildSerializerCompiler: SerializerFactory = (externals, options) => {
+  const compile = serializersFor(JSON.stringify({ externals, options: options ?? {} }));
+  return ({ schema }) => compile(JSON.stringify(schema));
+};
 
 /** preValidation for POST routes whose body is all optional: no body is validated as `{}`. */
 export async function emptyBodyIsObject(req: FastifyRequest): Promise<void> {
