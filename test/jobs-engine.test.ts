@@ -157,15 +157,15 @@ describe('claiming', () => {
 
   it('a live worker keeps a job longer than the lock timeout (heartbeat): it runs once', async () => {
     let runs = 0;
-    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
-    const other = engineWith({ JOBS_LOCK_TIMEOUT_MS: '1000' });
+    const e = engineWith({ JOBS_LOCK_TIMEOUT_MS: '600' });
+    const other = engineWith({ JOBS_LOCK_TIMEOUT_MS: '600' });
     for (const engine of [e, other])
       engine.registerTask({
         name: 'slow.task',
         visible: true,
         async handler() {
           runs++;
-          await sleep(2500);
+          await sleep(1500);
           return runs;
         },
       });
@@ -231,7 +231,7 @@ describe('claiming', () => {
   });
 
   it('an attempt that throws leaves the job errored until its backoff has passed, then retried', async () => {
-    const e = engineWith({ JOBS_BACKOFF_BASE_MS: '1500' });
+    const e = engineWith({ JOBS_BACKOFF_BASE_MS: '600' });
     let calls = 0;
     e.registerTask({
       name: 'retry.once',

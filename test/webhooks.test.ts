@@ -25,7 +25,7 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
     WEBHOOK_RETRY_FACTOR: String(FACTOR),
-    WEBHOOK_TIMEOUT_MS: '1500',
+    WEBHOOK_TIMEOUT_MS: '500',
     CLICK_FLUSH_MS: '5',
     JOBS_CONCURRENCY: '8',
     JOBS_POLL_INTERVAL_MS: '200',
@@ -392,7 +392,9 @@ describe('delivery', () => {
   });
 });
 
-describe('retries', () => {
+// Concurrent: these mostly wait (backoffs, a receiver timing out, Retry-After), each on its own
+// registration and with test events only, so none sees another's deliveries.
+describe.concurrent('retries', () => {
   it('retries a 500 three times on the backoff schedule, with the same event id, then gives up', async () => {
     rx.answer('/fail500', { status: 500, body: 'boom' });
     const hook = await register(a, '/fail500', ['link.created']);

@@ -94,55 +94,84 @@ function split(text: string | Sql, params?: unknown[]): [string, unknown[]] {
 export interface PgliteOptions {
   /** Directory for the data files; omit for an in-memory database (tests). */
   dataDir?: string;
-  /** A tarball from `dumpDataDir`, to start from a prepared database (tests). */
+  /** A tarball from `dumpDataDir` to start from instead of a new cluster (tests). */
   loadDataDir?: Blob;
 }
 
-export async function openPglite(options: PgliteOptions = {}): Promise<Db & { raw: PGlite }> {
+/** A PGlite instance with this service's extensions and type parsers. */
+export async function createPglite(options: PgliteOptions = {}): Promise<PGlite> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-  const pglite = await PGlite.create({
+  return PGlite.create({
     dataDir: options.dataDir,
     loadDataDir: options.loadDataDir,
     // Extensions must be known to the instance before a migration runs CREATE EXTENSION.
     extensions: { pg_trgm },
     parsers: { [INT8]: (v: string) => Number(v), [NUMERIC]: (v: string) => Number(v) },
   });
+}
+
+export async function openPglite(options: PgliteOptions = {}): Promise<Db & { raw: PGlite }> {
+  return pgliteDb(await createPglite(options));
+}
+
+/**
+ * The `Db` over a PGlite instance. `close` ends every LISTEN it started, then closes the
+ * instance, unless the caller owns the instance and passes its own `close` (the test harness
+ * hands one instance to one test database after another).
+ */
+export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> } = {}): Db & { raw: PGlite } {
+  // Once closed, this handle refuses work even when the instance lives on under its owner:
+  // a late timer of a stopped app must not write into the next test database.
+  let closed = false;
+  const open = () => {
+    if (closed || pglite.closed) throw new Error('PGlite is closed');
+  };
   const wrap = (q: Pick<PGlite, 'query' | 'exec'>, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
+      open();
       const [t, p] = split(text, params);
       const res = await q.query<T>(t, p);
       return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
     },
     async exec(text: string) {
+      open();
       await q.exec(text);
     },
     afterCommit: onCommit,
   });
   const base = wrap(pglite);
+  const listening = new Set<() => Promise<void>>();
   return {
     kind: 'pglite',
     raw: pglite,
     query: base.query,
-    async exec(text) {
-      await pglite.exec(text);
-    },
+    exec: base.exec,
     async transaction(fn) {
+      open();
       const hooks = commitHooks();
       const result = await pglite.transaction((tx) => fn(wrap(tx, hooks.add)));
       hooks.run();
       return result;
     },
     async listen(channel, onPayload) {
-      const unsub = await pglite.listen(channel, onPayload);
-      return async () => unsub();
+      const stop = await pglite.listen(channel, onPayload);
+      const unsubscribe = async () => {
+        if (listening.delete(unsubscribe)) await stop();
+      };
+      listening.add(unsubscribe);
+      return unsubscribe;
     },
     async notify(channel, payload) {
-      await pglite.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      await base.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
     // In-process: there is no connection to lose.
     status: () => ({ listener: 'connected' }),
     async close() {
-      if (!pglite.closed) await pglite.close();
+      if (closed || pglite.closed) return;
+      closed = true;
+      for (const unsubscribe of [...listening]) await unsubscribe();
+      if (options.close) await options.close();
+      else await pglite.close();
     },
   };
 }

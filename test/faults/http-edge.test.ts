@@ -42,8 +42,8 @@ beforeAll(async () => {
       ROLE: 'api',
       RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
       AUTH_FAILURE_LIMIT: String(AUTH_FAILURE_LIMIT),
-      HTTP_HEADERS_TIMEOUT_MS: '1000',
-      HTTP_REQUEST_TIMEOUT_MS: '2000',
+      HTTP_HEADERS_TIMEOUT_MS: '500',
+      HTTP_REQUEST_TIMEOUT_MS: '1000',
       TRUSTED_PROXIES: '127.0.0.50',
     },
     { wrapDb: counting },
@@ -362,19 +362,20 @@ describe('one error body for what the parser and the router refuse', () => {
   });
 });
 
-describe('server timeouts', () => {
+// Concurrent: two slow clients from their own addresses, each waiting for the server's cut-off.
+describe.concurrent('server timeouts', () => {
   it('takes its timeouts from the configuration', () => {
     const server = t.app.server;
-    expect(server.headersTimeout).toBe(1000);
-    expect(server.requestTimeout).toBe(2000);
+    expect(server.headersTimeout).toBe(500);
+    expect(server.requestTimeout).toBe(1000);
     expect(server.keepAliveTimeout).toBe(t.config.httpKeepAliveTimeoutMs);
     expect(server.timeout).toBe(t.config.httpIdleTimeoutMs);
   });
 
-  it('cuts off a client sending its headers one byte per second: 408 in the error body, connection closed', async () => {
+  it('cuts off a client sending its headers one byte at a time: 408 in the error body, connection closed', async () => {
     const head = 'GET /healthz HTTP/1.1\r\nHost: edge.test\r\nX-Slow: ';
     const drip = 'abcdefghijklmnopqrstuvwxyz0123'.split('');
-    const res = await raw([head, ...drip, '\r\n\r\n'], { from: '127.0.0.40', gapMs: 1000, deadlineMs: 45_000 });
+    const res = await raw([head, ...drip, '\r\n\r\n'], { from: '127.0.0.40', gapMs: 400, deadlineMs: 45_000 });
     // Closed by the server while the client still had headers to send.
     expect(res.closed).toBe(true);
     expect(res.sent).toBeLessThan(drip.length + 2);
@@ -387,7 +388,7 @@ describe('server timeouts', () => {
       `POST /public/collection/${a.id}/interactions/submit HTTP/1.1\r\nHost: edge.test\r\n` +
       'Content-Type: application/json\r\nContent-Length: 40\r\n\r\n{';
     const drip = '"a":"bcdefghijklmnopqrstuvwxyz0123456"'.split('');
-    const res = await raw([head, ...drip, '}'], { from: '127.0.0.41', gapMs: 500, deadlineMs: 45_000 });
+    const res = await raw([head, ...drip, '}'], { from: '127.0.0.41', gapMs: 200, deadlineMs: 45_000 });
     expect(res.sent).toBeLessThan(drip.length + 2);
     expect(res.status).toBe(408);
     expectErrorBody(res, 'REQUEST_TIMEOUT');

@@ -1,10 +1,13 @@
 /**
- * A fresh, migrated database for one test file: in-memory PGlite by default, or a private
- * schema on the PostgreSQL server named by TEST_DATABASE_URL.
+ * A fresh, migrated database for one test file: a private schema on an in-memory PGlite
+ * instance by default, or on the PostgreSQL server named by TEST_DATABASE_URL.
+ * `drop()` releases it; afterwards its handle refuses queries.
  */
 import { randomBytes } from 'node:crypto';
+import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { type Db, migrate, openPglite, openPostgres } from '../../src/db/index.ts';
+import { createPglite, type Db, migrate, openPostgres, pgliteDb } from '../../src/db/index.ts';
+import { loadTemplate } from './pglite-template.ts';
 
 export const onPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -22,48 +25,108 @@ export function withSearchPath(url: string, schema: string): string {
   return u.toString();
 }
 
-/** A dump of a freshly migrated PGlite database, once a process has made one. */
-let migratedPglite: Promise<Blob> | undefined;
+/**
+ * On PGlite, each test database is a schema on an instance this process keeps: starting an
+ * instance (0.6 s of CPU from a template) and migrating a schema (0.2 s) cost more than most
+ * test files spend in their tests.
+ *
+ * - An instance serves one test database at a time (its one connection's search_path names
+ *   that schema), so a file with two apps alive at once holds two instances.
+ * - A dropped test database hands its instance back with its schema emptied (every table
+ *   truncated, identities restarted), ready for the next migrated test database, unless the
+ *   schema's structure no longer matches what the migrations made (a test renamed a table,
+ *   say): then the schema is dropped and the next one is migrated afresh.
+ */
+interface Slot {
+  pglite: PGlite;
+  /** An empty, migrated schema, and the structure the migrations left it with. */
+  ready?: { schema: string; structure: string };
+}
+const idle: Slot[] = [];
+let schemas = 0;
+/** The empty cluster new instances load (see pglite-template.ts). */
+let template: Promise<Blob> | undefined;
+
+async function newInstance(): Promise<PGlite> {
+  template ??= loadTemplate();
+  return createPglite({ loadDataDir: await template });
+}
+
+/** Tables, columns, indexes, constraints, triggers and functions of a schema, as one hash. */
+async function structureOf(pglite: PGlite, schema: string): Promise<string> {
+  const { rows } = await pglite.query<{ h: string }>(
+    `SELECT md5(concat_ws('|',
+       (SELECT string_agg(format('%s:%s', c.relname, c.relkind), ',' ORDER BY c.relname) FROM pg_class c
+         WHERE c.relnamespace = $1::regnamespace),
+       (SELECT string_agg(format('%s.%s:%s', c.relname, a.attname, a.atttypid), ',' ORDER BY c.relname, a.attnum)
+         FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+         WHERE c.relnamespace = $1::regnamespace AND a.attnum > 0 AND NOT a.attisdropped),
+       (SELECT string_agg(conname, ',' ORDER BY conname) FROM pg_constraint WHERE connamespace = $1::regnamespace),
+       (SELECT string_agg(format('%s:%s', t.tgname, t.tgenabled), ',' ORDER BY t.tgname) FROM pg_trigger t
+         JOIN pg_class c ON c.oid = t.tgrelid WHERE c.relnamespace = $1::regnamespace),
+       (SELECT string_agg(format('%s:%s', p.proname, md5(p.prosrc)), ',' ORDER BY p.proname) FROM pg_proc p
+         WHERE p.pronamespace = $1::regnamespace))) AS h`,
+    [schema],
+  );
+  return rows[0].h;
+}
+
+async function pgliteTestDb(migrated: boolean): Promise<TestDb> {
+  const slot = idle.pop() ?? { pglite: await newInstance() };
+  const { pglite } = slot;
+  let ready = migrated ? slot.ready : undefined;
+  if (slot.ready && !ready) await pglite.exec(`DROP SCHEMA ${slot.ready.schema} CASCADE`);
+  const schema = ready?.schema ?? `test_${++schemas}`;
+  if (!ready) await pglite.exec(`CREATE SCHEMA ${schema}`);
+  await pglite.exec(`SET search_path TO ${schema}, public`);
+  const db = pgliteDb(pglite, {
+    async close() {
+      // What a session can leave behind besides its schema: settings and advisory locks.
+      await pglite.exec('RESET ALL; SELECT pg_advisory_unlock_all()');
+      if (ready && (await structureOf(pglite, schema)) === ready.structure) {
+        const { rows } = await pglite.query<{ name: string }>(
+          `SELECT format('%I.%I', schemaname, tablename) AS name FROM pg_tables
+           WHERE schemaname = $1 AND tablename <> 'schema_migrations'`,
+          [schema],
+        );
+        await pglite.exec(`TRUNCATE ${rows.map((r) => r.name).join(', ')} RESTART IDENTITY CASCADE`);
+        idle.push({ pglite, ready });
+      } else {
+        await pglite.exec(`DROP SCHEMA ${schema} CASCADE`);
+        idle.push({ pglite });
+      }
+    },
+  });
+  if (migrated && !ready) {
+    await migrate(db);
+    ready = { schema, structure: await structureOf(pglite, schema) };
+  }
+  return { db, schema, drop: () => db.close() };
+}
 
 export async function createTestDb(options: { migrate?: boolean; poolSize?: number } = {}): Promise<TestDb> {
   const base = process.env.TEST_DATABASE_URL;
-  let testDb: TestDb;
-  if (base) {
-    // The creation time in the name lets global setup clear leftovers of interrupted runs
-    // without touching schemas of a run that is still going.
-    const schema = `test_${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: base });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA "${schema}"`);
-    await admin.end();
-    const db = await openPostgres({ connectionString: base, searchPath: `${schema},public`, max: options.poolSize });
-    testDb = {
-      db,
-      schema,
-      url: withSearchPath(base, schema),
-      async drop() {
-        await db.close();
-        const c = new pg.Client({ connectionString: base });
-        await c.connect();
-        await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        await c.end();
-      },
-    };
-  } else {
-    const template = options.migrate === false ? undefined : await migratedPglite;
-    const db = await openPglite({ loadDataDir: template });
-    testDb = { db, drop: () => db.close() };
-    if (!template && options.migrate !== false) {
-      await migrate(db);
-      // This process's first migrated database, before any test writes to it: the template of
-      // the next ones (loading it is about three times faster than a new data directory).
-      const dump = db.raw.dumpDataDir('none').then((blob) => blob as Blob);
-      migratedPglite ??= dump;
-      await dump;
-      return testDb;
-    }
-  }
-  // On a template this finds every migration applied: a check that costs a few milliseconds.
+  if (!base) return pgliteTestDb(options.migrate !== false);
+  // The creation time in the name lets global setup clear leftovers of interrupted runs
+  // without touching schemas of a run that is still going.
+  const schema = `test_${Math.floor(Date.now() / 1000)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA "${schema}"`);
+  await admin.end();
+  const db = await openPostgres({ connectionString: base, searchPath: `${schema},public`, max: options.poolSize });
+  const testDb: TestDb = {
+    db,
+    schema,
+    url: withSearchPath(base, schema),
+    async drop() {
+      await db.close();
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    },
+  };
   if (options.migrate !== false) await migrate(testDb.db);
   return testDb;
 }

@@ -1,12 +1,14 @@
 /**
  * On PostgreSQL each test file gets its own schema; extensions are database-wide, so they
- * are created once here rather than raced by parallel files' migrations.
+ * are created once here rather than raced by parallel files' migrations. On PGlite the empty
+ * cluster that test instances load is made here, once, instead of by each test process.
  */
 import pg from 'pg';
+import { ensureTemplateFile } from './pglite-template.ts';
 
 export async function setup(): Promise<void> {
   const url = process.env.TEST_DATABASE_URL;
-  if (!url) return;
+  if (!url) return ensureTemplateFile();
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

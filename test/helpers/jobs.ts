@@ -3,18 +3,22 @@ import type { TestApp, TestCollection } from './app.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`. */
+/**
+ * Polls `check` until it returns a value other than undefined, or throws after `timeoutMs`.
+ * The pause grows from 10 ms to 100 ms: a short wait ends quickly, and a long one (retries
+ * on their backoff, a receiver timing out) does not spend the CPU the other suites need.
+ */
 export async function waitFor<T>(
   check: () => Promise<T | undefined>,
   timeoutMs = 15_000,
   what = 'condition',
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
+  for (let pause = 10; ; pause = Math.min(100, pause * 1.5)) {
     const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
+    await sleep(pause);
   }
 }
 
