@@ -25,6 +25,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two cores: more parallel files only queue up behind each other's databases.
     maxWorkers: 2,
+    // Transformed TypeScript kept on disk (node_modules/.experimental-vitest-cache, keyed by
+    // content) so a run after the first skips most of the transform: about 2 s here.
+    experimental: { fsModuleCache: true },
     projects: [
       {
         extends: true,

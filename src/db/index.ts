@@ -2,5 +2,5 @@ export { inAnalyticsTransaction } from './analytics.ts';
 export type { Db, DbLogger, DbStatus, Queryable, QueryResult, Tx } from './client.ts';
 export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb } from './client.ts';
 export { isConnectionLost, isRetryableConflict, isTransient } from './faults.ts';
-export { migrate, migrationFiles, pendingMigrations } from './migrate.ts';
+export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { createPglite, type Db, migrate, openPostgres, pgliteDb } from '../../src/db/index.ts';
-import { loadTemplate } from './pglite-template.ts';
+import { loadTemplate, TEMPLATE_SCHEMA } from './pglite-template.ts';
 
 export const onPostgres = Boolean(process.env.TEST_DATABASE_URL);
 
@@ -27,8 +27,8 @@ export function withSearchPath(url: string, schema: string): string {
 
 /**
  * On PGlite, each test database is a schema on an instance this process keeps: starting an
- * instance (0.6 s of CPU from a template) and migrating a schema (0.2 s) cost more than most
- * test files spend in their tests.
+ * instance (0.6 s of CPU from the template, see pglite-template.ts) and migrating a schema
+ * (0.2 s) cost more than most test files spend in their tests.
  *
  * - An instance serves one test database at a time (its one connection's search_path names
  *   that schema), so a file with two apps alive at once holds two instances.
@@ -47,9 +47,11 @@ let schemas = 0;
 /** The empty cluster new instances load (see pglite-template.ts). */
 let template: Promise<Blob> | undefined;
 
-async function newInstance(): Promise<PGlite> {
+/** A new instance, with the template's migrated schema ready for a test database. */
+async function newInstance(): Promise<Slot> {
   template ??= loadTemplate();
-  return createPglite({ loadDataDir: await template });
+  const pglite = await createPglite({ loadDataDir: await template });
+  return { pglite, ready: { schema: TEMPLATE_SCHEMA, structure: await structureOf(pglite, TEMPLATE_SCHEMA) } };
 }
 
 /** Tables, columns, indexes, constraints, triggers and functions of a schema, as one hash. */
@@ -72,7 +74,7 @@ async function structureOf(pglite: PGlite, schema: string): Promise<string> {
 }
 
 async function pgliteTestDb(migrated: boolean): Promise<TestDb> {
-  const slot = idle.pop() ?? { pglite: await newInstance() };
+  const slot = idle.pop() ?? (await newInstance());
   const { pglite } = slot;
   let ready = migrated ? slot.ready : undefined;
   if (slot.ready && !ready) await pglite.exec(`DROP SCHEMA ${slot.ready.schema} CASCADE`);
