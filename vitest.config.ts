@@ -35,10 +35,11 @@ export default defineConfig({
           name: 'fast',
           include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
           exclude: SLOW,
-          // One process per worker for all its files: the imports and PGlite's WebAssembly are
-          // loaded twice in all instead of once a file, and test/helpers/db.ts loads each new
-          // database from the process's first migrated one. Each file still opens its own
-          // database; a file must leave no global state behind (env, timers, listeners).
+          // One process per worker for all its files: the imports, PGlite's WebAssembly and
+          // the compiled schemas are loaded once a worker instead of once a file, and
+          // test/helpers/db.ts hands a file's emptied schema to the next file. Each file still
+          // gets its own database; a file must leave no global state behind (env, timers,
+          // listeners).
           isolate: false,
         },
       },
