@@ -1,7 +1,8 @@
 /**
  * On PostgreSQL each test file gets its own schema; extensions are database-wide, so they
- * are created once here rather than raced by parallel files' migrations. On PGlite the empty
- * cluster that test instances load is made here, once, instead of by each test process.
+ * are created once here rather than raced by parallel files' migrations. On PGlite the
+ * cluster that test instances load (pglite-template.ts) is made here, once, instead of by
+ * each test process.
  */
 import pg from 'pg';
 import { ensureTemplateFile } from './pglite-template.ts';
