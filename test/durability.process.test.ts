@@ -3,36 +3,23 @@
  * was answered 200. Real processes, real storage: PGlite in a data directory by default, the
  * test's PostgreSQL schema when TEST_DATABASE_URL is set.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnTs } from '../support/service-process.ts';
 import { callService as call, SUPER_KEY } from './helpers/app.ts';
-import { createTestDb, type TestDb } from './helpers/db.ts';
+import { type ChildStorage, childStorage } from './helpers/db.ts';
 
-let storageEnv: Record<string, string>;
-let testDb: TestDb | undefined;
-let dataDir: string | undefined;
+let storage: ChildStorage | undefined;
 
 beforeAll(async () => {
-  if (process.env.TEST_DATABASE_URL) {
-    testDb = await createTestDb({ migrate: false });
-    await testDb.db.close();
-    storageEnv = { DATABASE_URL: testDb.url! };
-  } else {
-    dataDir = mkdtempSync(join(tmpdir(), 'durability-'));
-    storageEnv = { DATA_DIR: dataDir };
-  }
+  storage = await childStorage('durability');
 });
 afterAll(async () => {
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  if (testDb) await testDb.drop().catch(() => {});
+  await storage?.release();
 });
 
 const start = () =>
   spawnTs('src/server.ts', {
-    env: { ...storageEnv, SUPER_ADMIN_KEY: SUPER_KEY, RATE_LIMIT_MAX: '1000000' },
+    env: { ...storage?.env, SUPER_ADMIN_KEY: SUPER_KEY, RATE_LIMIT_MAX: '1000000' },
     readyPath: '/readyz',
   });
 

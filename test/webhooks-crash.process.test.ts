@@ -5,45 +5,32 @@
  * the worker are separate processes and only the worker dies; on PGlite (one process per
  * data directory) the one process serving both dies.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningProcess, spawnTs } from '../support/service-process.ts';
 import { callService as call, SUPER_KEY } from './helpers/app.ts';
-import { createTestDb, onPostgres, type TestDb } from './helpers/db.ts';
+import { type ChildStorage, childStorage, onPostgres } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 const EVENTS = 20;
-let storageEnv: Record<string, string>;
-let testDb: TestDb | undefined;
-let dataDir: string | undefined;
+let storage: ChildStorage | undefined;
 let rx: Receiver;
 const running: RunningProcess[] = [];
 
 beforeAll(async () => {
   rx = await startReceiver();
-  if (onPostgres) {
-    testDb = await createTestDb({ migrate: false });
-    await testDb.db.close();
-    storageEnv = { DATABASE_URL: testDb.url! };
-  } else {
-    dataDir = mkdtempSync(join(tmpdir(), 'webhooks-crash-'));
-    storageEnv = { DATA_DIR: dataDir };
-  }
+  storage = await childStorage('webhooks-crash');
 });
 afterAll(async () => {
   for (const p of running) if (p.child.exitCode === null && p.child.signalCode === null) await p.kill();
   await rx.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  if (testDb) await testDb.drop().catch(() => {});
+  await storage?.release();
 });
 
 async function start(role: 'all' | 'api'): Promise<RunningProcess> {
   const p = await spawnTs('src/server.ts', {
     env: {
-      ...storageEnv,
+      ...storage?.env,
       ROLE: role,
       SUPER_ADMIN_KEY: SUPER_KEY,
       RATE_LIMIT_MAX: '1000000',

@@ -4,6 +4,9 @@
  * `drop()` releases it; afterwards its handle refuses queries.
  */
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { createPglite, type Db, migrate, openPostgres, pgliteDb } from '../../src/db/index.ts';
@@ -131,4 +134,22 @@ export async function createTestDb(options: { migrate?: boolean; poolSize?: numb
   };
   if (options.migrate !== false) await migrate(testDb.db);
   return testDb;
+}
+
+/** Where service processes a test starts keep their data, and how to remove it afterwards. */
+export interface ChildStorage {
+  /** `DATABASE_URL` of a schema of its own on PostgreSQL, else `DATA_DIR` of a new directory. */
+  env: Record<string, string>;
+  release(): Promise<void>;
+}
+
+/** Storage for child processes; this process holds no connection to it. */
+export async function childStorage(prefix: string): Promise<ChildStorage> {
+  if (onPostgres) {
+    const testDb = await createTestDb({ migrate: false });
+    await testDb.db.close();
+    return { env: { DATABASE_URL: testDb.url as string }, release: () => testDb.drop().catch(() => {}) };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), `${prefix}-`));
+  return { env: { DATA_DIR: dataDir }, release: async () => rmSync(dataDir, { recursive: true, force: true }) };
 }
