@@ -4,6 +4,7 @@
  */
 import { type TProperties, type TSchema, Type } from 'typebox';
 import { SLUG_MAX_LENGTH, SLUG_PATTERN } from './ids.ts';
+import { INSTANT_KEYWORD, INSTANT_MAX_LENGTH, type InstantEdge } from './instants.ts';
 
 /** A closed object: unknown fields are a 400, not silently dropped. */
 export const Closed = <P extends TProperties>(properties: P, options: Record<string, unknown> = {}) =>
@@ -20,11 +21,25 @@ export const OPEN_OBJECT_MAX_PROPERTIES = 1000;
 export const OpenObject = (options: Record<string, unknown> = {}) =>
   Type.Record(Type.String(), Type.Unknown(), { maxProperties: OPEN_OBJECT_MAX_PROPERTIES, ...options });
 
-/** Longest ISO 8601 instant accepted (`2024-01-01T00:00:00.123456789+01:00` is 35). */
-export const DATE_TIME_MAX_LENGTH = 64;
-/** An ISO 8601 date-time with a zone, in a request. */
-export const DateTime = (description?: string) =>
-  Type.String({ format: 'date-time', maxLength: DATE_TIME_MAX_LENGTH, description });
+/**
+ * A point in time in a request: an ISO 8601 date or date-time, with or without seconds or an
+ * offset (platform/instants.ts has the rules). Validation rewrites it to full RFC 3339 in UTC,
+ * so a handler reads `2026-11-21T00:00:00.000Z` where the client wrote `2026-11-21`. `edge`
+ * says which end of a window the field is: a date alone as an `end` includes that whole day.
+ */
+export const Instant = (description?: string, edge: InstantEdge = 'start') =>
+  Type.String({
+    maxLength: INSTANT_MAX_LENGTH,
+    [INSTANT_KEYWORD]: edge,
+    description: [
+      description,
+      edge === 'end'
+        ? 'ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day'
+        : "ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start",
+    ]
+      .filter(Boolean)
+      .join('. '),
+  });
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

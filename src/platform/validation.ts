@@ -16,9 +16,10 @@
  * exactly the key.
  */
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type SchemaValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
+import { INSTANT_KEYWORD, type InstantEdge, parseInstant } from './instants.ts';
 
 // ajv-formats ships CommonJS; under NodeNext its default export is the module namespace.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
@@ -28,8 +29,40 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
 function makeAjv(externalSchemas: Record<string, unknown>, options: Options): Ajv {
   const ajv = new Ajv({ removeAdditional: false, useDefaults: true, strict: false, ...options });
   addFormats(ajv);
+  addInstantKeyword(ajv);
   for (const schema of Object.values(externalSchemas)) ajv.addSchema(schema as object);
   return ajv;
+}
+
+/**
+ * `x-instant: 'start' | 'end'` (set by `Instant()`, platform/schemas.ts): the string must be
+ * an ISO 8601 date or date-time of a real day, and is replaced by its RFC 3339 instant in UTC,
+ * so what reaches a handler is always a full instant whatever form the client wrote.
+ */
+function addInstantKeyword(ajv: Ajv): void {
+  const validate: SchemaValidateFunction = (edge, data, _parentSchema, cxt) => {
+    const instant = typeof data === 'string' ? parseInstant(data, edge as InstantEdge) : undefined;
+    if (!instant) {
+      validate.errors = [
+        {
+          keyword: INSTANT_KEYWORD,
+          message: 'must be an ISO 8601 date or date-time (2026-11-21, 2026-11-21T10:00Z, 2026-11-21T10:00:00+01:00)',
+          params: {},
+        },
+      ];
+      return false;
+    }
+    if (cxt) (cxt.parentData as Record<string | number, unknown>)[cxt.parentDataProperty] = instant.toISOString();
+    return true;
+  };
+  ajv.addKeyword({
+    keyword: INSTANT_KEYWORD,
+    type: 'string',
+    schemaType: 'string',
+    modifying: true,
+    errors: true,
+    validate,
+  });
 }
 
 /** One value per key for the life of the process, made on first use. */

@@ -159,7 +159,8 @@ function stringArb(s: Schema, hostile: boolean): fc.Arbitrary<string> {
   const fits = (x: string) => x.length >= min && x.length <= (limit ?? Number.POSITIVE_INFINITY);
   const options: fc.WeightedArbitrary<string>[] = [];
   const add = (weight: number, arbitrary: fc.Arbitrary<string>) => options.push({ weight, arbitrary });
-  if (s.format === 'date-time') {
+  if (s['x-instant'] !== undefined) {
+    // An instant field takes ISO 8601 dates and date-times in several spellings.
     const date = fc.date({
       min: new Date('1900-01-01T00:00:00Z'),
       max: new Date('2200-01-01T00:00:00Z'),
@@ -167,7 +168,9 @@ function stringArb(s: Schema, hostile: boolean): fc.Arbitrary<string> {
     });
     add(
       1,
-      date.map((d) => d.toISOString()),
+      fc
+        .tuple(date, fc.constantFrom(24, 10, 16, 19))
+        .map(([d, n]) => (n === 24 ? d.toISOString() : `${d.toISOString().slice(0, n)}${n === 10 ? '' : 'Z'}`)),
     );
   } else if (s.format === 'uri') add(1, fc.webUrl());
   else if (s.format === 'email') add(1, fc.emailAddress());

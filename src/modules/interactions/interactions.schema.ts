@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
 const Text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
@@ -25,8 +25,8 @@ export const InteractionPermissions = Closed(
         description: 'Origins allowed to submit; `*.example.com` matches subdomains',
       }),
     ),
-    startAt: Type.Optional(DateTime('Submits before this instant are refused')),
-    endAt: Type.Optional(DateTime('Submits at or after this instant are refused')),
+    startAt: Type.Optional(Instant('Submits before this instant are refused')),
+    endAt: Type.Optional(Instant('Submits at or after this instant are refused', 'end')),
     uniquePerUser: Type.Optional(Type.Boolean({ description: 'One event per user (optionally per window)' })),
     uniquePerUserWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
     uniqueOutcome: Type.Optional(Text(200, 'Uniqueness applies only to events with this outcome')),
@@ -121,7 +121,7 @@ export const AppendInteractionBody = Closed(
         description: 'Groups versions of one logical event (latestPerEventId); generated when absent',
       }),
     ),
-    timestamp: Type.Optional(DateTime('When the event happened (backfill); default now')),
+    timestamp: Type.Optional(Instant('When the event happened (backfill); default now')),
   },
   { $id: 'AppendInteractionBody', description: 'userId or contactId is required' },
 );
@@ -184,8 +184,8 @@ const windowFields = {
   appId: Type.Optional(Text(100)),
   interactionId: Type.Optional(Id()),
   scope: Type.Optional(Text(200)),
-  from: Type.Optional(DateTime('Inclusive start of the window')),
-  to: Type.Optional(DateTime('Exclusive end of the window')),
+  from: Type.Optional(Instant('Inclusive start of the window')),
+  to: Type.Optional(Instant('Exclusive end of the window', 'end')),
 };
 
 export const AdminInteractionsQueryRequest = Closed(
@@ -331,8 +331,8 @@ export const ExportParams = Type.Object({ collectionId: CollectionIdParam, jobId
 
 export const ExportPayload = Closed({
   format: Type.Optional(Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], { default: 'ndjson' })),
-  from: Type.Optional(DateTime('Inclusive start')),
-  to: Type.Optional(DateTime('Exclusive end')),
+  from: Type.Optional(Instant('Inclusive start')),
+  to: Type.Optional(Instant('Exclusive end', 'end')),
   interactionId: Type.Optional(Id()),
   includeDeleted: Type.Optional(Type.Boolean()),
 });

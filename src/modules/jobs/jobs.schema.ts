@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 import { JOB_STATUSES } from './jobs.repository.ts';
 
 export const JobStatus = Type.Union(
@@ -51,7 +51,7 @@ export const EnqueueAsyncJobRequest = Closed(
   {
     task: Type.String({ minLength: 1, maxLength: 100, description: 'A registered visible task' }),
     payload: Type.Optional(OpenObject({ description: 'Task input; checked by the task' })),
-    runAt: Type.Optional(DateTime('Not before this time; default now')),
+    runAt: Type.Optional(Instant('Not before this time; default now')),
     priority: Type.Optional(
       Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Higher runs first' }),
     ),
@@ -72,8 +72,8 @@ export type EnqueueAsyncJobResponse = Type.Static<typeof EnqueueAsyncJobResponse
 export const JobsQuery = Closed({
   state: Type.Optional(Type.Ref('JobStatus')),
   task: Type.Optional(Type.String({ maxLength: 100 })),
-  from: Type.Optional(DateTime('Created at or after')),
-  to: Type.Optional(DateTime('Created before')),
+  from: Type.Optional(Instant('Created at or after')),
+  to: Type.Optional(Instant('Created before', 'end')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
 });

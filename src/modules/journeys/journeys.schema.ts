@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 import { IdField } from '../interactions/index.ts';
 
 const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
@@ -87,8 +87,8 @@ const StepMappings = Type.Array(StepMapping, { maxItems: 50 });
 export const JourneyFunnelReportRequest = Closed(
   {
     idField: Type.Optional(IdField),
-    periodStart: Type.Optional(DateTime('Inclusive start of the period')),
-    periodEnd: Type.Optional(DateTime('Exclusive end of the period')),
+    periodStart: Type.Optional(Instant('Inclusive start of the period')),
+    periodEnd: Type.Optional(Instant('Exclusive end of the period', 'end')),
     stepMappings: StepMappings,
   },
   { $id: 'JourneyFunnelReportRequest', description: 'An empty stepMappings uses the journey’s own step mappings' },
@@ -121,8 +121,8 @@ export type JourneyFunnelReportResponse = Type.Static<typeof JourneyFunnelReport
 export const JourneyStatsRequest = Closed(
   {
     idField: Type.Optional(IdField),
-    from: Type.Optional(DateTime('Inclusive start of the window')),
-    to: Type.Optional(DateTime('Exclusive end of the window')),
+    from: Type.Optional(Instant('Inclusive start of the window')),
+    to: Type.Optional(Instant('Exclusive end of the window', 'end')),
     finalStepId: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     outcome: Type.Optional(
       Type.String({ maxLength: 200, description: 'Outcome of mappings that name none (default success)' }),
@@ -160,8 +160,8 @@ export const JourneyStepRecipientsRequest = Closed(
       Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' }),
     ),
     outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Overrides the step’s mapped outcome' })),
-    from: Type.Optional(DateTime('Inclusive start of the window')),
-    to: Type.Optional(DateTime('Exclusive end of the window')),
+    from: Type.Optional(Instant('Inclusive start of the window')),
+    to: Type.Optional(Instant('Exclusive end of the window', 'end')),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
   },
   { $id: 'JourneyStepRecipientsRequest' },

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
@@ -24,7 +24,7 @@ export const CreateLinkBody = Closed(
     code: Type.Optional(Code),
     title: Type.Optional(Title),
     tags: Type.Optional(Tags),
-    expiresAt: Type.Optional(DateTime('After this time the short address answers 410')),
+    expiresAt: Type.Optional(Instant('From this time on the short address answers 410', 'end')),
   },
   { $id: 'CreateLinkBody' },
 );
@@ -36,7 +36,9 @@ export const UpdateLinkBody = Closed(
     code: Type.Optional(Code),
     title: Type.Optional(Nullable(Title)),
     tags: Type.Optional(Tags),
-    expiresAt: Type.Optional(Nullable(DateTime())),
+    expiresAt: Type.Optional(
+      Nullable(Instant('From this time on the short address answers 410; null removes the expiry', 'end')),
+    ),
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -91,8 +93,8 @@ export const Click = Closed(
 export type Click = Type.Static<typeof Click>;
 
 export const ClickListQuery = Closed({
-  from: Type.Optional(DateTime()),
-  to: Type.Optional(DateTime()),
+  from: Type.Optional(Instant('Inclusive start of the window')),
+  to: Type.Optional(Instant('Exclusive end of the window', 'end')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
 });

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
+import { Closed, Instant, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
 import { commonListQuery, createSections, objectSchema, text, updateSections, Visibility } from '../shared/schema.ts';
@@ -71,8 +71,8 @@ export const CaseSummaryRequest = Closed(
   {
     period: Type.Optional(
       Closed({
-        from: Type.Optional(DateTime()),
-        to: Type.Optional(DateTime()),
+        from: Type.Optional(Instant('Inclusive start; default 30 days before `to`')),
+        to: Type.Optional(Instant('Exclusive end; default now', 'end')),
       }),
     ),
   },

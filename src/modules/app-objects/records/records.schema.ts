@@ -1,12 +1,13 @@
 import { Type } from 'typebox';
-import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
+import { Closed, Instant, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
 import {
   commonListQuery,
   createSections,
-  DateText,
+  ExpiresAt,
   FacetRule,
   objectSchema,
+  StartsAt,
   text,
   updateSections,
   Visibility,
@@ -65,8 +66,8 @@ const upsertFields = {
   proofId: Type.Optional(text()),
   customId: Type.Optional(text()),
   sourceSystem: Type.Optional(text(100)),
-  startsAt: Type.Optional(DateText),
-  expiresAt: Type.Optional(DateText),
+  startsAt: Type.Optional(StartsAt),
+  expiresAt: Type.Optional(ExpiresAt),
   status: Type.Optional(text(50)),
   data: Type.Optional(OpenObject()),
   metadata: Type.Optional(OpenObject()),
@@ -109,8 +110,8 @@ export const UpdateRecordInput = Closed(
     variantId: Type.Optional(Nullable(text())),
     batchId: Type.Optional(Nullable(text())),
     proofId: Type.Optional(Nullable(text())),
-    startsAt: Type.Optional(Nullable(DateText)),
-    expiresAt: Type.Optional(Nullable(DateText)),
+    startsAt: Type.Optional(Nullable(StartsAt)),
+    expiresAt: Type.Optional(Nullable(ExpiresAt)),
     scopeType: Type.Optional(Nullable(text(50))),
     scopeId: Type.Optional(Nullable(text())),
     customId: Type.Optional(Nullable(text())),
@@ -162,7 +163,7 @@ export const RecordListQuery = Closed({
   parentId: Type.Optional(text()),
   startsAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
   expiresAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),
-  at: Type.Optional(DateTime('Point in time of the schedule window')),
+  at: Type.Optional(Instant('Point in time of the schedule window')),
   includeScheduled: Type.Optional(Type.Boolean({ description: 'Include records whose startsAt is after `at`' })),
   includeExpired: Type.Optional(Type.Boolean({ description: 'Include records whose expiresAt is at or before `at`' })),
 });

@@ -9,7 +9,7 @@ import type { AggregateWhitelists, MetricName, ObjectKind } from './kinds.ts';
 
 export type { MetricName };
 
-import { type Condition, dateConditions, parseDate, statusCondition } from './list-query.ts';
+import { type Condition, dateCondition, dateConditions, statusCondition } from './list-query.ts';
 
 export const INTERVALS = ['hour', 'day', 'week', 'month', 'quarter', 'year'] as const;
 export type Interval = (typeof INTERVALS)[number];
@@ -58,7 +58,7 @@ function filterConditions(allowed: AggregateWhitelists['filters'], filters: Reco
           if (!['gte', 'lte', 'gt', 'lt'].includes(op) || typeof v !== 'string') {
             throw badRequest(`${param} takes {gte?, lte?, gt?, lt?} with ISO dates`, { filter: rawName });
           }
-          out.push({ col: def.col, op: op as 'gte', value: parseDate(`${param}.${op}`, v) });
+          out.push(dateCondition(`${param}.${op}`, def.col, op as 'gte', v));
         }
       } else {
         throw badRequest(`${param} takes {gte?, lte?} with ISO dates or "__notnull__"`, { filter: rawName });

@@ -3,10 +3,11 @@
  * values stay values (bound as parameters by the repository). Operators:
  * - `status=open` (exact) or `status=in:open,pending`
  * - dates: `createdAt=gte:2024-01-01T00:00:00Z`, `lte:`, `gt:`, `lt:`, combinable with a comma
- *   (`gte:A,lte:B`); `null` / `notnull` for nullable dates
+ *   (`gte:A,lte:B`), each an ISO 8601 date or date-time; `null` / `notnull` for nullable dates
  * - `sort=field:asc|desc` over the kind's sortable fields (default `createdAt:desc`)
  */
 import { badRequest } from '../../../platform/errors.ts';
+import { isDateOnly, parseInstant } from '../../../platform/instants.ts';
 import { type ObjectKind, sortColumnOf } from './kinds.ts';
 
 export type Condition =
@@ -37,14 +38,19 @@ const NOT_NULL_COLUMNS = new Set(['created_at', 'updated_at', 'status', 'reply_c
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 500;
 
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?)?$/;
+type DateOp = 'gte' | 'lte' | 'gt' | 'lt';
 
-export function parseDate(param: string, text: string): Date {
-  const d = new Date(text);
-  if (!ISO_DATE.test(text) || Number.isNaN(d.getTime()) || d.getUTCFullYear() > 9999) {
-    throw badRequest(`${param}: "${text}" is not an ISO 8601 date`, { param });
-  }
-  return d;
+/**
+ * One bound on a date column. A date alone names a whole day (platform/instants.ts), so
+ * `lte:2026-02-28` includes all of the 28th (it becomes `lt` the 1st of March) and
+ * `gt:2026-02-28` starts after it (`gte` the 1st of March); `gte:` and `lt:` take the day's start.
+ */
+export function dateCondition(param: string, col: string, op: DateOp, text: string): Condition {
+  const wholeDayEnd = isDateOnly(text) && (op === 'lte' || op === 'gt');
+  const value = parseInstant(text, wholeDayEnd ? 'end' : 'start');
+  if (!value) throw badRequest(`${param}: "${text}" is not an ISO 8601 date or date-time`, { param });
+  if (!wholeDayEnd) return { col, op, value };
+  return { col, op: op === 'lte' ? 'lt' : 'gte', value };
 }
 
 export function dateConditions(param: string, col: string, raw: string, nullable: boolean): Condition[] {
@@ -59,7 +65,7 @@ export function dateConditions(param: string, col: string, raw: string, nullable
     if (!m) {
       throw badRequest(`${param} must be gte:<date>, lte:<date>, gt:<date> or lt:<date>, comma-separated`, { param });
     }
-    out.push({ col, op: m[1] as 'gte', value: parseDate(param, m[2]) });
+    out.push(dateCondition(param, col, m[1] as DateOp, m[2]));
   }
   return out;
 }

@@ -1,6 +1,6 @@
 /** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
 import { type TSchema, Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
 import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
@@ -26,7 +26,9 @@ export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owne
 });
 
 export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
-export const DateText = DateTime('ISO 8601 timestamp');
+/** When a record starts to apply, and when it stops (a date alone as an expiry includes that day). */
+export const StartsAt = Instant('From this time on the record applies');
+export const ExpiresAt = Instant('From this time on the record no longer applies', 'end');
 
 /** The sections a create may carry. */
 export const createSections = {
