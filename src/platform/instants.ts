@@ -83,3 +83,43 @@ function daysIn(year: number, month: number): number {
 
 /** True when the text is a date alone (`2026-11-21`), which names a whole day. */
 export const isDateOnly = (text: string): boolean => /^\d{4}-\d{2}-\d{2}$/.test(text);
+
+/**
+ * What the API's validator does to a request (platform/validation.ts), for a value checked by
+ * TypeBox instead (a task payload, an item of an import): each `Instant()` field of a value
+ * that already passed its schema is replaced by its full RFC 3339 text. Returns the JSON
+ * pointer of the first one that names no real day or time, or undefined when all are good.
+ */
+export function normaliseInstants(schema: unknown, value: unknown, path = ''): string | undefined {
+  const s = schema as { properties?: Record<string, unknown>; items?: unknown };
+  if (Array.isArray(value) && s.items) {
+    for (const [i, item] of value.entries()) {
+      const bad = normaliseInstants(s.items, item, `${path}/${i}`);
+      if (bad !== undefined) return bad;
+    }
+    return undefined;
+  }
+  if (!s.properties || typeof value !== 'object' || value === null) return undefined;
+  const obj = value as Record<string, unknown>;
+  for (const [key, sub] of Object.entries(s.properties)) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const edge = instantEdgeOf(sub);
+    if (edge !== undefined && typeof obj[key] === 'string') {
+      const instant = parseInstant(obj[key], edge);
+      if (!instant) return `${path}/${key}`;
+      obj[key] = instant.toISOString();
+    } else {
+      const bad = normaliseInstants(sub, obj[key], `${path}/${key}`);
+      if (bad !== undefined) return bad;
+    }
+  }
+  return undefined;
+}
+
+/** The edge of an instant field, also when it may be null (`Nullable(Instant())` is an anyOf). */
+function instantEdgeOf(schema: unknown): InstantEdge | undefined {
+  const s = schema as Record<string, unknown>;
+  if (typeof s[INSTANT_KEYWORD] === 'string') return s[INSTANT_KEYWORD] as InstantEdge;
+  const branches = (s.anyOf ?? s.oneOf) as unknown[] | undefined;
+  return branches?.map(instantEdgeOf).find((e) => e !== undefined);
+}

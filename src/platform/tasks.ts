@@ -14,7 +14,7 @@ import type { Static, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Db } from '../db/index.ts';
 import { badRequest } from './errors.ts';
-import { INSTANT_KEYWORD, type InstantEdge, parseInstant } from './instants.ts';
+import { normaliseInstants } from './instants.ts';
 
 export interface TaskJob {
   id: number;
@@ -64,31 +64,6 @@ export interface TaskSpec<S extends TSchema> {
   handler(payload: Static<S>, ctx: TaskContext): Promise<unknown>;
 }
 
-/**
- * The API's validator rewrites `Instant()` fields to full RFC 3339 (platform/validation.ts);
- * a payload is checked by TypeBox instead, so the same is done here: each instant property of
- * an object is replaced by its normalised text. Returns the path of the first field that names
- * no real day or time, or undefined when all are good.
- */
-function normaliseInstants(schema: unknown, value: unknown, path: string): string | undefined {
-  const s = schema as { properties?: Record<string, unknown> };
-  if (!s.properties || typeof value !== 'object' || value === null) return undefined;
-  const obj = value as Record<string, unknown>;
-  for (const [key, sub] of Object.entries(s.properties)) {
-    if (!Object.hasOwn(obj, key)) continue;
-    const edge = (sub as Record<string, unknown>)[INSTANT_KEYWORD] as InstantEdge | undefined;
-    if (edge !== undefined && typeof obj[key] === 'string') {
-      const instant = parseInstant(obj[key], edge);
-      if (!instant) return `${path}/${key}`;
-      obj[key] = instant.toISOString();
-    } else {
-      const bad = normaliseInstants(sub, obj[key], `${path}/${key}`);
-      if (bad !== undefined) return bad;
-    }
-  }
-  return undefined;
-}
-
 /** How many schema errors a refused payload names. */
 const MAX_REPORTED_ERRORS = 3;
 
@@ -103,11 +78,13 @@ export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition
         .map((e) => `${e.instancePath || '/'} ${e.message}`);
       throw badRequest(`Invalid payload for ${spec.name}: ${errors.join('; ')}`, { errors });
     }
-    const bad = normaliseInstants(spec.payload, value, '');
+    const bad = normaliseInstants(spec.payload, value);
     if (bad !== undefined)
       throw badRequest(`Invalid payload for ${spec.name}: ${bad} must be an ISO 8601 date or date-time`, {
         errors: [`${bad} must be an ISO 8601 date or date-time`],
       });
+    // The API's validator rewrites `Instant()` fields to full RFC 3339; a payload is checked
+    // by TypeBox instead, so the same is done here.
     return spec.prepare ? spec.prepare(value as Static<S>) : (value as Static<S>);
   };
   return {

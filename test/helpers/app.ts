@@ -2,10 +2,12 @@
  * Builds the real application on a real database for a test file, plus the few helpers
  * every suite needs: a collection with its admin key, user tokens, auth headers.
  */
+import { appendFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyServerOptions, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/index.ts';
+import { mismatches } from '../compat/original.ts';
 import { createTestDb, type TestDb } from './db.ts';
 
 export const SUPER_KEY = 'test-super-admin-key-0123456789';
@@ -40,6 +42,21 @@ export interface TestApp {
 
 let counter = 0;
 
+/**
+ * Every JSON success answer a suite gets for an operation the original's published document
+ * also has is checked against the original's response schema (test/compat/original.ts), so
+ * the whole suite is a contract test. TEMPORARY: COMPAT_REPORT=<file> writes mismatches.
+ */
+function checkOriginalShape(options: InjectOptions, res: LightMyRequestResponse, basePath: string): void {
+  const report = process.env.COMPAT_REPORT;
+  if (!report) return;
+  if (res.statusCode >= 300 || !String(res.headers['content-type'] ?? '').includes('application/json')) return;
+  const url = String(options.url ?? options.path ?? '');
+  if (!url.startsWith(basePath)) return;
+  const found = mismatches(String(options.method ?? 'GET'), url.slice(basePath.length), res.statusCode, res.json());
+  if (found.length) appendFileSync(report, `${JSON.stringify(found)}\n`);
+}
+
 export async function createTestApp(
   env: Record<string, string> = {},
   /** Lets a test watch the queries the app makes (a pass-through around the real database). */
@@ -59,7 +76,11 @@ export async function createTestApp(
     logger: options.logger ?? false,
   });
   await app.ready();
-  const inject = (options: InjectOptions) => app.inject(options);
+  const inject = async (options: InjectOptions) => {
+    const res = await app.inject(options);
+    checkOriginalShape(options, res, config.basePath);
+    return res;
+  };
   return {
     app,
     config,

@@ -10,6 +10,7 @@
 import { Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { badRequest } from '../../platform/errors.ts';
+import { normaliseInstants } from '../../platform/instants.ts';
 import { Closed, OpenObject, Slug } from '../../platform/schemas.ts';
 import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
 import type { CasesService } from './cases/cases.service.ts';
@@ -40,6 +41,17 @@ const BulkStatusPayload = Closed({
 /** Each imported item is checked on its own: a bad item is reported, the others are saved. */
 const checkItem = Compile({ FacetRule }, UpsertRecordInput);
 
+/** An item ready to save (its times in full RFC 3339, as a request's would be), or why not. */
+function checkImportItem(
+  index: number,
+  item: unknown,
+): { index: number; item: UpsertRecordInput } | { index: number; error: string } {
+  if (!checkItem.Check(item)) return { index, error: itemError(index, item) };
+  const badTime = normaliseInstants(UpsertRecordInput, item);
+  if (badTime !== undefined) return { index, error: `Item ${index}: ${badTime} must be an ISO 8601 date or date-time` };
+  return { index, item: item as UpsertRecordInput };
+}
+
 function itemError(index: number, item: unknown): string {
   // The first error only, as for request bodies (platform/validation.ts).
   const [first] = checkItem.Errors(item);
@@ -60,9 +72,7 @@ export function appObjectTasks(services: { cases: CasesService; records: Records
       payload: ImportPayload,
       visible: true,
       async handler({ appId, items }, ctx) {
-        const checked = items.map((item, index) =>
-          checkItem.Check(item) ? { index, item: item as UpsertRecordInput } : { index, error: itemError(index, item) },
-        );
+        const checked = items.map((item, index) => checkImportItem(index, item));
         const result = await services.records.importItems(
           ctx.job.collectionId,
           appId,

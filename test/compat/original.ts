@@ -1,0 +1,140 @@
+/**
+ * The original service's published OpenAPI document (`../shared/reference/`), read as a
+ * contract: a response this service gives for an operation both documents have must validate
+ * against the original's response schema, apart from the deviations listed below (each one is
+ * also a row of docs/compatibility.md, which a test checks).
+ *
+ * The document is OpenAPI 3.0: `nullable: true` and `#/components/schemas/X` references, which
+ * Ajv reads once the whole document is added as a schema. Only success responses carry
+ * schemas there, so only those are checked.
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { parse } from 'yaml';
+
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
+  ajv: Ajv,
+) => Ajv;
+
+export const REFERENCE_PATH = fileURLToPath(
+  new URL('../../../shared/reference/smartlinks-openapi-subset.yaml', import.meta.url),
+);
+
+type Schema = Record<string, unknown>;
+
+/**
+ * What we answer differently on purpose. `operation` is `METHOD /template` as the original
+ * writes it; `path` is the instance path of the error (a `*` segment matches any one segment:
+ * an index or a key); `keyword` the Ajv keyword it fails; `why` the reason, which
+ * docs/compatibility.md gives too.
+ */
+export interface Deviation {
+  operation: string;
+  path: string;
+  keyword?: string;
+  why: string;
+}
+
+export const DEVIATIONS: Deviation[] = [];
+
+interface Route {
+  method: string;
+  template: string;
+  pattern: RegExp;
+  /** Literal segments: the more, the more specific (`/interactions/query` over `/interactions/{id}`). */
+  literals: number;
+  responses: Map<number, string>;
+}
+
+let loaded: { ajv: Ajv; routes: Route[]; validators: Map<string, ValidateFunction> } | undefined;
+
+function load() {
+  if (loaded) return loaded;
+  const doc = parse(readFileSync(REFERENCE_PATH, 'utf8')) as Schema;
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(doc, 'original');
+  const routes: Route[] = [];
+  for (const [template, item] of Object.entries(doc.paths as Record<string, Record<string, Schema>>)) {
+    const segments = template.split('/').filter(Boolean);
+    const pattern = new RegExp(
+      `^/${segments.map((s) => (s.startsWith('{') ? '[^/]+' : s.replace(/[.]/g, '\\.'))).join('/')}/?$`,
+    );
+    for (const [method, op] of Object.entries(item)) {
+      const responses = new Map<number, string>();
+      for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Schema>)) {
+        const schema = (r.content as Record<string, { schema?: Schema }> | undefined)?.['application/json']?.schema;
+        if (!schema) continue;
+        // A pointer into the document, so `$ref`s inside resolve against it.
+        const pointer = `original#/paths/${escape(template)}/${method}/responses/${status}/content/application~1json/schema`;
+        responses.set(Number(status), pointer);
+      }
+      routes.push({
+        method: method.toUpperCase(),
+        template,
+        pattern,
+        literals: segments.filter((s) => !s.startsWith('{')).length,
+        responses,
+      });
+    }
+  }
+  loaded = { ajv, routes, validators: new Map() };
+  return loaded;
+}
+
+const escape = (template: string) => template.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** The original's operation for a request to this service (path without BASE_PATH or query). */
+export function originalOperation(method: string, path: string): Route | undefined {
+  const bare = path.split('?')[0];
+  const matches = load().routes.filter((r) => r.method === method.toUpperCase() && r.pattern.test(bare));
+  return matches.sort((x, y) => y.literals - x.literals)[0];
+}
+
+export interface Mismatch {
+  operation: string;
+  path: string;
+  keyword: string;
+  message: string;
+}
+
+const deviates = (operation: string, e: ErrorObject) =>
+  DEVIATIONS.some(
+    (d) =>
+      d.operation === operation &&
+      (d.keyword === undefined || d.keyword === e.keyword) &&
+      new RegExp(`^${d.path.replace(/[.]/g, '\\.').replace(/\*/g, '[^/]+')}$`).test(errorPath(e)),
+  );
+
+/** The field an error is about: for a missing required field, the field itself. */
+const errorPath = (e: ErrorObject) =>
+  e.keyword === 'required'
+    ? `${e.instancePath}/${(e.params as { missingProperty: string }).missingProperty}`
+    : e.instancePath;
+
+/**
+ * What in a response differs from the original's schema for it, deviations left out; an empty
+ * list when it matches, or when the original documents no schema for this operation and status.
+ */
+export function mismatches(method: string, path: string, status: number, body: unknown): Mismatch[] {
+  const route = originalOperation(method, path);
+  const pointer = route?.responses.get(status);
+  if (!route || !pointer) return [];
+  const { ajv, validators } = load();
+  let validate = validators.get(pointer);
+  if (!validate) {
+    validate = ajv.getSchema(pointer);
+    if (!validate) throw new Error(`the reference has no schema at ${pointer}`);
+    validators.set(pointer, validate);
+  }
+  if (validate(body)) return [];
+  const operation = `${route.method} ${route.template}`;
+  return (validate.errors ?? [])
+    .filter((e) => !deviates(operation, e))
+    .map((e) => ({ operation, path: errorPath(e), keyword: e.keyword, message: e.message ?? '' }));
+}
+
+/** Every operation of the reference, as `METHOD /template`. */
+export const originalOperations = (): string[] => load().routes.map((r) => `${r.method} ${r.template}`);
