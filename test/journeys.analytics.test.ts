@@ -16,6 +16,10 @@ let a: CollectionWithUser;
 let b: CollectionWithUser;
 let journeyId: string;
 let bareJourneyId: string;
+/** Steps without a mapping before a mapped one: loose1, loose2 (no config), loose3 = buy/paid. */
+let looseJourneyId: string;
+/** k1 = view/success, k2 without a mapping. */
+let halfJourneyId: string;
 
 const B = Date.parse('2026-01-10T00:00:00.000Z');
 const P_END = B + 10 * 86400_000;
@@ -60,6 +64,22 @@ beforeAll(async () => {
     payload: { name: 'Bare', journeyType: 'scheduled' },
   });
   bareJourneyId = bare.json().id;
+  const createJourney = async (name: string, steps: unknown[]) => {
+    const res = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/journeys`,
+      headers: a.auth,
+      payload: { name, journeyType: 'event_triggered', data: { steps } },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().id as string;
+  };
+  looseJourneyId = await createJourney('Loose', [
+    { id: 'loose1', type: 'wait' },
+    { id: 'loose2', type: 'email', config: { templateId: 't1' } },
+    { id: 'loose3', type: 'goal', config: { interactionId: 'buy', outcome: 'paid' } },
+  ]);
+  halfJourneyId = await createJourney('Half', [{ id: 'k1', config: { interactionId: 'view' } }, { id: 'k2' }]);
 
   const ev: Record<string, unknown>[] = [];
   const add = (
@@ -84,6 +104,14 @@ beforeAll(async () => {
   add(a, 'u9', 'view', 'success', entry(9) + 50_000, { eventId: 'deleted-view' }); // deleted below
   add(a, 'u10', 'enter', 'entered', B - 86400_000, { journeyId }); // entered before the period
   add(a, 'u10', 'view', 'success', B + 7200_000);
+  // Loose: u0..u6 enter at B + 5 days, after their purchases; u8 enters after the period.
+  for (let i = 0; i <= 6; i++) add(a, `u${i}`, 'enter', 'entered', B + 5 * 86400_000, { journeyId: looseJourneyId });
+  add(a, 'u8', 'enter', 'entered', P_END + 60_000, { journeyId: looseJourneyId });
+  // Half: u0 and u5 view after entering (k1 done), u6 never views, u8 viewed before entering.
+  for (const u of [0, 5, 6, 8]) add(a, `u${u}`, 'enter', 'entered', entry(u), { journeyId: halfJourneyId });
+  add(b, 'x1', 'enter', 'entered', B + 5 * 86400_000, { journeyId: looseJourneyId });
+  add(b, 'x1', 'buy', 'paid', B + 6 * 86400_000);
+  add(b, 'x1', 'buy', 'success', B + 6 * 86400_000);
   add(b, 'u0', 'enter', 'entered', entry(0), { journeyId });
   add(b, 'x1', 'enter', 'entered', entry(0), { journeyId });
   add(b, 'x1', 'view', 'success', entry(0) + 1000);
@@ -197,11 +225,41 @@ describe('funnel report', () => {
     ]);
   });
 
+  it('takes a mapping without interactionId (optional, as the original types it) as the step’s own interaction', async () => {
+    const own = await analytics('/funnel-report', { ...period, stepMappings: [] });
+    // Naming the step alone changes nothing.
+    const named = await analytics('/funnel-report', { ...period, stepMappings: [{ stepId: 's1' }, { stepId: 's2' }] });
+    expect(named.statusCode, named.body).toBe(200);
+    expect(named.json()).toEqual(own.json());
+    // An outcome alone keeps the step's interaction (buy) with that outcome: u4 buys with success.
+    const outcomeOnly = await analytics('/funnel-report', {
+      ...period,
+      stepMappings: [{ stepId: 's2', outcome: 'success' }],
+    });
+    expect(outcomeOnly.json().steps[1]).toMatchObject({
+      stepId: 's2',
+      interactionId: 'buy',
+      outcome: 'success',
+      enteredCount: 6,
+      completedCount: 1,
+    });
+    // An interaction named without outcome brings the default, success, not the step's own (paid).
+    const interactionOnly = await analytics('/funnel-report', {
+      ...period,
+      stepMappings: [{ stepId: 's2', interactionId: 'buy' }],
+    });
+    expect(interactionOnly.json().steps[1]).toMatchObject({
+      interactionId: 'buy',
+      outcome: 'success',
+      completedCount: 1,
+    });
+  });
+
   it('refuses bad input (400), unknown journeys (404) and foreign callers (401)', async () => {
     for (const body of [
       {},
       { stepMappings: [{ stepId: 'nope', interactionId: 'view' }] },
-      { stepMappings: [{ stepId: 's1' }] },
+      { stepMappings: [{ stepId: 's1', interactionId: '' }] },
       {
         stepMappings: [
           { stepId: 's1', interactionId: 'view' },
@@ -215,6 +273,10 @@ describe('funnel report', () => {
       expect((await analytics('/funnel-report', body)).statusCode, JSON.stringify(body)).toBe(400);
     }
     expect((await analytics('/funnel-report', { stepMappings: [] }, a, bareJourneyId)).statusCode).toBe(400);
+    // A journey without steps has no interaction to fall back on: a mapping must name one.
+    const noInteraction = await analytics('/funnel-report', { stepMappings: [{ stepId: 'x' }] }, a, bareJourneyId);
+    expect(noInteraction.statusCode).toBe(400);
+    expect(noInteraction.json().message).toContain('"x"');
     expect((await analytics('/funnel-report', { stepMappings: [] }, a, 'jrn_missing')).statusCode).toBe(404);
     expect((await analytics('/funnel-report', { stepMappings: [] }, b)).statusCode).toBe(404);
     for (const headers of [{}, b.auth, a.userAuth]) {
@@ -311,6 +373,108 @@ describe('step recipients', () => {
   it('lets the request remap the step (interactionId / outcome)', async () => {
     expect(await recipients('s2', { outcome: 'success' })).toEqual(['u4']);
     expect(await recipients('s1', { interactionId: 'buy', outcome: 'paid' })).toEqual(['u0', 'u1', 'u2', 'u6']);
+  });
+
+  it('takes a step on its own when a step before it has no mapping (the original’s request alone)', async () => {
+    const loose = async (step: string, body: Record<string, unknown>, c = a) => {
+      const res = await analytics(
+        `/steps/${step}/recipients`,
+        { from: iso(B), to: iso(P_END), ...body },
+        c,
+        looseJourneyId,
+      );
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json();
+    };
+    // Entered: everyone who entered the journey in the window (u8 entered after it; x1 is b's).
+    const entered = ['u0', 'u1', 'u2', 'u3', 'u4', 'u5', 'u6'];
+    expect(await loose('loose2', { status: 'entered' })).toEqual(entered);
+    // The original's request: interactionId, outcome defaulting to success; only u4 bought with success.
+    expect(await loose('loose2', { status: 'completed', interactionId: 'buy' })).toEqual(['u4']);
+    expect(await loose('loose2', { status: 'pending', interactionId: 'buy' })).toEqual([
+      'u0',
+      'u1',
+      'u2',
+      'u3',
+      'u5',
+      'u6',
+    ]);
+    // With outcome paid: a purchase in the window counts though it came before the entry (u0–u2,
+    // u6, who never viewed); u3's purchase is after the window.
+    expect(await loose('loose2', { interactionId: 'buy', outcome: 'paid' })).toEqual(['u0', 'u1', 'u2', 'u6']);
+    expect(await loose('loose2', { status: 'pending', interactionId: 'buy', outcome: 'paid' })).toEqual([
+      'u3',
+      'u4',
+      'u5',
+    ]);
+    expect(await loose('loose2', { interactionId: 'buy', outcome: 'paid', idField: 'contactId', limit: 2 })).toEqual([
+      'c-u0',
+      'c-u1',
+    ]);
+    // loose3 has its own mapping (buy/paid) but loose1 and loose2 before it have none.
+    expect(await loose('loose3', {})).toEqual(['u0', 'u1', 'u2', 'u6']);
+    expect(await loose('loose3', { status: 'pending' })).toEqual(['u3', 'u4', 'u5']);
+    // Without a window u3's later purchase counts, and u8 (no purchase) has entered.
+    const unbounded = await analytics(
+      '/steps/loose2/recipients',
+      { interactionId: 'buy', outcome: 'paid' },
+      a,
+      looseJourneyId,
+    );
+    expect(unbounded.json()).toEqual(['u0', 'u1', 'u2', 'u3', 'u6']);
+    // The first step has no step before it: it is the ordered funnel's first step, completed only
+    // by an event at or after the entry, and every purchase in the window came before it.
+    expect(await loose('loose1', { interactionId: 'buy', outcome: 'paid' })).toEqual([]);
+    expect(await loose('loose1', { status: 'entered' })).toEqual(entered);
+    // Completed and pending of a step without a mapping need interactionId.
+    for (const body of [{}, { status: 'pending' }, { outcome: 'paid' }]) {
+      const res = await analytics(`/steps/loose2/recipients`, body, a, looseJourneyId);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().message).toContain('interactionId');
+    }
+    // Another collection: its own events never count here, and a's journey is 404 there.
+    expect((await analytics('/steps/loose2/recipients', { interactionId: 'buy' }, b, looseJourneyId)).statusCode).toBe(
+      404,
+    );
+    for (const headers of [{}, b.auth]) {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/journeys.analytics/${looseJourneyId}/steps/loose2/recipients`,
+        headers,
+        payload: { status: 'completed', interactionId: 'buy' },
+      });
+      expect(res.statusCode).toBe(401);
+    }
+  });
+
+  it('keeps the ordered funnel when the steps before have mappings', async () => {
+    // Checkout's s1 is mapped: u6's purchase without a view does not count for s2.
+    expect(await recipients('s2', { status: 'completed', interactionId: 'buy', outcome: 'paid' })).toEqual([
+      'u0',
+      'u1',
+      'u2',
+    ]);
+    // An interaction named without outcome brings success, not the step's own paid: u4.
+    expect(await recipients('s2', { interactionId: 'buy' })).toEqual(['u4']);
+    const half = async (body: Record<string, unknown>) => {
+      const res = await analytics('/steps/k2/recipients', { from: iso(B), to: iso(P_END), ...body }, a, halfJourneyId);
+      expect(res.statusCode, res.body).toBe(200);
+      return res.json();
+    };
+    // k2 has no mapping; entering it = completing k1 (view after entering): u0 and u5, not u6
+    // (never viewed) or u8 (viewed before entering).
+    expect(await half({ status: 'entered' })).toEqual(['u0', 'u5']);
+    expect(await half({ interactionId: 'buy', outcome: 'paid' })).toEqual(['u0']);
+    expect(await half({ status: 'pending', interactionId: 'buy', outcome: 'paid' })).toEqual(['u5']);
+    expect((await analytics('/steps/k2/recipients', {}, a, halfJourneyId)).statusCode).toBe(400);
+  });
+
+  it('answers for a journey without steps, taking the request’s step as its only one', async () => {
+    // Nobody's events carry the bare journey's id: nobody entered it.
+    const res = await analytics('/steps/any/recipients', { interactionId: 'view' }, a, bareJourneyId);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual([]);
+    expect((await analytics('/steps/any/recipients', {}, a, bareJourneyId)).statusCode).toBe(400);
   });
 
   it('refuses bad input (400), unknown steps and journeys (404), foreign callers (401)', async () => {

@@ -68,7 +68,7 @@ function load() {
         const schema = (r.content as Record<string, { schema?: Schema }> | undefined)?.['application/json']?.schema;
         if (!schema) continue;
         // A pointer into the document, so `$ref`s inside resolve against it.
-        const pointer = `original#/paths/${escape(template)}/${method}/responses/${status}/content/application~1json/schema`;
+        const pointer = `original#/paths/${pointerSegment(template)}/${method}/responses/${status}/content/application~1json/schema`;
         responses.set(Number(status), pointer);
       }
       routes.push({
@@ -84,7 +84,7 @@ function load() {
   return loaded;
 }
 
-const escape = (template: string) => template.replace(/~/g, '~0').replace(/\//g, '~1');
+const pointerSegment = (template: string) => template.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /** The original's operation for a request to this service (path without BASE_PATH or query). */
 export function originalOperation(method: string, path: string): Route | undefined {

@@ -63,8 +63,9 @@ export const EnqueueAsyncJobRequest = Closed(
 );
 export type EnqueueAsyncJobRequest = Type.Static<typeof EnqueueAsyncJobRequest>;
 
+// `key` is optional in the original's response type: absent when the enqueue named none.
 export const EnqueueAsyncJobResponse = Closed(
-  { id: Type.Integer(), task: Type.String(), runAt: Timestamp, key: Nullable(Type.String()) },
+  { id: Type.Integer(), task: Type.String(), runAt: Timestamp, key: Type.Optional(Type.String()) },
   { $id: 'EnqueueAsyncJobResponse' },
 );
 export type EnqueueAsyncJobResponse = Type.Static<typeof EnqueueAsyncJobResponse>;

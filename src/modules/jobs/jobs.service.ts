@@ -58,7 +58,9 @@ export class JobsService {
       queueName: body.queueName,
       maxAttempts: body.maxAttempts,
     });
-    return { id: res.id, task: res.task, runAt: res.runAt.toISOString(), key: res.key };
+    const out: EnqueueAsyncJobResponse = { id: res.id, task: res.task, runAt: res.runAt.toISOString() };
+    if (res.key !== null) out.key = res.key;
+    return out;
   }
 
   async get(collectionId: string, jobId: string): Promise<Job> {

@@ -8,6 +8,8 @@
  *   count from it: a recipient enters step 1 on entry and step k on completing step k−1,
  *   and completes a step at its first mapped event at or after entering it, in the period
  *   (docs/journeys.md, Semantics, has a worked example).
+ * - a step taken on its own: recipients of a step after one with no mapping, where the chain
+ *   cannot be followed: entered the journey, with or without a matching event in the period.
  */
 import { defineModule } from '../../platform/module.ts';
 import { interactionsSettings } from '../interactions/index.ts';

@@ -90,14 +90,17 @@ export interface ResolvedStep {
   outcome: string;
 }
 
-export interface FunnelInput {
+export interface EntryInput {
   journeyId: string;
-  steps: ResolvedStep[];
   idField: IdField;
   /** Inclusive. */
   start?: string;
   /** Exclusive. */
   end?: string;
+}
+
+export interface FunnelInput extends EntryInput {
+  steps: ResolvedStep[];
 }
 
 /** A comparison, not a lookup in an object: idField comes from the request. */
@@ -112,19 +115,22 @@ const idColumn = (idField: IdField) => (idField === 'contactId' ? 'contact_id' :
  * Each step is a join of the previous step's recipients with the step's mapped events (the
  * planner picks a hash join over the interaction index or index lookups per recipient).
  */
-function funnelCtes(collectionId: string, f: FunnelInput): Sql {
+/** `entry`: each recipient's first event carrying the journey id, in the period. */
+function entryCte(collectionId: string, f: EntryInput): Sql {
   const rid = raw(idColumn(f.idField));
-  const xrid = raw(`x.${idColumn(f.idField)}`);
   const startCond = f.start ? sql`AND occurred_at >= ${f.start}::timestamptz` : sql``;
   const endCond = f.end ? sql`AND occurred_at < ${f.end}::timestamptz` : sql``;
-  const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
-  const ctes = [
-    sql`entry AS (
+  return sql`entry AS (
       SELECT ${rid} AS rid, min(occurred_at) AS t FROM interaction_events
       WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId} AND deleted_at IS NULL
         AND ${rid} IS NOT NULL ${startCond} ${endCond}
-      GROUP BY ${rid})`,
-  ];
+      GROUP BY ${rid})`;
+}
+
+function funnelCtes(collectionId: string, f: FunnelInput): Sql {
+  const xrid = raw(`x.${idColumn(f.idField)}`);
+  const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
+  const ctes = [entryCte(collectionId, f)];
   f.steps.forEach((step, k) => {
     const prev =
       k === 0
@@ -183,6 +189,36 @@ export async function stepRecipients(
         : sql``;
   const { rows } = await db.query<{ rid: string }>(
     sql`${funnelCtes(collectionId, f)} SELECT rid FROM ${last} ${cond} ORDER BY rid LIMIT ${limit}`,
+  );
+  return rows.map((r) => r.rid);
+}
+
+/**
+ * Recipients of one step taken on its own, without the steps before it: those who entered the
+ * journey in the period, and of them those who have (`completed`) or have not (`pending`) an
+ * event of `match` in the period, before or after their entry. `entered` needs no match.
+ */
+export async function standaloneStepRecipients(
+  db: Queryable,
+  collectionId: string,
+  f: EntryInput & { match?: { interactionId: string; outcome: string } },
+  status: 'entered' | 'completed' | 'pending',
+  limit: number,
+): Promise<string[]> {
+  let cond = sql``;
+  if (status !== 'entered') {
+    if (!f.match) throw new Error(`standaloneStepRecipients: status ${status} needs a match`);
+    const xrid = raw(`x.${idColumn(f.idField)}`);
+    const xStart = f.start ? sql`AND x.occurred_at >= ${f.start}::timestamptz` : sql``;
+    const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
+    const matched = sql`EXISTS (
+      SELECT 1 FROM interaction_events x
+      WHERE x.collection_id = ${collectionId} AND ${xrid} = e.rid AND x.interaction_id = ${f.match.interactionId}
+        AND x.outcome = ${f.match.outcome} AND x.deleted_at IS NULL ${xStart} ${xEnd})`;
+    cond = status === 'completed' ? sql`WHERE ${matched}` : sql`WHERE NOT ${matched}`;
+  }
+  const { rows } = await db.query<{ rid: string }>(
+    sql`WITH ${entryCte(collectionId, f)} SELECT e.rid FROM entry e ${cond} ORDER BY e.rid LIMIT ${limit}`,
   );
   return rows.map((r) => r.rid);
 }

@@ -76,11 +76,21 @@ export const ListJourneysQuery = Closed({
 });
 export type ListJourneysQuery = Type.Static<typeof ListJourneysQuery>;
 
-export const StepMapping = Closed({
-  stepId: Type.String({ minLength: 1, maxLength: 200 }),
-  interactionId: Type.String({ minLength: 1, maxLength: 200 }),
-  outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Default success' })),
-});
+export const StepMapping = Closed(
+  {
+    stepId: Type.String({ minLength: 1, maxLength: 200 }),
+    interactionId: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'Default: the step’s own (data.steps[].config)' }),
+    ),
+    outcome: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'Default success with an interactionId; without one, the step’s own outcome, else success',
+      }),
+    ),
+  },
+  { description: 'A step named without interactionId keeps the journey’s own interaction for it' },
+);
 export type StepMapping = Type.Static<typeof StepMapping>;
 const StepMappings = Type.Array(StepMapping, { maxItems: 50 });
 
@@ -157,14 +167,28 @@ export const JourneyStepRecipientsRequest = Closed(
     ),
     idField: Type.Optional(IdField),
     interactionId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 200, description: 'Overrides the step’s mapping' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description:
+          'The event that completes the step, over the step’s own mapping; needed for completed/pending when the step has none',
+      }),
     ),
-    outcome: Type.Optional(Type.String({ maxLength: 200, description: 'Overrides the step’s mapped outcome' })),
+    outcome: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'Default success with interactionId; without it, the step’s own outcome, else success',
+      }),
+    ),
     from: Type.Optional(Instant('Inclusive start of the window')),
     to: Type.Optional(Instant('Exclusive end of the window', 'end')),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 1000 })),
   },
-  { $id: 'JourneyStepRecipientsRequest' },
+  {
+    $id: 'JourneyStepRecipientsRequest',
+    description:
+      'When every earlier step has a mapping, the step is reached through them in order; when one has none, the step is taken on its own: entered = entered the journey, completed = also has a matching event in the window, pending = has none',
+  },
 );
 export type JourneyStepRecipientsRequest = Type.Static<typeof JourneyStepRecipientsRequest>;
 

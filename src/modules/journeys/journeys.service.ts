@@ -78,6 +78,9 @@ export function definedSteps(data: Record<string, unknown>): DefinedStep[] {
  * The ordered, fully mapped steps of an analytics request: the journey's steps (in order)
  * with a request mapping overriding a step's own; a journey without steps takes the request's
  * mappings in their order. A step that ends up with no interaction is a 400 naming it.
+ * A request mapping's interactionId is optional (the original types it so): one that names an
+ * interaction brings its own outcome (default success); one that names only an outcome, or
+ * nothing, keeps the step's interaction (and its outcome unless it names one).
  */
 export function resolveSteps(
   data: Record<string, unknown>,
@@ -111,7 +114,8 @@ export function resolveSteps(
         `Step "${s.stepId}" has no interaction mapping (data.steps[].config.interactionId or stepMappings)`,
       );
     }
-    return { stepId: s.stepId, interactionId, outcome: m?.outcome ?? (m ? undefined : s.outcome) ?? defaultOutcome };
+    const outcome = m?.interactionId !== undefined ? m.outcome : (m?.outcome ?? s.outcome);
+    return { stepId: s.stepId, interactionId, outcome: outcome ?? defaultOutcome };
   });
 }
 
@@ -242,6 +246,19 @@ export class JourneysService {
     return res;
   }
 
+  /**
+   * Recipient ids of one step. Its mapping is the request's `interactionId` / `outcome` over
+   * the step's own; a request naming an interaction brings its own outcome (default success:
+   * "for completed/pending, interactionId is required; outcome defaults to 'success'", as the
+   * original documents the call). How the step is reached:
+   * - every step before it has a mapping (or it is the first step, or the journey defines no
+   *   steps and the request's step is taken as its only one): the ordered funnel, as stats and
+   *   the funnel report count it;
+   * - a step before it has no mapping: the chain cannot be followed, so the step is taken on
+   *   its own (entered = entered the journey; completed = entered and has a matching event in
+   *   the window; pending = entered and has none), which is all a client of the original sends.
+   * `entered` needs no mapping of this step.
+   */
   async recipients(
     collectionId: string,
     journeyId: string,
@@ -252,18 +269,37 @@ export class JourneysService {
     const journey = await this.row(collectionId, journeyId);
     const defined = definedSteps(journey.data);
     const index = defined.findIndex((s) => s.stepId === stepId);
-    if (index < 0) throw notFound('Journey step');
-    // The steps before this one keep the journey's mappings; the request may remap this one.
-    const mappings: StepMapping[] = [];
-    if (q.interactionId !== undefined || q.outcome !== undefined) {
-      const interactionId = q.interactionId ?? defined[index].interactionId;
-      if (!interactionId) throw badRequest(`Step "${stepId}" has no interaction mapping; send interactionId`);
-      mappings.push({ stepId, interactionId, outcome: q.outcome ?? defined[index].outcome });
+    if (defined.length > 0 && index < 0) throw notFound('Journey step');
+    const own = defined[index] as DefinedStep | undefined;
+    const status = q.status ?? 'completed';
+    const interactionId = q.interactionId ?? own?.interactionId;
+    const outcome = (q.interactionId !== undefined ? q.outcome : (q.outcome ?? own?.outcome)) ?? DEFAULT_OUTCOME;
+    if (status !== 'entered' && !interactionId) {
+      throw badRequest(`Step "${stepId}" has no interaction mapping; send interactionId`, { stepId });
     }
-    const steps = resolveSteps(journey.data, mappings, DEFAULT_OUTCOME, stepId);
-    const input = { journeyId, steps, idField: q.idField ?? 'userId', start: q.from, end: q.to } as const;
-    return this.analytics((tx) =>
-      repo.stepRecipients(tx, collectionId, input, q.status ?? 'completed', q.limit ?? 1000),
-    );
+    const base = { journeyId, idField: q.idField ?? 'userId', start: q.from, end: q.to } as const;
+    const limit = q.limit ?? 1000;
+    const earlier = defined.slice(0, Math.max(index, 0));
+    const chain: repo.ResolvedStep[] = [];
+    for (const s of earlier) {
+      if (!s.interactionId) {
+        const match = interactionId ? { interactionId, outcome } : undefined;
+        return this.analytics((tx) =>
+          repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
+        );
+      }
+      chain.push({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? DEFAULT_OUTCOME });
+    }
+    if (!interactionId) {
+      // Entered this step = completed the one before it (or entered the journey, for the first).
+      if (chain.length === 0) {
+        return this.analytics((tx) => repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit));
+      }
+      return this.analytics((tx) =>
+        repo.stepRecipients(tx, collectionId, { ...base, steps: chain }, 'completed', limit),
+      );
+    }
+    chain.push({ stepId, interactionId, outcome });
+    return this.analytics((tx) => repo.stepRecipients(tx, collectionId, { ...base, steps: chain }, status, limit));
   }
 }
