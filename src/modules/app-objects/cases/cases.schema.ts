@@ -2,7 +2,15 @@ import { Type } from 'typebox';
 import { Closed, DateTime, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
-import { commonListQuery, createSections, objectSchema, text, updateSections, Visibility } from '../shared/schema.ts';
+import {
+  CONTACT_ID,
+  commonListQuery,
+  createSections,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 import { AppThread } from '../threads/threads.schema.ts';
 
 export const AppCase = objectSchema('AppCase', CASE);
@@ -11,13 +19,13 @@ export const CreateCaseInput = Closed(
   {
     visibility: Type.Optional(Visibility),
     ref: Type.Optional(text()),
-    status: Type.Optional(text(50, 'Default `open`. Admins only.')),
+    status: Type.Optional(text(50, 'Default `open`')),
     priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
     category: Type.Optional(text(100)),
     assignedTo: Type.Optional(text(200, 'Admins only')),
     productId: Type.Optional(text()),
     proofId: Type.Optional(text()),
-    contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
+    contactId: Type.Optional(text(200, CONTACT_ID)),
     ...createSections,
   },
   { $id: 'CreateCaseInput' },

@@ -8,7 +8,7 @@ import { badRequest, notFound } from '../../../platform/errors.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { type ChangeEvent, ObjectService } from '../shared/objects.service.ts';
+import { type ChangeEvent, ObjectService, userIdentity } from '../shared/objects.service.ts';
 import { type Actor, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CaseListQuery, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
@@ -23,18 +23,21 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     super(db, CASE);
   }
 
-  /** Users open cases for themselves: status, assignee and contact are set by the service or admins. */
+  /**
+   * Users open cases for themselves: the owner is the token's contact (a `contactId` sent must
+   * be it, see `userIdentity`), the initial status is theirs to give (default `open`), the
+   * assignee is for admins only (400).
+   */
   protected override createValues(_collectionId: string, caller: Actor, input: CreateCaseInput) {
     const values: Record<string, unknown> = { ...input };
     if (isAdmin(caller)) return values;
-    const refused = (['status', 'assignedTo', 'contactId'] as const).filter((k) => input[k] !== undefined);
-    if (refused.length) {
-      throw badRequest(`Set by the service or by admins only: ${refused.join(', ')}`, { fields: refused });
+    if (input.assignedTo !== undefined) {
+      throw badRequest('assignedTo can only be set by admins', { fields: ['assignedTo'] });
     }
     if (input.visibility === 'admin')
       throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
     delete values.admin;
-    values.contactId = caller.contactId;
+    values.contactId = userIdentity(caller, { contactId: input.contactId }).contactId;
     return values;
   }
 

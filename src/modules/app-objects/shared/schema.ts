@@ -28,6 +28,14 @@ export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owne
 export const text = (maxLength = 200, description?: string) => Type.String({ maxLength, description });
 export const DateText = DateTime('ISO 8601 timestamp');
 
+/** How a user's create or reply may name its owner and author (the rule: `userIdentity`). */
+export const CONTACT_ID =
+  'The owner. On the public zone: the user token’s contact, which may be sent (another value: 401)';
+export const AUTHOR_ID =
+  'On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone.';
+export const AUTHOR_TYPE =
+  'Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401.';
+
 /** The sections a create may carry. */
 export const createSections = {
   data: Type.Optional(OpenObject()),
@@ -107,8 +115,9 @@ export const FacetRule = Closed(
   { $id: 'FacetRule' },
 );
 
+/** A reply always names its author: a user's is the user, an admin's the credential unless named. */
 export const ReplyEntry = Type.Object(
-  { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
+  { at: Type.String(), authorId: Type.String(), authorType: Type.String() },
   { $id: 'ReplyEntry', additionalProperties: true },
 );
 
