@@ -355,7 +355,8 @@ describe('aggregate', () => {
     expect(body.count).toBeGreaterThan(0);
     expect(body.total_replies).toBeGreaterThanOrEqual(50);
     expect(body.groups.reduce((n: number, g: { count: number }) => n + g.count, 0)).toBe(body.count);
-    expect(body.timeSeries[0].period).toMatch(/T00:00:00.000Z$/);
+    expect(body.timeSeries[0].bucket).toBe(new Date().toISOString().slice(0, 10));
+    expect(body.timeSeries[0].start).toBe(`${body.timeSeries[0].bucket}T00:00:00.000Z`);
     for (const payload of [
       { groupBy: ['password'] },
       { metrics: ['sum(1)'] },

@@ -18,7 +18,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
       op: 'summary',
       admin: true,
       emptyBody: true,
-      summary: 'Summary of the app’s cases over a period (admin only): total, by status, by priority, daily trend',
+      summary: 'Summary of the app’s cases over a period (admin only): total, by status, by priority, weekly trend',
       body: ref(S.CaseSummaryRequest),
       response: ref(S.CaseSummaryResponse),
     }),

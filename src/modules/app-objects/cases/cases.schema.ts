@@ -92,7 +92,14 @@ export const CaseSummaryResponse = Type.Object(
     total: Type.Integer(),
     byStatus: Type.Record(Type.String(), Type.Integer()),
     byPriority: Type.Record(Type.String(), Type.Integer()),
-    trend: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
+    trend: Type.Array(
+      Type.Object({
+        week: Type.String({ description: 'ISO 8601 week, `YYYY-Www` (week-numbering year)' }),
+        start: Type.String({ description: 'The week’s first instant: Monday 00:00 UTC' }),
+        count: Type.Integer({ description: 'Cases created that week' }),
+      }),
+      { description: 'Weeks of the period with at least one case, oldest first' },
+    ),
   },
   { $id: 'CaseSummaryResponse' },
 );

@@ -5,6 +5,7 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
+import { isoWeek } from '../shared/aggregate.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
@@ -117,7 +118,11 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     return { data };
   }
 
-  /** Collection-level summary (admin): totals by status and priority and a daily trend over a period. */
+  /**
+   * Collection-level summary (admin): totals by status and priority and a weekly trend over a
+   * period. Trend items are `{week, start, count}`, `week` the ISO week (`2026-W07`), `start`
+   * its Monday 00:00 UTC; weeks without cases are left out.
+   */
   async summary(collectionId: string, appId: string, period: { from?: string; to?: string } = {}) {
     const to = period.to ? new Date(period.to) : new Date();
     const from = period.from ? new Date(period.from) : new Date(to.getTime() - 30 * 86_400_000);
@@ -131,7 +136,7 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
       total: s.byStatus.reduce((n, r) => n + r.n, 0),
       byStatus,
       byPriority,
-      trend: s.trend.map((r) => ({ date: r.d.toISOString().slice(0, 10), count: r.n })),
+      trend: s.trend.map((r) => ({ week: isoWeek(r.d), start: r.d.toISOString(), count: r.n })),
     };
   }
 

@@ -10,7 +10,7 @@
 import type { Db, Queryable } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
-import { type AggregateRequest, parseAggregate } from './aggregate.ts';
+import { type AggregateRequest, bucketLabel, parseAggregate } from './aggregate.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
@@ -353,14 +353,37 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     return deleted;
   }
 
+  /**
+   * Time-series items are `{bucket, start, count, <metrics>}`: `bucket` is the label clients of
+   * the original read (`2026-W07`, see `bucketLabel`), `start` the bucket's first instant, for
+   * placing it on a time axis without parsing a week or quarter label. A metric with no value
+   * (the close time of cases none of which closed) is left out rather than answered as null:
+   * the original types the metrics as optional numbers. A group's own values may be null
+   * (the group of cases without a category).
+   */
   async aggregate(collectionId: string, appId: string, caller: Actor, body: AggregateRequest) {
     const spec = parseAggregate(this.kind, body);
     const { totals, groups, timeSeries } = await repo.aggregate(this.db, this.kind, collectionId, appId, caller, spec);
+    const metrics: ReadonlySet<string> = new Set(spec.metrics);
+    const metricsOf = (row: Record<string, unknown>) =>
+      Object.fromEntries(spec.metrics.filter((m) => row[m] !== null && row[m] !== undefined).map((m) => [m, row[m]]));
+    /** A group's values as they are, its metrics without the empty ones. */
+    const group = (g: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(g).filter(([k, v]) => v !== null || !metrics.has(k)));
+    const interval = spec.timeSeries?.interval;
     return {
-      ...totals,
+      ...metricsOf(totals),
       count: totals.count ?? 0,
-      ...(groups ? { groups } : {}),
-      ...(timeSeries ? { timeSeries } : {}),
+      ...(groups ? { groups: groups.map(group) } : {}),
+      ...(timeSeries && interval
+        ? {
+            timeSeries: timeSeries.map((r) => ({
+              bucket: bucketLabel(interval, r.start),
+              start: r.start.toISOString(),
+              ...metricsOf(r),
+            })),
+          }
+        : {}),
     };
   }
 }

@@ -1,6 +1,6 @@
 /** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
 import { type TSchema, Type } from 'typebox';
-import { Closed, CollectionIdParam, DateTime, Nullable, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
+import { Closed, CollectionIdParam, DateTime, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
 import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
@@ -97,15 +97,32 @@ export const AggregateRequest = Type.Object(
 export const AggregateResponse = Type.Object(
   {
     groups: Type.Optional(Type.Array(OpenObject())),
-    timeSeries: Type.Optional(Type.Array(OpenObject())),
+    timeSeries: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            bucket: Type.String({
+              description:
+                'The bucket: `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day), `2026-W07` (ISO week), `2026-02` (month), `2026-Q1` (quarter), `2026` (year); UTC',
+            }),
+            start: Type.String({ description: 'The bucket’s first instant (RFC 3339, UTC)' }),
+            count: Type.Number(),
+          },
+          { additionalProperties: true, description: 'Also the requested metrics that have a value' },
+        ),
+      ),
+    ),
     count: Type.Number(),
-    avg_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    p50_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    p95_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    total_replies: Type.Optional(Nullable(Type.Number())),
-    avg_replies: Type.Optional(Nullable(Type.Number())),
+    avg_close_time_seconds: Type.Optional(Type.Number()),
+    p50_close_time_seconds: Type.Optional(Type.Number()),
+    p95_close_time_seconds: Type.Optional(Type.Number()),
+    total_replies: Type.Optional(Type.Number()),
+    avg_replies: Type.Optional(Type.Number()),
   },
-  { $id: 'AggregateResponse' },
+  {
+    $id: 'AggregateResponse',
+    description: 'A requested metric without a value (no closed case to time, no thread) is left out',
+  },
 );
 
 export const FacetRule = Closed(
