@@ -93,10 +93,18 @@ describe('create', () => {
       const res = await t.inject({ method: 'POST', url: admin(a), headers: a.auth, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
-    for (const payload of [{ status: 'closed' }, { contactId: 'someone-else' }, { visibility: 'admin' }]) {
+    for (const payload of [{ assignedTo: 'agent-1' }, { visibility: 'admin' }]) {
       const res = await t.inject({ method: 'POST', url: pub(a), headers: alice, payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
     }
+    const foreign = await t.inject({
+      method: 'POST',
+      url: pub(a),
+      headers: alice,
+      payload: { contactId: 'contact-bob' },
+    });
+    expect(foreign.statusCode).toBe(401);
+    expect(foreign.json()).toMatchObject({ errorCode: 'FORBIDDEN', details: { fields: ['contactId'] } });
     const bad = await t.inject({
       method: 'POST',
       url: `/admin/collection/${a.id}/app/bad%20app/cases`,
@@ -124,6 +132,63 @@ describe('create', () => {
       payload: {},
     });
     expect(zone.statusCode).toBe(404);
+  });
+});
+
+describe("public create with the caller's own identity", () => {
+  const total = async () =>
+    (await t.inject({ method: 'GET', url: `${admin(a)}?includeDeleted=true`, headers: a.auth })).json().pagination
+      .total;
+
+  it('a user may send their own contactId and an initial status', async () => {
+    const c = await aliceCase({ status: 'pending', contactId: 'contact-alice', category: 'warranty' });
+    expect(c).toMatchObject({ status: 'pending', contactId: 'contact-alice', closedAt: null });
+    const stored = await t.inject({ method: 'GET', url: `${admin(a)}/${c.id}`, headers: a.auth });
+    expect(stored.json()).toMatchObject({ status: 'pending', contactId: 'contact-alice' });
+    // The owner is the token's contact whether it is sent or not.
+    const mine = await t.inject({ method: 'GET', url: `${pub(a)}?status=pending&category=warranty`, headers: alice });
+    expect(mine.json().data.map((x: { id: string }) => x.id)).toContain(c.id);
+  });
+
+  it("another contact's id is refused with 401 FORBIDDEN and writes nothing", async () => {
+    const before = await total();
+    for (const contactId of ['contact-bob', 'alice', '']) {
+      const res = await t.inject({
+        method: 'POST',
+        url: pub(a),
+        headers: alice,
+        payload: { status: 'open', contactId },
+      });
+      expect(res.statusCode, contactId).toBe(401);
+      expect(res.json()).toMatchObject({
+        errorCode: 'FORBIDDEN',
+        details: { fields: ['contactId'], reason: 'identity_mismatch' },
+      });
+    }
+    expect(await total()).toBe(before);
+  });
+
+  it('a token of another collection cannot create in this one, even naming its own contact', async () => {
+    const before = await total();
+    const res = await t.inject({
+      method: 'POST',
+      url: pub(a),
+      headers: aliceOtherCollection,
+      payload: { status: 'open', contactId: 'contact-alice' },
+    });
+    expect(res.statusCode).toBe(401);
+    expect(await total()).toBe(before);
+    const inB = await t.inject({
+      method: 'POST',
+      url: pub(b),
+      headers: aliceOtherCollection,
+      payload: { status: 'open', contactId: 'contact-alice' },
+    });
+    expect(inB.statusCode, inB.body).toBe(200);
+    expect(inB.json().collectionId).toBe(b.id);
+    expect((await t.inject({ method: 'GET', url: `${admin(a)}/${inB.json().id}`, headers: a.auth })).statusCode).toBe(
+      404,
+    );
   });
 });
 

@@ -1,5 +1,10 @@
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS_DIR, migrate, migrationFiles } from '../src/db/index.ts';
 import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestDb } from './helpers/db.ts';
 
 let t: TestApp;
 let a: TestCollection;
@@ -103,7 +108,7 @@ describe('create and read', () => {
     expect(dup.statusCode).toBe(409);
     expect(
       (await t.inject({ method: 'POST', url: pub(a), headers: alice, payload: { contactId: 'x' } })).statusCode,
-    ).toBe(400);
+    ).toBe(401);
     expect((await t.inject({ method: 'POST', url: admin(a), payload: {} })).statusCode).toBe(401);
     expect((await t.inject({ method: 'POST', url: admin(a), headers: b.auth, payload: {} })).statusCode).toBe(401);
     expect((await t.inject({ method: 'GET', url: `${admin(b)}?ref=DUP`, headers: b.auth })).json().data).toHaveLength(
@@ -120,6 +125,78 @@ describe('create and read', () => {
       payload: { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' },
     });
     expect(again.statusCode).toBe(409);
+  });
+});
+
+describe("authors: the caller's own identity", () => {
+  it('a user may send their own contactId, authorId and a self-description, as the original’s guide does', async () => {
+    const r = await create(
+      alice,
+      {
+        recordType: 'product_registration',
+        visibility: 'owner',
+        status: 'active',
+        productId: 'prod-9',
+        contactId: 'contact-alice',
+        authorId: 'contact-alice',
+        authorType: 'customer',
+        data: { registrationNumber: 'REG-1' },
+      },
+      pub(a),
+    );
+    expect(r).toMatchObject({ contactId: 'contact-alice', authorId: 'contact-alice', authorType: 'customer' });
+    const plain = await create(alice, { recordType: 'note' }, pub(a));
+    expect(plain).toMatchObject({ contactId: 'contact-alice', authorId: 'alice', authorType: 'user' });
+  });
+
+  it('another contact, another author or a staff author type is refused (401 FORBIDDEN); nothing is written', async () => {
+    const list = async () =>
+      (await t.inject({ method: 'GET', url: `${admin(a)}?recordType=spoof`, headers: a.auth })).json().pagination.total;
+    for (const payload of [
+      { contactId: 'contact-bob' },
+      { authorId: 'bob' },
+      { authorType: 'system' },
+      { authorType: 'Admin' },
+    ]) {
+      const res = await t.inject({
+        method: 'POST',
+        url: pub(a),
+        headers: alice,
+        payload: { recordType: 'spoof', ...payload },
+      });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(401);
+      expect(res.json().errorCode).toBe('FORBIDDEN');
+    }
+    expect(await list()).toBe(0);
+    const bobInB = bearer(await t.userToken(b.id, 'bob', 'contact-bob'));
+    const foreign = await t.inject({
+      method: 'POST',
+      url: pub(a),
+      headers: bobInB,
+      payload: { recordType: 'spoof', contactId: 'contact-bob' },
+    });
+    expect(foreign.statusCode).toBe(401);
+    expect(await list()).toBe(0);
+  });
+
+  it('admin writes are authored by admin: creates and upsert-creates; an upsert keeps an existing author', async () => {
+    expect((await create(a.auth, { recordType: 'by-admin' })).authorType).toBe('admin');
+    expect((await create(a.auth, { recordType: 'by-admin', authorType: 'importer' })).authorType).toBe('importer');
+    const up = await t.inject({ method: 'POST', url: `${admin(a)}/upsert`, headers: a.auth, payload: { ref: 'UP-A' } });
+    expect(up.json()).toMatchObject({ authorType: 'admin', created: true });
+    const users = await create(alice, { ref: 'UP-U', authorType: 'customer' }, pub(a));
+    const again = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/upsert`,
+      headers: a.auth,
+      payload: { ref: 'UP-U', data: { checked: true } },
+    });
+    expect(again.json()).toMatchObject({
+      id: users.id,
+      created: false,
+      authorType: 'customer',
+      data: { checked: true },
+    });
   });
 });
 
@@ -366,5 +443,47 @@ describe('upsert and bulk', () => {
       payload: { metrics: ['avg_replies'] },
     });
     expect(bad.statusCode).toBe(400);
+  });
+});
+
+describe('migration 0102 (authorType of existing objects)', () => {
+  it('gives threads and records written before it by admins (no author type) the type admin, and keeps the rest', async () => {
+    const testDb = await createTestDb({ migrate: false });
+    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0102-'));
+    try {
+      for (const file of migrationFiles().filter((f) => f < '0102')) {
+        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
+      }
+      const db = testDb.db;
+      await migrate(db, before);
+      await db.query("INSERT INTO collections (id, name) VALUES ('old', 'Old')");
+      for (const table of ['app_threads', 'app_records']) {
+        await db.query(
+          `INSERT INTO ${table} (collection_id, app_id, id, author_type) VALUES
+           ('old', 'app', 'by-admin', NULL), ('old', 'app', 'by-user', 'user'), ('old', 'app', 'by-customer', 'customer')`,
+        );
+      }
+      expect(await migrate(db)).toContain('0102_app_author_type.sql');
+      for (const table of ['app_threads', 'app_records']) {
+        const { rows } = await db.query<{ id: string; author_type: string }>(
+          `SELECT id, author_type FROM ${table} ORDER BY id`,
+        );
+        expect(rows, table).toEqual([
+          { id: 'by-admin', author_type: 'admin' },
+          { id: 'by-customer', author_type: 'customer' },
+          { id: 'by-user', author_type: 'user' },
+        ]);
+        // An insert that leaves the column out (an upsert of a process not yet upgraded) is an admin's.
+        await db.query(`INSERT INTO ${table} (collection_id, app_id, id) VALUES ('old', 'app', 'later')`);
+        const later = await db.query<{ author_type: string }>(`SELECT author_type FROM ${table} WHERE id = 'later'`);
+        expect(later.rows[0].author_type).toBe('admin');
+        await expect(
+          db.query(`INSERT INTO ${table} (collection_id, app_id, id, author_type) VALUES ('old', 'app', 'x', NULL)`),
+        ).rejects.toThrow();
+      }
+    } finally {
+      rmSync(before, { recursive: true, force: true });
+      await testDb.drop();
+    }
   });
 });

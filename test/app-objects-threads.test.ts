@@ -70,7 +70,7 @@ describe('threads', () => {
     }
     expect(
       (await t.inject({ method: 'POST', url: pub(a), headers: alice, payload: { authorId: 'mallory' } })).statusCode,
-    ).toBe(400);
+    ).toBe(401);
     expect((await t.inject({ method: 'POST', url: pub(a), payload: {} })).statusCode).toBe(401);
     expect((await t.inject({ method: 'POST', url: admin(a), headers: b.auth, payload: {} })).statusCode).toBe(401);
     expect((await t.inject({ method: 'GET', url: admin(a), headers: b.auth })).statusCode).toBe(401);
@@ -157,6 +157,112 @@ describe('threads', () => {
   });
 });
 
+describe("authors: the caller's own identity", () => {
+  const count = async () =>
+    (await t.inject({ method: 'GET', url: `${admin(a)}?includeDeleted=true&limit=1`, headers: a.auth })).json()
+      .pagination.total;
+
+  it('a user may name themselves (user or contact id) and describe themselves; defaults are user', async () => {
+    const asContact = await create(alice, {
+      visibility: 'public',
+      authorId: 'contact-alice',
+      authorType: 'customer',
+      contactId: 'contact-alice',
+    });
+    expect(asContact).toMatchObject({ authorId: 'contact-alice', authorType: 'customer', contactId: 'contact-alice' });
+    const asUser = await create(alice, { authorId: 'alice' });
+    expect(asUser).toMatchObject({ authorId: 'alice', authorType: 'user', contactId: 'contact-alice' });
+    const stored = await t.inject({ method: 'GET', url: `${admin(a)}/${asContact.id}`, headers: a.auth });
+    expect(stored.json()).toMatchObject({ authorId: 'contact-alice', authorType: 'customer' });
+  });
+
+  it('staff author types and other people’s ids are refused (401 FORBIDDEN) and nothing is written', async () => {
+    const before = await count();
+    for (const authorType of ['admin', 'Agent', ' staff ', 'SYSTEM']) {
+      const res = await t.inject({ method: 'POST', url: pub(a), headers: alice, payload: { authorType } });
+      expect(res.statusCode, authorType).toBe(401);
+      expect(res.json()).toMatchObject({ errorCode: 'FORBIDDEN', details: { fields: ['authorType'] } });
+    }
+    for (const payload of [{ authorId: 'bob' }, { authorId: 'contact-bob' }, { contactId: 'contact-bob' }]) {
+      const res = await t.inject({ method: 'POST', url: pub(a), headers: alice, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(401);
+      expect(res.json().details.reason).toBe('identity_mismatch');
+    }
+    const both = await t.inject({
+      method: 'POST',
+      url: pub(a),
+      headers: alice,
+      payload: { authorId: 'bob', contactId: 'contact-bob' },
+    });
+    expect(both.json().details.fields).toEqual(['contactId', 'authorId']);
+    expect(await count()).toBe(before);
+  });
+
+  it('an admin’s thread is authored by admin unless the admin names an author type', async () => {
+    const plain = await create(a.auth, { title: 'by staff' }, admin(a));
+    expect(plain).toMatchObject({ authorType: 'admin', authorId: null });
+    const named = await create(a.auth, { authorId: 'sarah', authorType: 'support_agent' }, admin(a));
+    expect(named).toMatchObject({ authorId: 'sarah', authorType: 'support_agent' });
+    // The admin key on the public zone has admin rights: it may name any author.
+    const onPublic = await create(a.auth, { authorType: 'agent' });
+    expect(onPublic.authorType).toBe('agent');
+  });
+
+  it('replies follow the same rule: own ids, self-description kept, staff refused', async () => {
+    const th = await create(alice, { visibility: 'public' });
+    const url = `${pub(a)}/${th.id}/reply`;
+    const ok = await t.inject({
+      method: 'POST',
+      url,
+      headers: bob,
+      payload: { authorId: 'contact-bob', authorType: 'customer', text: 'Mild soap works' },
+    });
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.json().replies[0]).toMatchObject({
+      authorId: 'contact-bob',
+      authorType: 'customer',
+      text: 'Mild soap works',
+    });
+    for (const payload of [{ authorType: 'agent' }, { authorId: 'alice' }]) {
+      const res = await t.inject({ method: 'POST', url, headers: bob, payload });
+      expect(res.statusCode, JSON.stringify(payload)).toBe(401);
+      expect(res.json().errorCode).toBe('FORBIDDEN');
+    }
+    const adminReply = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/${th.id}/reply`,
+      headers: a.auth,
+      payload: { authorId: 'user_expert_sarah', authorType: 'brand_expert', text: 'Use the kit' },
+    });
+    expect(adminReply.json().replies[1]).toMatchObject({ authorId: 'user_expert_sarah', authorType: 'brand_expert' });
+    const stored = await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth });
+    expect(stored.json().replyCount).toBe(2);
+  });
+
+  it('a token or key of another collection cannot create or reply here', async () => {
+    const th = await create(alice, { visibility: 'public' });
+    const bobInB = bearer(await t.userToken(b.id, 'bob', 'contact-bob'));
+    const before = await count();
+    const created = await t.inject({
+      method: 'POST',
+      url: pub(a),
+      headers: bobInB,
+      payload: { authorId: 'contact-bob', authorType: 'customer' },
+    });
+    expect(created.statusCode).toBe(401);
+    for (const [url, headers] of [
+      [`${pub(a)}/${th.id}/reply`, bobInB],
+      [`${admin(a)}/${th.id}/reply`, b.auth],
+    ] as const) {
+      const res = await t.inject({ method: 'POST', url, headers, payload: { authorType: 'customer', text: 'x' } });
+      expect(res.statusCode).toBe(401);
+    }
+    expect(await count()).toBe(before);
+    const stored = await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth });
+    expect(stored.json().replyCount).toBe(0);
+  });
+});
+
 describe('replies', () => {
   it('appends {at, authorId, authorType, ...extra}; users cannot speak for others', async () => {
     const th = await create(alice, { visibility: 'public' });
@@ -177,7 +283,8 @@ describe('replies', () => {
       headers: bob,
       payload: { authorId: 'alice' },
     });
-    expect(spoof.statusCode).toBe(400);
+    expect(spoof.statusCode).toBe(401);
+    expect(spoof.json()).toMatchObject({ errorCode: 'FORBIDDEN', details: { fields: ['authorId'] } });
     const asAdmin = await t.inject({
       method: 'POST',
       url: `${admin(a)}/${th.id}/reply`,
@@ -248,7 +355,8 @@ describe('aggregate', () => {
     expect(body.count).toBeGreaterThan(0);
     expect(body.total_replies).toBeGreaterThanOrEqual(50);
     expect(body.groups.reduce((n: number, g: { count: number }) => n + g.count, 0)).toBe(body.count);
-    expect(body.timeSeries[0].period).toMatch(/T00:00:00.000Z$/);
+    expect(body.timeSeries[0].bucket).toBe(new Date().toISOString().slice(0, 10));
+    expect(body.timeSeries[0].start).toBe(`${body.timeSeries[0].bucket}T00:00:00.000Z`);
     for (const payload of [
       { groupBy: ['password'] },
       { metrics: ['sum(1)'] },

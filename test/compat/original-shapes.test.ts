@@ -11,14 +11,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { type CollectionWithUser, collectionWithUser } from '../helpers/fixtures.ts';
-import { mismatches, originalOperation, originalOperations } from './original.ts';
+import { mismatches, NOT_SERVED, originalOperation, originalOperations } from './original.ts';
 
-/** Operations of the original this service does not serve: they are not in the interface it implements. */
-export const NOT_SERVED = [
-  'POST /{zone}/collection/{collectionId}/app/{appId}/records/match',
-  'POST /{zone}/collection/{collectionId}/app/{appId}/records/preview-rule',
-  'POST /{zone}/collection/{collectionId}/app/{appId}/records/resolve-all',
-];
 
 let t: TestApp;
 let a: CollectionWithUser;

@@ -85,6 +85,13 @@ export const DEVIATIONS: Deviation[] = [
   },
 ];
 
+/** Operations of the original this service does not serve: they are not in the interface it implements. */
+export const NOT_SERVED = [
+  'POST /{zone}/collection/{collectionId}/app/{appId}/records/match',
+  'POST /{zone}/collection/{collectionId}/app/{appId}/records/preview-rule',
+  'POST /{zone}/collection/{collectionId}/app/{appId}/records/resolve-all',
+];
+
 interface Route {
   method: string;
   template: string;

@@ -99,8 +99,9 @@ export async function summary(
   const byPriority = await q.query<{ k: string | null; n: number }>(
     sql`SELECT priority::text AS k, count(*) AS n FROM app_cases WHERE ${where} GROUP BY 1 ORDER BY 1`,
   );
+  // Weeks start on Monday (UTC), as ISO weeks do.
   const trend = await q.query<{ d: Date; n: number }>(sql`
-    SELECT date_trunc('day', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS d, count(*) AS n
+    SELECT date_trunc('week', created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS d, count(*) AS n
     FROM app_cases WHERE ${where} GROUP BY 1 ORDER BY 1`);
   return { byStatus: byStatus.rows, byPriority: byPriority.rows, trend: trend.rows };
 }

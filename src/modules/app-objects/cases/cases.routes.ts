@@ -18,7 +18,7 @@ export const casesRoutes: FastifyPluginAsyncTypebox<{ service: CasesService }> =
       op: 'summary',
       admin: true,
       emptyBody: true,
-      summary: 'Summary of the app’s cases over a period (admin only): total, by status, by priority, daily trend',
+      summary: 'Summary of the app’s cases over a period (admin only): total, by status, by priority, weekly trend',
       body: ref(S.CaseSummaryRequest),
       response: ref(S.CaseSummaryResponse),
     }),
@@ -71,7 +71,8 @@ const CASES = {
   param: 'caseId',
   schemas: { object: S.AppCase, create: S.CreateCaseInput, update: S.UpdateCaseInput, listQuery: S.CaseListQuery },
   summaries: {
-    create: 'Create a case. On the public zone the owner (contactId) is the user token’s contact.',
+    create:
+      'Create a case. On the public zone the owner (contactId) is the user token’s contact: a contactId sent must be it (else 401 FORBIDDEN); status may be given, assignedTo may not.',
     list: 'List cases the caller can see, with filters, sorting and pagination',
     aggregate: 'Aggregate cases: count and close-time metrics, grouped and as a time series',
     get: 'Get a case',

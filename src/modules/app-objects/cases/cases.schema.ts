@@ -2,7 +2,15 @@ import { Type } from 'typebox';
 import { Closed, Instant, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { AppRecord } from '../records/records.schema.ts';
 import { CASE } from '../shared/kinds.ts';
-import { commonListQuery, createSections, objectSchema, text, updateSections, Visibility } from '../shared/schema.ts';
+import {
+  CONTACT_ID,
+  commonListQuery,
+  createSections,
+  objectSchema,
+  text,
+  updateSections,
+  Visibility,
+} from '../shared/schema.ts';
 import { AppThread } from '../threads/threads.schema.ts';
 
 export const AppCase = objectSchema('AppCase', CASE);
@@ -11,13 +19,13 @@ export const CreateCaseInput = Closed(
   {
     visibility: Type.Optional(Visibility),
     ref: Type.Optional(text()),
-    status: Type.Optional(text(50, 'Default `open`. Admins only.')),
+    status: Type.Optional(text(50, 'Default `open`')),
     priority: Type.Optional(Type.Number({ minimum: -1e9, maximum: 1e9 })),
     category: Type.Optional(text(100)),
     assignedTo: Type.Optional(text(200, 'Admins only')),
     productId: Type.Optional(text()),
     proofId: Type.Optional(text()),
-    contactId: Type.Optional(text(200, 'Admins only; a public create takes it from the user token')),
+    contactId: Type.Optional(text(200, CONTACT_ID)),
     ...createSections,
   },
   { $id: 'CreateCaseInput' },
@@ -84,7 +92,14 @@ export const CaseSummaryResponse = Type.Object(
     total: Type.Integer(),
     byStatus: Type.Record(Type.String(), Type.Integer()),
     byPriority: Type.Record(Type.String(), Type.Integer()),
-    trend: Type.Array(Type.Object({ date: Type.String(), count: Type.Integer() })),
+    trend: Type.Array(
+      Type.Object({
+        week: Type.String({ description: 'ISO 8601 week, `YYYY-Www` (week-numbering year)' }),
+        start: Type.String({ description: 'The week’s first instant: Monday 00:00 UTC' }),
+        count: Type.Integer({ description: 'Cases created that week' }),
+      }),
+      { description: 'Weeks of the period with at least one case, oldest first' },
+    ),
   },
   { $id: 'CaseSummaryResponse' },
 );

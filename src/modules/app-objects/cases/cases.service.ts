@@ -5,10 +5,11 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
+import { isoWeek } from '../shared/aggregate.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { type ChangeEvent, ObjectService } from '../shared/objects.service.ts';
+import { type ChangeEvent, ObjectService, userIdentity } from '../shared/objects.service.ts';
 import { type Actor, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CaseListQuery, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
@@ -23,18 +24,21 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     super(db, CASE);
   }
 
-  /** Users open cases for themselves: status, assignee and contact are set by the service or admins. */
+  /**
+   * Users open cases for themselves: the owner is the token's contact (a `contactId` sent must
+   * be it, see `userIdentity`), the initial status is theirs to give (default `open`), the
+   * assignee is for admins only (400).
+   */
   protected override createValues(_collectionId: string, caller: Actor, input: CreateCaseInput) {
     const values: Record<string, unknown> = { ...input };
     if (isAdmin(caller)) return values;
-    const refused = (['status', 'assignedTo', 'contactId'] as const).filter((k) => input[k] !== undefined);
-    if (refused.length) {
-      throw badRequest(`Set by the service or by admins only: ${refused.join(', ')}`, { fields: refused });
+    if (input.assignedTo !== undefined) {
+      throw badRequest('assignedTo can only be set by admins', { fields: ['assignedTo'] });
     }
     if (input.visibility === 'admin')
       throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
     delete values.admin;
-    values.contactId = caller.contactId;
+    values.contactId = userIdentity(caller, { contactId: input.contactId }).contactId;
     return values;
   }
 
@@ -114,7 +118,11 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     return { data };
   }
 
-  /** Collection-level summary (admin): totals by status and priority and a daily trend over a period. */
+  /**
+   * Collection-level summary (admin): totals by status and priority and a weekly trend over a
+   * period. Trend items are `{week, start, count}`, `week` the ISO week (`2026-W07`), `start`
+   * its Monday 00:00 UTC; weeks without cases are left out.
+   */
   async summary(collectionId: string, appId: string, period: { from?: string; to?: string } = {}) {
     const to = period.to ? new Date(period.to) : new Date();
     const from = period.from ? new Date(period.from) : new Date(to.getTime() - 30 * 86_400_000);
@@ -128,7 +136,7 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
       total: s.byStatus.reduce((n, r) => n + r.n, 0),
       byStatus,
       byPriority,
-      trend: s.trend.map((r) => ({ date: r.d.toISOString().slice(0, 10), count: r.n })),
+      trend: s.trend.map((r) => ({ week: isoWeek(r.d), start: r.d.toISOString(), count: r.n })),
     };
   }
 

@@ -2,6 +2,9 @@ import { Type } from 'typebox';
 import { Closed, Instant, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
 import {
+  AUTHOR_ID,
+  AUTHOR_TYPE,
+  CONTACT_ID,
   commonListQuery,
   createSections,
   ExpiresAt,
@@ -16,6 +19,7 @@ import {
 export const BULK_MAX = 500;
 
 export const AppRecord = objectSchema('AppRecord', RECORD, {
+  authorType: Type.String({ description: 'Default `user` for a user’s record, `admin` for an admin’s' }),
   specificity: Type.Integer(),
   facetRule: Type.Unsafe<Record<string, unknown> | null>({
     type: ['object', 'null'],
@@ -79,9 +83,9 @@ export const CreateRecordInput = Closed(
     ...upsertFields,
     ref: Type.Optional(text(200, 'Unique within the app (deleted records included)')),
     visibility: Type.Optional(Visibility),
-    contactId: Type.Optional(text(200, 'Admins only; a public create uses the token’s contact')),
-    authorId: Type.Optional(text(200, 'Admins only; a public create uses the token’s user')),
-    authorType: Type.Optional(text(50, 'Admins only')),
+    contactId: Type.Optional(text(200, CONTACT_ID)),
+    authorId: Type.Optional(text(200, AUTHOR_ID)),
+    authorType: Type.Optional(text(50, AUTHOR_TYPE)),
     parentType: Type.Optional(text(50)),
     parentId: Type.Optional(text()),
     scopeType: Type.Optional(text(50, 'Default: derived (proof, batch, variant, product, facet or collection)')),

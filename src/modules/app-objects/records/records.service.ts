@@ -131,8 +131,10 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     return this.present(row, caller);
   }
 
+  /** Upserts are admin writes: a record they create is authored by `admin`; one they update keeps its author. */
   async upsertOne(q: Queryable, collectionId: string, appId: string, input: UpsertRecordInput) {
-    const { values, insertOnly } = this.values(collectionId, input, true);
+    const { values, insertOnly } = this.values(collectionId, { ...input, authorType: 'admin' }, true);
+    insertOnly.push('authorType');
     return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), values, insertOnly);
   }
 

@@ -80,6 +80,48 @@ function filterConditions(allowed: AggregateWhitelists['filters'], filters: Reco
   return out;
 }
 
+const DAY_MS = 86_400_000;
+const pad = (n: number, width = 2) => String(n).padStart(width, '0');
+
+/**
+ * The ISO 8601 week of an instant (UTC), `YYYY-Www`: weeks start on Monday, and a week belongs
+ * to the year of its Thursday, so 2027-01-01 (a Friday) is in 2026-W53 and 2024-12-30 (a
+ * Monday) in 2025-W01. The year is the ISO week-numbering year, not the calendar year.
+ */
+export function isoWeek(at: Date): string {
+  const day = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate());
+  const mondayBased = (at.getUTCDay() + 6) % 7;
+  const thursday = new Date(day + (3 - mondayBased) * DAY_MS);
+  const year = thursday.getUTCFullYear();
+  const week = Math.floor((thursday.getTime() - Date.UTC(year, 0, 1)) / (7 * DAY_MS)) + 1;
+  return `${pad(year, 4)}-W${pad(week)}`;
+}
+
+/**
+ * The label of the time bucket starting at `start` (UTC), as clients of the original read
+ * them: `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day), `2026-W07` (ISO week),
+ * `2026-02` (month), `2026-Q1` (quarter), `2026` (year).
+ */
+export function bucketLabel(interval: Interval, start: Date): string {
+  const y = pad(start.getUTCFullYear(), 4);
+  const m = start.getUTCMonth();
+  const date = `${y}-${pad(m + 1)}-${pad(start.getUTCDate())}`;
+  switch (interval) {
+    case 'hour':
+      return `${date}T${pad(start.getUTCHours())}:00:00Z`;
+    case 'day':
+      return date;
+    case 'week':
+      return isoWeek(start);
+    case 'month':
+      return `${y}-${pad(m + 1)}`;
+    case 'quarter':
+      return `${y}-Q${Math.floor(m / 3) + 1}`;
+    case 'year':
+      return y;
+  }
+}
+
 export function parseAggregate(kind: ObjectKind, body: AggregateRequest): AggregateSpec {
   const { filters = {}, groupBy = [], metrics = ['count'], timeSeriesField, timeSeriesInterval, ...topLevel } = body;
   const allowed = kind.aggregate;

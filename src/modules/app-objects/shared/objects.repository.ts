@@ -322,7 +322,8 @@ export async function aggregate(
 ): Promise<{
   totals: Record<string, number | null>;
   groups?: Record<string, unknown>[];
-  timeSeries?: Record<string, unknown>[];
+  /** Each bucket's first instant and its metrics, oldest first. */
+  timeSeries?: (Record<string, unknown> & { start: Date })[];
 }> {
   const where = join(
     [...scope(collectionId, appId), ...visibleTo(caller), ...spec.conditions.map(renderCondition)],
@@ -348,17 +349,13 @@ export async function aggregate(
       return g;
     });
   }
-  let timeSeries: Record<string, unknown>[] | undefined;
+  let timeSeries: (Record<string, unknown> & { start: Date })[] | undefined;
   if (spec.timeSeries) {
     const col = raw(spec.timeSeries.col);
-    const { rows } = await q.query<Record<string, unknown> & { period: Date }>(sql`
-      SELECT date_trunc(${spec.timeSeries.interval}, ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS period, ${metrics}
+    const { rows } = await q.query<Record<string, unknown> & { start: Date }>(sql`
+      SELECT date_trunc(${spec.timeSeries.interval}, ${col} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start, ${metrics}
       FROM ${t} WHERE ${where} AND ${col} IS NOT NULL GROUP BY 1 ORDER BY 1 LIMIT ${AGGREGATE_GROUP_LIMIT}`);
-    timeSeries = rows.map((r) => {
-      const p: Record<string, unknown> = { period: r.period.toISOString() };
-      for (const m of spec.metrics) p[m] = r[m];
-      return p;
-    });
+    timeSeries = rows;
   }
   return { totals, groups, timeSeries };
 }

@@ -8,9 +8,9 @@
  * inside one UPDATE statement, so concurrent PATCHes of different keys all survive.
  */
 import type { Db, Queryable } from '../../../db/index.ts';
-import { badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
+import { AppError, badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
-import { type AggregateRequest, parseAggregate } from './aggregate.ts';
+import { type AggregateRequest, bucketLabel, parseAggregate } from './aggregate.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
@@ -42,24 +42,79 @@ type Input = Record<string, unknown>;
 const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice(1);
 
 /**
- * The values a create stores, given who calls. A public user's thread or record is theirs:
- * contactId and author come from the token (sending them is a 400, not silently replaced),
- * the admin section is dropped, and admin visibility is refused.
+ * authorType values that name the service's own people. A user describing themselves
+ * (`customer`, `member`, `brand_fan`) is stored as sent; one of these would let a user's
+ * thread, record or reply pass for staff, so it is refused.
+ */
+export const STAFF_AUTHOR_TYPES: ReadonlySet<string> = new Set(['admin', 'agent', 'staff', 'system']);
+
+type UserActor = Extract<Actor, { role: 'user' }>;
+
+/** What a user's create or reply may say about who wrote it. */
+export interface ClaimedIdentity {
+  contactId?: unknown;
+  authorId?: unknown;
+  authorType?: unknown;
+}
+
+/**
+ * The identity a user's create or reply stores. Clients send the caller's own ids
+ * (`contactId`, `authorId`) and a description of them (`authorType: 'customer'`). The ids are
+ * accepted when they are the token's own (an `authorId` may be the token's user or its
+ * contact: both name the caller); another value would make the object someone else's, so it
+ * is refused with 401 FORBIDDEN, as an interaction submit naming another user is. `authorType`
+ * is kept as sent unless it names staff (also 401 FORBIDDEN: a user may not speak as staff);
+ * default `user`. Nothing is written when a claim is refused.
+ */
+export function userIdentity(
+  caller: UserActor,
+  claimed: ClaimedIdentity,
+): { contactId: string; authorId: string; authorType: string } {
+  const foreign: string[] = [];
+  if (claimed.contactId !== undefined && claimed.contactId !== caller.contactId) foreign.push('contactId');
+  if (claimed.authorId !== undefined && claimed.authorId !== caller.userId && claimed.authorId !== caller.contactId) {
+    foreign.push('authorId');
+  }
+  if (foreign.length > 0) {
+    throw new AppError(
+      401,
+      'FORBIDDEN',
+      `${foreign.join(' and ')} must be the user token's own (or left out); a user may not act for someone else`,
+      { fields: foreign, reason: 'identity_mismatch' },
+    );
+  }
+  const authorType = typeof claimed.authorType === 'string' ? claimed.authorType : 'user';
+  if (STAFF_AUTHOR_TYPES.has(authorType.trim().toLowerCase())) {
+    throw new AppError(
+      401,
+      'FORBIDDEN',
+      `authorType "${authorType}" names staff (${[...STAFF_AUTHOR_TYPES].join(', ')}); only admins may set it`,
+      { fields: ['authorType'], reason: 'staff_author_type' },
+    );
+  }
+  return {
+    contactId: caller.contactId,
+    authorId: typeof claimed.authorId === 'string' ? claimed.authorId : caller.userId,
+    authorType,
+  };
+}
+
+/**
+ * The values a thread's or record's create stores, given who calls. An admin's object is
+ * authored by `admin` unless the admin names another authorType. A user's object is theirs:
+ * contactId and author are the token's (see `userIdentity`), the admin section is dropped,
+ * and admin visibility is refused (400).
  */
 export function createValues(caller: Actor, input: Input): Input {
   const values: Input = { ...input };
-  if (isAdmin(caller)) return values;
-  const refused = ['authorId', 'authorType', 'contactId'].filter((k) => input[k] !== undefined);
-  if (refused.length) throw badRequest(`Set by the service for users: ${refused.join(', ')}`, { fields: refused });
+  if (isAdmin(caller)) {
+    values.authorType ??= 'admin';
+    return values;
+  }
   if (input.visibility === 'admin')
     throw badRequest('visibility "admin" can only be set by admins', { fields: ['visibility'] });
   delete values.admin;
-  if (caller.role === 'user') {
-    values.contactId = caller.contactId;
-    values.authorId = caller.userId;
-    values.authorType = 'user';
-  }
-  return values;
+  return { ...values, ...userIdentity(caller, input) };
 }
 
 /**
@@ -298,14 +353,37 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     return deleted;
   }
 
+  /**
+   * Time-series items are `{bucket, start, count, <metrics>}`: `bucket` is the label clients of
+   * the original read (`2026-W07`, see `bucketLabel`), `start` the bucket's first instant, for
+   * placing it on a time axis without parsing a week or quarter label. A metric with no value
+   * (the close time of cases none of which closed) is left out rather than answered as null:
+   * the original types the metrics as optional numbers. A group's own values may be null
+   * (the group of cases without a category).
+   */
   async aggregate(collectionId: string, appId: string, caller: Actor, body: AggregateRequest) {
     const spec = parseAggregate(this.kind, body);
     const { totals, groups, timeSeries } = await repo.aggregate(this.db, this.kind, collectionId, appId, caller, spec);
+    const metrics: ReadonlySet<string> = new Set(spec.metrics);
+    const metricsOf = (row: Record<string, unknown>) =>
+      Object.fromEntries(spec.metrics.filter((m) => row[m] !== null && row[m] !== undefined).map((m) => [m, row[m]]));
+    /** A group's values as they are, its metrics without the empty ones. */
+    const group = (g: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(g).filter(([k, v]) => v !== null || !metrics.has(k)));
+    const interval = spec.timeSeries?.interval;
     return {
-      ...totals,
+      ...metricsOf(totals),
       count: totals.count ?? 0,
-      ...(groups ? { groups } : {}),
-      ...(timeSeries ? { timeSeries } : {}),
+      ...(groups ? { groups: groups.map(group) } : {}),
+      ...(timeSeries && interval
+        ? {
+            timeSeries: timeSeries.map((r) => ({
+              bucket: bucketLabel(interval, r.start),
+              start: r.start.toISOString(),
+              ...metricsOf(r),
+            })),
+          }
+        : {}),
     };
   }
 }

@@ -1,6 +1,6 @@
 /** TypeBox pieces shared by the three kinds: params, list envelope, aggregate shapes, response builder. */
 import { type TSchema, Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, OpenObject, ref, Slug } from '../../../platform/schemas.ts';
 import { INTERVALS } from './aggregate.ts';
 import type { ObjectKind } from './kinds.ts';
 import { MAX_LIMIT } from './list-query.ts';
@@ -29,6 +29,14 @@ export const text = (maxLength = 200, description?: string) => Type.String({ max
 /** When a record starts to apply, and when it stops (a date alone as an expiry includes that day). */
 export const StartsAt = Instant('From this time on the record applies');
 export const ExpiresAt = Instant('From this time on the record no longer applies', 'end');
+
+/** How a user's create or reply may name its owner and author (the rule: `userIdentity`). */
+export const CONTACT_ID =
+  'The owner. On the public zone: the user token’s contact, which may be sent (another value: 401)';
+export const AUTHOR_ID =
+  'On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone.';
+export const AUTHOR_TYPE =
+  'Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401.';
 
 /** The sections a create may carry. */
 export const createSections = {
@@ -91,15 +99,32 @@ export const AggregateRequest = Type.Object(
 export const AggregateResponse = Type.Object(
   {
     groups: Type.Optional(Type.Array(OpenObject())),
-    timeSeries: Type.Optional(Type.Array(OpenObject())),
+    timeSeries: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            bucket: Type.String({
+              description:
+                'The bucket: `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day), `2026-W07` (ISO week), `2026-02` (month), `2026-Q1` (quarter), `2026` (year); UTC',
+            }),
+            start: Type.String({ description: 'The bucket’s first instant (RFC 3339, UTC)' }),
+            count: Type.Number(),
+          },
+          { additionalProperties: true, description: 'Also the requested metrics that have a value' },
+        ),
+      ),
+    ),
     count: Type.Number(),
-    avg_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    p50_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    p95_close_time_seconds: Type.Optional(Nullable(Type.Number())),
-    total_replies: Type.Optional(Nullable(Type.Number())),
-    avg_replies: Type.Optional(Nullable(Type.Number())),
+    avg_close_time_seconds: Type.Optional(Type.Number()),
+    p50_close_time_seconds: Type.Optional(Type.Number()),
+    p95_close_time_seconds: Type.Optional(Type.Number()),
+    total_replies: Type.Optional(Type.Number()),
+    avg_replies: Type.Optional(Type.Number()),
   },
-  { $id: 'AggregateResponse' },
+  {
+    $id: 'AggregateResponse',
+    description: 'A requested metric without a value (no closed case to time, no thread) is left out',
+  },
 );
 
 export const FacetRule = Closed(
@@ -109,8 +134,9 @@ export const FacetRule = Closed(
   { $id: 'FacetRule' },
 );
 
+/** A reply always names its author: a user's is the user, an admin's the credential unless named. */
 export const ReplyEntry = Type.Object(
-  { at: Type.String(), authorId: Nullable(Type.String()), authorType: Nullable(Type.String()) },
+  { at: Type.String(), authorId: Type.String(), authorType: Type.String() },
   { $id: 'ReplyEntry', additionalProperties: true },
 );
 

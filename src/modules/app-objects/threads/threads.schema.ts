@@ -2,6 +2,9 @@ import { Type } from 'typebox';
 import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject, ref } from '../../../platform/schemas.ts';
 import { THREAD } from '../shared/kinds.ts';
 import {
+  AUTHOR_ID,
+  AUTHOR_TYPE,
+  CONTACT_ID,
   commonListQuery,
   createSections,
   objectSchema,
@@ -12,6 +15,7 @@ import {
 } from '../shared/schema.ts';
 
 export const AppThread = objectSchema('AppThread', THREAD, {
+  authorType: Type.String({ description: 'Default `user` for a user’s thread, `admin` for an admin’s' }),
   replyCount: Type.Integer(),
   body: OpenObject(),
   replies: Type.Array(ref(ReplyEntry)),
@@ -26,11 +30,11 @@ export const CreateThreadInput = Closed(
     slug: Type.Optional(text()),
     title: Type.Optional(text(500)),
     status: Type.Optional(text(50, 'Default `open`')),
-    authorId: Type.Optional(text(200, 'Admins only; a public create uses the token’s user')),
-    authorType: Type.Optional(text(50, 'Admins only; `user` on a public create')),
+    authorId: Type.Optional(text(200, AUTHOR_ID)),
+    authorType: Type.Optional(text(50, AUTHOR_TYPE)),
     productId: Type.Optional(text()),
     proofId: Type.Optional(text()),
-    contactId: Type.Optional(text(200, 'Admins only; a public create uses the token’s contact')),
+    contactId: Type.Optional(text(200, CONTACT_ID)),
     parentType: Type.Optional(text(50)),
     parentId: Type.Optional(text()),
     body: Type.Optional(OpenObject()),
@@ -57,8 +61,8 @@ export type UpdateThreadInput = Type.Static<typeof UpdateThreadInput>;
 
 export const ReplyInput = Type.Object(
   {
-    authorId: Type.Optional(text(200, 'Admins only; a user’s reply carries the token’s user')),
-    authorType: Type.Optional(text(50, 'Admins only; `user` for a user’s reply')),
+    authorId: Type.Optional(text(200, AUTHOR_ID)),
+    authorType: Type.Optional(text(50, AUTHOR_TYPE)),
   },
   {
     $id: 'ReplyInput',

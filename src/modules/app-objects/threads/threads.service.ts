@@ -1,8 +1,8 @@
-/** Thread rules: public create (author and owner from the token), owner edits, soft delete, atomic replies. */
+/** Thread rules: public create (author and owner are the caller's own), owner edits, soft delete, atomic replies. */
 import type { Db } from '../../../db/index.ts';
-import { badRequest, conflict, notFound, notPermitted } from '../../../platform/errors.ts';
+import { conflict, notFound, notPermitted } from '../../../platform/errors.ts';
 import { THREAD } from '../shared/kinds.ts';
-import { ObjectService } from '../shared/objects.service.ts';
+import { ObjectService, userIdentity } from '../shared/objects.service.ts';
 import { type Actor, type AppObject, canSee, isAdmin } from '../shared/sections.ts';
 import * as repo from './threads.repository.ts';
 import type { CreateThreadInput, ReplyInput, ThreadListQuery, UpdateThreadInput } from './threads.schema.ts';
@@ -15,7 +15,11 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
     super(db, THREAD);
   }
 
-  /** Anyone who can see the thread may reply; a user's reply carries their own identity. */
+  /**
+   * Anyone who can see the thread may reply. An admin may name the author (default: the
+   * admin credential, authorType `admin`); a user's reply carries their own identity by the
+   * rule of their creates (`userIdentity`): their own authorId, an authorType that is not staff.
+   */
   async reply(collectionId: string, appId: string, id: string, caller: Actor, input: ReplyInput): Promise<AppObject> {
     const { at: _ignored, ...extra } = input;
     const entry: Record<string, unknown> & { at: string } = { ...extra, at: new Date().toISOString() };
@@ -23,11 +27,9 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
       entry.authorId = input.authorId ?? caller.actorId;
       entry.authorType = input.authorType ?? 'admin';
     } else {
-      if (input.authorId !== undefined && input.authorId !== caller.userId) {
-        throw badRequest('authorId of a user’s reply is the user of the token', { fields: ['authorId'] });
-      }
-      entry.authorId = caller.userId;
-      entry.authorType = 'user';
+      const { authorId, authorType } = userIdentity(caller, { authorId: input.authorId, authorType: input.authorType });
+      entry.authorId = authorId;
+      entry.authorType = authorType;
     }
     const row = await repo.appendReply(this.db, collectionId, appId, id, caller, entry, this.maxReplies);
     if (row) return this.present(row, caller);
