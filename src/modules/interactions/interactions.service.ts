@@ -98,10 +98,7 @@ function checkWindow(p: InteractionPermissions) {
 }
 
 /** A key given replaces the stored one, `null` removes it (back to its default), others stay. */
-export function mergePermissions(
-  stored: InteractionPermissions,
-  patch: InteractionPermissionsPatch,
-): InteractionPermissions {
+function mergePermissions(stored: InteractionPermissions, patch: InteractionPermissionsPatch): InteractionPermissions {
   // Only the closed schema's keys reach here; fromEntries keeps even odd names own fields.
   const kept = Object.entries(stored).filter(([key]) => !Object.hasOwn(patch, key));
   const given = Object.entries(patch).filter(([, value]) => value !== null);
