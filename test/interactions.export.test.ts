@@ -25,6 +25,9 @@ beforeAll(async () => {
       outcome: 'success',
       timestamp: '2026-06-01T00:00:00.000Z',
       metadata: { note: 'plain' },
+      productId: 'p1',
+      source: 'mobile',
+      campaign: 'spring',
     },
     {
       interactionId: 'signup',
@@ -84,6 +87,10 @@ describe('interactions.export task', () => {
       timestamp: '2026-06-01T00:00:00.000Z',
       metadata: { note: 'plain' },
       collectionId: a.id,
+      productId: 'p1',
+      source: 'mobile',
+      channel: 'admin',
+      campaign: 'spring',
     });
     expect(lines[1]).toMatchObject({ userId: 'u2', metadata: { note: 'comma, "quote"\nnewline' } });
     expect(Number(res.headers['content-length'])).toBe(Buffer.byteLength(res.body));
@@ -100,9 +107,11 @@ describe('interactions.export task', () => {
     expect(res.headers['content-type']).toContain('text/csv');
     const [header, ...rest] = res.body.split('\n');
     expect(header).toBe(
-      'eventId,timestamp,interactionId,appId,outcome,userId,contactId,anonId,scope,broadcastId,journeyId,source,deleted,metadata',
+      'eventId,timestamp,interactionId,appId,outcome,userId,contactId,anonId,scope,broadcastId,journeyId,productId,proofId,variantId,batchId,eventType,source,channel,deleted,metadata,extra',
     );
-    expect(rest[0]).toContain(',signup,app,success,u1,,,,,,admin,false,"{""note"":""plain""}"');
+    expect(rest[0]).toContain(
+      ',signup,app,success,u1,,,,,,p1,,,,,mobile,admin,false,"{""note"":""plain""}","{""campaign"":""spring""}"',
+    );
     // The outcome cell starts with '=' and is prefixed with a quote; the metadata cell keeps its newline quoted.
     expect(res.body).toContain(`,"'=HYPERLINK(""x"")",u2,`);
     expect(res.body).toContain('"{""note"":""comma, \\""quote\\""\\nnewline""}"');

@@ -74,21 +74,22 @@ describe('admin append', () => {
       journeyId: 'j1',
       userId: 'u1',
       contactId: 'c1',
-      anonId: null,
       outcome: 'success',
       metadata: { score: 3 },
-      source: 'admin',
+      channel: 'admin',
       deleted: false,
     });
   });
 
-  it('refuses an undefined interaction, a missing identity, a wrong appId and unknown fields (400)', async () => {
+  it('refuses an undefined interaction, a missing identity, a wrong appId, a foreign collectionId and bad values (400)', async () => {
     await createType('app-type2', {});
     for (const payload of [
       { interactionId: 'nope', userId: 'u1' },
       { interactionId: 'app-type2' },
       { interactionId: 'app-type2', userId: 'u1', appId: 'other' },
-      { interactionId: 'app-type2', userId: 'u1', bogus: true },
+      { interactionId: 'app-type2', userId: 'u1', collectionId: b.id },
+      { interactionId: 'app-type2', userId: 'u1', deleted: true },
+      { interactionId: 'app-type2', userId: 'u1', productId: 7 },
       { interactionId: 'app-type2', userId: 'u1', timestamp: 'yesterday' },
       { interactionId: 'app-type2', userId: 'u1', metadata: [1, 2] },
     ]) {
@@ -215,7 +216,7 @@ describe('event update', () => {
       expect((await t.inject({ method: 'PATCH', url, headers, payload: { outcome: 'x' } })).statusCode).toBe(401);
     }
     const [row] = await events({ interactionId: 'upd2' });
-    expect(row.outcome).toBeNull();
+    expect(row).not.toHaveProperty('outcome');
   });
 });
 
@@ -229,7 +230,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect(row).toMatchObject({
       userId: 'alice',
       contactId: 'contact-alice',
-      source: 'public',
+      channel: 'public',
       outcome: 'success',
       appId: 'app',
     });
@@ -244,16 +245,8 @@ describe('public submit: permissions, each refusal with its reason', () => {
     string,
     string,
   ][] = [
-    [
-      'disabled',
-      { enabled: false, allowPublicSubmit: true },
-      {},
-      () => bearer(tokenA),
-      401,
-      'FORBIDDEN',
-      'interaction_disabled',
-    ],
-    ['no public submit', {}, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'public_submit_not_allowed'],
+    ['disabled', { enabled: false, allowPublicSubmit: true }, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'disabled'],
+    ['no public submit', {}, {}, () => bearer(tokenA), 401, 'FORBIDDEN', 'not_public'],
     [
       'requireAuth, anonymous',
       { allowPublicSubmit: true, allowAnonymousSubmit: true, requireAuth: true },
@@ -263,15 +256,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       'UNAUTHORIZED',
       'auth_required',
     ],
-    [
-      'anonymous not allowed',
-      { allowPublicSubmit: true },
-      {},
-      () => ({}),
-      401,
-      'UNAUTHORIZED',
-      'anonymous_submit_not_allowed',
-    ],
+    ['anonymous not allowed', { allowPublicSubmit: true }, {}, () => ({}), 401, 'UNAUTHORIZED', 'auth_required'],
     [
       'origin not allowed',
       { allowPublicSubmit: true, allowedOrigins: ['https://shop.example.com'] },
@@ -279,7 +264,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       () => ({ ...bearer(tokenA), origin: 'https://evil.example.net' }),
       401,
       'FORBIDDEN',
-      'origin_not_allowed',
+      'origin_forbidden',
     ],
     [
       'no origin',
@@ -288,7 +273,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       () => bearer(tokenA),
       401,
       'FORBIDDEN',
-      'origin_not_allowed',
+      'origin_forbidden',
     ],
     [
       'not started',
@@ -297,7 +282,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       () => bearer(tokenA),
       401,
       'FORBIDDEN',
-      'not_started',
+      'before_start',
     ],
     [
       'ended',
@@ -306,7 +291,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       () => bearer(tokenA),
       401,
       'FORBIDDEN',
-      'ended',
+      'after_end',
     ],
     [
       'identity mismatch',
@@ -333,7 +318,12 @@ describe('public submit: permissions, each refusal with its reason', () => {
       await createType(id, permissions);
       const res = await submit({ interactionId: id, outcome: 'success', ...extra }, headers());
       expect(res.statusCode, res.body).toBe(status);
-      expect(res.json()).toMatchObject({ errorCode, details: { reason } });
+      expect(res.json()).toMatchObject({
+        errorCode,
+        error: 'FORBIDDEN',
+        reason,
+        details: { error: 'FORBIDDEN', reason },
+      });
       expect(await events({ interactionId: id })).toEqual([]);
     });
   }
@@ -353,7 +343,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
       { interactionId: 'origins' },
       { ...bearer(tokenA), origin: 'https://brand.test.evil.com' },
     );
-    expect(res.json().details.reason).toBe('origin_not_allowed');
+    expect(res.json().details.reason).toBe('origin_forbidden');
   });
 
   it('accepts anonymous submits where allowed, with an anonId', async () => {
@@ -361,7 +351,8 @@ describe('public submit: permissions, each refusal with its reason', () => {
     const res = await submit({ interactionId: 'anon-ok', anonId: 'device-1' });
     expect(res.statusCode).toBe(200);
     const [row] = await events({ interactionId: 'anon-ok' });
-    expect(row).toMatchObject({ userId: null, anonId: 'device-1', source: 'public' });
+    expect(row).toMatchObject({ anonId: 'device-1', channel: 'public' });
+    expect(row).not.toHaveProperty('userId');
   });
 
   it('refuses bad input (400) and an undefined interaction (400); another collection’s token is 401', async () => {
@@ -369,9 +360,10 @@ describe('public submit: permissions, each refusal with its reason', () => {
     for (const payload of [
       {},
       { interactionId: 'nope' },
-      { interactionId: 'input', extra: 1 },
+      { interactionId: 'input', eventId: 'mine' },
       { interactionId: 'input', outcome: 7 },
-      { interactionId: 'input', timestamp: '2026-01-01T00:00:00Z' },
+      { interactionId: 'input', collectionId: b.id },
+      { interactionId: 'input', metadata: { anonId: 5 } },
     ]) {
       const res = await submit(payload);
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
@@ -380,12 +372,17 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect(await events({ interactionId: 'input' })).toEqual([]);
   });
 
-  it('uniquePerUser: a second submit is 409 already_submitted; other users are free', async () => {
+  it('uniquePerUser: a second submit is 409 duplicate; other users are free', async () => {
     await createType('once', { allowPublicSubmit: true, uniquePerUser: true });
     expect((await submit({ interactionId: 'once' }, bearer(tokenA))).statusCode).toBe(200);
     const again = await submit({ interactionId: 'once' }, bearer(tokenA));
     expect(again.statusCode).toBe(409);
-    expect(again.json()).toMatchObject({ errorCode: 'CONFLICT', details: { reason: 'already_submitted' } });
+    expect(again.json()).toMatchObject({
+      errorCode: 'CONFLICT',
+      error: 'FORBIDDEN',
+      reason: 'duplicate',
+      details: { reason: 'duplicate' },
+    });
     const bobToken = await t.userToken(a.id, 'bob');
     expect((await submit({ interactionId: 'once' }, bearer(bobToken))).statusCode).toBe(200);
     expect((await events({ interactionId: 'once' })).length).toBe(2);
@@ -402,7 +399,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
     });
     expect((await submit({ interactionId: 'daily' }, bearer(tokenA))).statusCode).toBe(200);
     const again = await submit({ interactionId: 'daily' }, bearer(tokenA));
-    expect(again.json().details.reason).toBe('already_submitted');
+    expect(again.json().details.reason).toBe('duplicate');
   });
 
   it('uniqueOutcome narrows uniqueness to that outcome', async () => {
@@ -412,7 +409,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect((await submit({ interactionId: 'vote', outcome: 'voted' }, bearer(tokenA))).statusCode).toBe(200);
     const again = await submit({ interactionId: 'vote', outcome: 'voted' }, bearer(tokenA));
     expect(again.statusCode).toBe(409);
-    expect(again.json().details.reason).toBe('already_submitted');
+    expect(again.json().details.reason).toBe('duplicate');
   });
 
   it('uniquePerAnonId (with window) and anonId required', async () => {
@@ -427,7 +424,7 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect((await submit({ interactionId: 'anon-once', anonId: 'dev-1' })).statusCode).toBe(200);
     const again = await submit({ interactionId: 'anon-once', anonId: 'dev-1' });
     expect(again.statusCode).toBe(409);
-    expect(again.json().details.reason).toBe('already_submitted');
+    expect(again.json()).toMatchObject({ reason: 'duplicate_anon', details: { reason: 'duplicate_anon' } });
     expect((await submit({ interactionId: 'anon-once', anonId: 'dev-2' })).statusCode).toBe(200);
   });
 
@@ -441,5 +438,61 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect(codes.filter((c) => c === 200).length).toBe(1);
     expect(codes.filter((c) => c === 409).length).toBe(19);
     expect((await events({ interactionId: 'race', userId: 'racer' })).length).toBe(1);
+  });
+});
+
+describe('the original’s event fields and further fields', () => {
+  it('metadata.anonId stands for anonId (uniquePerAnonId); given both, they must agree (400)', async () => {
+    await createType('anon-meta', { allowPublicSubmit: true, allowAnonymousSubmit: true, uniquePerAnonId: true });
+    expect((await submit({ interactionId: 'anon-meta', metadata: { anonId: 'd1' } })).statusCode).toBe(200);
+    // The same device, named the other way, is the same slot.
+    const again = await submit({ interactionId: 'anon-meta', anonId: 'd1' });
+    expect(again.statusCode).toBe(409);
+    expect(again.json().reason).toBe('duplicate_anon');
+    const mismatch = await submit({ interactionId: 'anon-meta', anonId: 'd2', metadata: { anonId: 'd3' } });
+    expect(mismatch.statusCode).toBe(400);
+    expect(mismatch.json().details.errors[0].path).toBe('body.anonId');
+    expect((await events({ interactionId: 'anon-meta' })).map((e) => e.anonId)).toEqual(['d1']);
+  });
+
+  it('product, proof, variant, batch, source, eventType, orgId and further fields: stored and returned to the right collection only', async () => {
+    await createType('fields', { allowPublicSubmit: true });
+    await createType('fields', { allowPublicSubmit: true }, b);
+    const res = await submit(
+      {
+        interactionId: 'fields',
+        productId: 'p',
+        proofId: 'pr',
+        variantId: 'v',
+        batchId: 'bt',
+        source: 'kiosk',
+        eventType: 'scan',
+        orgId: 'org',
+        location: { lat: 1, lng: 2 },
+      },
+      bearer(tokenA),
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    const [row] = await events({ interactionId: 'fields' });
+    expect(row).toMatchObject({
+      orgId: 'org',
+      collectionId: a.id,
+      productId: 'p',
+      proofId: 'pr',
+      variantId: 'v',
+      batchId: 'bt',
+      source: 'kiosk',
+      eventType: 'scan',
+      channel: 'public',
+      location: { lat: 1, lng: 2 },
+    });
+    expect(await events({ interactionId: 'fields' }, b)).toEqual([]);
+    const foreign = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/query`,
+      headers: b.auth,
+      payload: { interactionId: 'fields' },
+    });
+    expect(foreign.statusCode).toBe(401);
   });
 });

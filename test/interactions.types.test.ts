@@ -100,8 +100,13 @@ describe('admin type CRUD', () => {
     expect(bad.statusCode).toBe(400);
   });
 
-  it('updates (permissions replaced whole) and removes', async () => {
-    await createType(a, { id: 'upd', appId: 'x', permissions: { allowPublicSubmit: true, uniquePerUser: true } });
+  it('updates (permissions merged key by key, data replaced) and removes', async () => {
+    await createType(a, {
+      id: 'upd',
+      appId: 'x',
+      permissions: { allowPublicSubmit: true, uniquePerUser: true },
+      data: { old: true },
+    });
     const res = await t.inject({
       method: 'PATCH',
       url: `${admin(a)}/upd`,
@@ -109,8 +114,8 @@ describe('admin type CRUD', () => {
       payload: { appId: 'y', permissions: { enabled: false }, data: { k: 1 } },
     });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ appId: 'y', permissions: { enabled: false }, data: { k: 1 } });
-    expect(res.json().permissions.uniquePerUser).toBeUndefined();
+    expect(res.json()).toMatchObject({ appId: 'y', data: { k: 1 } });
+    expect(res.json().permissions).toEqual({ allowPublicSubmit: true, uniquePerUser: true, enabled: false });
     const bad = await t.inject({ method: 'PATCH', url: `${admin(a)}/upd`, headers: a.auth, payload: { id: 'z' } });
     expect(bad.statusCode).toBe(400);
     const missing = await t.inject({
@@ -152,6 +157,96 @@ describe('admin type CRUD', () => {
     expect(res.statusCode).toBe(404);
     const pubRes = await t.inject({ method: 'GET', url: `${pub(b)}/mine` });
     expect(pubRes.statusCode).toBe(404);
+  });
+});
+
+describe('PATCH permissions: merged key by key, atomically', () => {
+  const patch = (c: TestCollection, id: string, payload: Record<string, unknown>) =>
+    t.inject({ method: 'PATCH', url: `${admin(c)}/${id}`, headers: c.auth, payload });
+  const stored = async (c: TestCollection, id: string) =>
+    (await t.inject({ method: 'GET', url: `${admin(c)}/${id}`, headers: c.auth })).json().permissions;
+
+  it('a key given replaces that key; null removes a key (its default again); keys left out stay', async () => {
+    await createType(a, {
+      id: 'merge',
+      appId: 'x',
+      permissions: { allowPublicSubmit: true, allowOwnRead: true, uniquePerUserWindowSeconds: 60, enabled: false },
+    });
+    const res = await patch(a, 'merge', {
+      permissions: { allowOwnRead: false, uniquePerUserWindowSeconds: null, enabled: null, allowedOrigins: ['*'] },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const expected = { allowPublicSubmit: true, allowOwnRead: false, allowedOrigins: ['*'] };
+    expect(res.json().permissions).toEqual(expected);
+    expect(await stored(a, 'merge')).toEqual(expected);
+    // enabled was removed, so the type is enabled again (its default) and publicly readable.
+    expect((await t.inject({ method: 'GET', url: `${pub(a)}/merge` })).statusCode).toBe(200);
+    // An empty permissions object changes nothing.
+    expect((await patch(a, 'merge', { permissions: {} })).json().permissions).toEqual(expected);
+  });
+
+  it('startAt < endAt is checked on the merged permissions; a refused PATCH changes nothing', async () => {
+    const permissions = {
+      allowPublicSubmit: true,
+      startAt: '2026-06-01T00:00:00.000Z',
+      endAt: '2026-07-01T00:00:00.000Z',
+    };
+    await createType(a, { id: 'window', appId: 'x', permissions });
+    for (const p of [{ endAt: '2026-05-01T00:00:00Z' }, { startAt: '2026-08-01T00:00:00Z' }]) {
+      const res = await patch(a, 'window', { appId: 'changed', permissions: p, data: { changed: true } });
+      expect(res.statusCode, JSON.stringify(p)).toBe(400);
+      expect(res.json().message).toContain('startAt must be before');
+    }
+    const after = (await t.inject({ method: 'GET', url: `${admin(a)}/window`, headers: a.auth })).json();
+    expect(after).toMatchObject({ appId: 'x', permissions, data: {} });
+    // Removing startAt lifts the constraint.
+    const ok = await patch(a, 'window', { permissions: { startAt: null, endAt: '2026-05-01T00:00:00.000Z' } });
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.json().permissions).toEqual({ allowPublicSubmit: true, endAt: '2026-05-01T00:00:00.000Z' });
+  });
+
+  it('refuses bad permission values and unknown keys (400), and permissions: null', async () => {
+    await createType(a, { id: 'strict', appId: 'x', permissions: { allowOwnRead: true } });
+    for (const payload of [
+      { permissions: { enabled: 'no' } },
+      { permissions: { unknownKey: null } },
+      { permissions: { endAt: 'soon' } },
+      { permissions: { uniquePerUserWindowSeconds: -1 } },
+      { permissions: null },
+    ]) {
+      expect((await patch(a, 'strict', payload)).statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    expect(await stored(a, 'strict')).toEqual({ allowOwnRead: true });
+  });
+
+  it('concurrent PATCHes of different keys all land', async () => {
+    await createType(a, { id: 'race', appId: 'x', permissions: { allowPublicSubmit: true } });
+    const keys = [
+      'requireAuth',
+      'allowAnonymousSubmit',
+      'uniquePerUser',
+      'allowPublicSummary',
+      'allowAuthenticatedSummary',
+      'allowOwnRead',
+      'uniquePerAnonId',
+      'enabled',
+    ];
+    const results = await Promise.all(keys.map((k) => patch(a, 'race', { permissions: { [k]: true } })));
+    expect(results.map((r) => r.statusCode)).toEqual(keys.map(() => 200));
+    expect(await stored(a, 'race')).toEqual({
+      allowPublicSubmit: true,
+      ...Object.fromEntries(keys.map((k) => [k, true])),
+    });
+  });
+
+  it('another collection’s admin cannot patch it (401 on its path, 404 on their own)', async () => {
+    await createType(a, { id: 'tenant', appId: 'x', permissions: { allowOwnRead: true } });
+    expect(
+      (await t.inject({ method: 'PATCH', url: `${admin(a)}/tenant`, headers: b.auth, payload: { permissions: {} } }))
+        .statusCode,
+    ).toBe(401);
+    expect((await patch(b, 'tenant', { permissions: { allowOwnRead: false } })).statusCode).toBe(404);
+    expect(await stored(a, 'tenant')).toEqual({ allowOwnRead: true });
   });
 });
 

@@ -38,12 +38,23 @@ export const ERROR_CODES = [
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/**
+ * A refusal clients branch on by name: the body repeats `error` and `reason` at its top level
+ * (next to `details.error` and `details.reason`), the shape clients of the original service
+ * read a refused interaction submit in (`{error: 'FORBIDDEN', reason}`).
+ */
+export interface Refusal {
+  error: string;
+  reason: string;
+}
+
 export class AppError extends Error {
   constructor(
     readonly statusCode: number,
     readonly errorCode: ErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
+    readonly refusal?: Refusal,
   ) {
     super(message);
   }
@@ -64,6 +75,9 @@ export const notFound = (what = 'Resource') => new AppError(404, 'NOT_FOUND', `$
 export const conflict = (message: string, details?: Record<string, unknown>) =>
   new AppError(409, 'CONFLICT', message, details);
 export const gone = (message: string) => new AppError(410, 'GONE', message);
+/** A refusal named by `reason`, in `details` and at the top level of the body (see `Refusal`). */
+export const refused = (statusCode: number, errorCode: ErrorCode, message: string, refusal: Refusal) =>
+  new AppError(statusCode, errorCode, message, { ...refusal }, refusal);
 /** The database is away or the transaction lost a race: nothing was changed; retry shortly. */
 export const unavailable = (message = 'The service is briefly unavailable (database); retry shortly') =>
   new AppError(503, 'UNAVAILABLE', message);
@@ -74,6 +88,10 @@ export interface ErrorBody {
   message: string;
   details?: Record<string, unknown>;
   requestId: string;
+  /** Only on a refusal (`Refusal`): its kind, e.g. FORBIDDEN. */
+  error?: string;
+  /** Only on a refusal (`Refusal`): why, e.g. duplicate. */
+  reason?: string;
 }
 
 const STATUS_CODES: Record<number, ErrorCode> = {
@@ -178,6 +196,10 @@ export function errorBody(err: AppError, requestId: string): ErrorBody {
   if (err.details) {
     const details = bounded(err.details, 0) as Record<string, unknown>;
     body.details = Buffer.byteLength(JSON.stringify(details)) <= MAX_DETAILS_BYTES ? details : { truncated: true };
+  }
+  if (err.refusal) {
+    body.error = clip(err.refusal.error, MAX_DETAIL_CHARS);
+    body.reason = clip(err.refusal.reason, MAX_DETAIL_CHARS);
   }
   return body;
 }

@@ -57,6 +57,17 @@ export const ErrorBody = Type.Object(
     message: Type.String(),
     details: Type.Optional(OpenObject()),
     requestId: Type.String(),
+    error: Type.Optional(
+      Type.String({
+        description: 'Only on a refusal clients branch on (e.g. a refused interaction submit): its kind, `FORBIDDEN`',
+      }),
+    ),
+    reason: Type.Optional(
+      Type.String({
+        description:
+          'Only with `error`: why the call was refused (e.g. `duplicate`, `after_end`); the same as `details.reason`',
+      }),
+    ),
   },
   { $id: 'ErrorBody', description: 'The one error body of the service' },
 );

@@ -13,7 +13,6 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { type CollectionWithUser, collectionWithUser } from '../helpers/fixtures.ts';
 import { mismatches, NOT_SERVED, originalOperation, originalOperations } from './original.ts';
 
-
 let t: TestApp;
 let a: CollectionWithUser;
 const seen = new Set<string>();

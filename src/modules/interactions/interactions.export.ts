@@ -22,6 +22,7 @@ export type ExportTaskContext = Pick<TaskContext, 'db' | 'signal' | 'progress'> 
   job: Pick<TaskContext['job'], 'id' | 'collectionId'>;
 };
 
+/** The CSV's columns: the row's fields, then `extra` (the event's further fields as JSON). */
 const CSV_COLUMNS = [
   'eventId',
   'timestamp',
@@ -34,7 +35,13 @@ const CSV_COLUMNS = [
   'scope',
   'broadcastId',
   'journeyId',
+  'productId',
+  'proofId',
+  'variantId',
+  'batchId',
+  'eventType',
   'source',
+  'channel',
   'deleted',
   'metadata',
 ] as const;
@@ -50,7 +57,7 @@ function csvCell(v: unknown): string {
 function line(format: 'ndjson' | 'csv', e: repo.EventRow): string {
   const row = toEventRow(e);
   if (format === 'ndjson') return `${JSON.stringify(row)}\n`;
-  return `${CSV_COLUMNS.map((c) => csvCell(row[c])).join(',')}\n`;
+  return `${[...CSV_COLUMNS.map((c) => csvCell(row[c])), csvCell(e.extra)].join(',')}\n`;
 }
 
 export async function runExport(
@@ -83,7 +90,7 @@ export async function runExport(
     pendingRows = 0;
   };
   if (format === 'csv') {
-    pending.push(`${CSV_COLUMNS.join(',')}\n`);
+    pending.push(`${[...CSV_COLUMNS, 'extra'].join(',')}\n`);
     pendingBytes = pending[0].length;
   }
   let after: { at: Date; id: number } | null = null;

@@ -28,10 +28,16 @@ export async function insertType(
   return rows[0];
 }
 
-export async function findType(db: Queryable, collectionId: string, id: string): Promise<TypeRow | undefined> {
-  const { rows } = await db.query<TypeRow>(
-    sql`SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE collection_id = ${collectionId} AND id = ${id}`,
-  );
+/** `forUpdate` locks the row until the transaction ends (read-modify-write of permissions). */
+export async function findType(
+  db: Queryable,
+  collectionId: string,
+  id: string,
+  opts: { forUpdate?: boolean } = {},
+): Promise<TypeRow | undefined> {
+  const { rows } = await db.query<TypeRow>(sql`
+    SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE collection_id = ${collectionId} AND id = ${id}
+    ${opts.forUpdate ? sql`FOR UPDATE` : empty}`);
   return rows[0];
 }
 
@@ -102,13 +108,49 @@ export interface EventRow {
   broadcast_id: string | null;
   journey_id: string | null;
   metadata: Record<string, unknown> | null;
-  source: string;
+  /** The channel: admin (append) or public (submit). */
+  source: 'admin' | 'public';
   deleted_at: Date | null;
+  org_id: string | null;
+  product_id: string | null;
+  proof_id: string | null;
+  variant_id: string | null;
+  batch_id: string | null;
+  event_type: string | null;
+  /** The client's free-text source tag. */
+  source_tag: string | null;
+  /** Fields of the body that have no column, returned with the event. */
+  extra: Record<string, unknown> | null;
 }
 
-export const EVENT_COLUMNS = raw(
-  'collection_id, id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id, anon_id, outcome, scope, broadcast_id, journey_id, metadata, source, deleted_at',
-);
+const EVENT_COLUMN_NAMES = [
+  'collection_id',
+  'id',
+  'event_id',
+  'interaction_id',
+  'app_id',
+  'occurred_at',
+  'user_id',
+  'contact_id',
+  'anon_id',
+  'outcome',
+  'scope',
+  'broadcast_id',
+  'journey_id',
+  'metadata',
+  'source',
+  'deleted_at',
+  'org_id',
+  'product_id',
+  'proof_id',
+  'variant_id',
+  'batch_id',
+  'event_type',
+  'source_tag',
+  'extra',
+];
+export const EVENT_COLUMNS = raw(EVENT_COLUMN_NAMES.join(', '));
+const EVENT_COLUMNS_OF_E = raw(EVENT_COLUMN_NAMES.map((c) => `e.${c}`).join(', '));
 
 export interface NewEvent {
   eventId: string;
@@ -123,16 +165,29 @@ export interface NewEvent {
   broadcastId: string | null;
   journeyId: string | null;
   metadata: Record<string, unknown> | null;
-  source: 'admin' | 'public';
+  channel: 'admin' | 'public';
+  orgId: string | null;
+  productId: string | null;
+  proofId: string | null;
+  variantId: string | null;
+  batchId: string | null;
+  eventType: string | null;
+  sourceTag: string | null;
+  extra: Record<string, unknown> | null;
 }
+
+const jsonb = (v: Record<string, unknown> | null) => (v === null ? null : JSON.stringify(v));
 
 export async function insertEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<void> {
   await db.query(sql`
     INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
-      anon_id, outcome, scope, broadcast_id, journey_id, metadata, source)
+      anon_id, outcome, scope, broadcast_id, journey_id, metadata, source,
+      org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra)
     VALUES (${collectionId}, ${e.eventId}, ${e.interactionId}, ${e.appId}, coalesce(${e.occurredAt}::timestamptz, now()),
       ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
-      ${e.metadata === null ? null : JSON.stringify(e.metadata)}::jsonb, ${e.source})`);
+      ${jsonb(e.metadata)}::jsonb, ${e.channel},
+      ${e.orgId}, ${e.productId}, ${e.proofId}, ${e.variantId}, ${e.batchId}, ${e.eventType}, ${e.sourceTag},
+      ${jsonb(e.extra)}::jsonb)`);
 }
 
 /**
@@ -175,7 +230,8 @@ export interface EventFilter {
   scope?: string;
   broadcastId?: string;
   journeyId?: string;
-  outcome?: string;
+  /** null: events without an outcome. */
+  outcome?: string | null;
   from?: string;
   to?: string;
   includeDeleted?: boolean;
@@ -193,7 +249,8 @@ export function eventWhere(collectionId: string, f: EventFilter, alias = ''): Sq
   if (f.scope !== undefined) where.push(sql`${c('scope')} = ${f.scope}`);
   if (f.broadcastId !== undefined) where.push(sql`${c('broadcast_id')} = ${f.broadcastId}`);
   if (f.journeyId !== undefined) where.push(sql`${c('journey_id')} = ${f.journeyId}`);
-  if (f.outcome !== undefined) where.push(sql`${c('outcome')} = ${f.outcome}`);
+  if (f.outcome === null) where.push(sql`${c('outcome')} IS NULL`);
+  else if (f.outcome !== undefined) where.push(sql`${c('outcome')} = ${f.outcome}`);
   if (f.from !== undefined) where.push(sql`${c('occurred_at')} >= ${f.from}::timestamptz`);
   if (f.to !== undefined) where.push(sql`${c('occurred_at')} < ${f.to}::timestamptz`);
   if (!f.includeDeleted) where.push(sql`${c('deleted_at')} IS NULL`);
@@ -229,9 +286,7 @@ export async function queryOwnEvents(
   f: EventFilter & { limit: number },
 ): Promise<EventRow[]> {
   const { rows } = await db.query<EventRow>(sql`
-    SELECT ${raw(
-      'e.collection_id, e.id, e.event_id, e.interaction_id, e.app_id, e.occurred_at, e.user_id, e.contact_id, e.anon_id, e.outcome, e.scope, e.broadcast_id, e.journey_id, e.metadata, e.source, e.deleted_at',
-    )}
+    SELECT ${EVENT_COLUMNS_OF_E}
     FROM interaction_events e
     JOIN interaction_types t ON t.collection_id = e.collection_id AND t.id = e.interaction_id
     WHERE ${eventWhere(collectionId, { ...f, userId }, 'e')}

@@ -38,7 +38,16 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
   const submitReply = {
     200: ref(S.SubmitInteractionResponse),
     ...errorResponses,
-    409: { ...Type.Ref('ErrorBody'), description: 'Already submitted (uniquePerUser / uniquePerAnonId)' },
+    401: {
+      ...Type.Ref('ErrorBody'),
+      description:
+        'Refused by the type’s permissions: `error: FORBIDDEN` and `reason` (disabled, not_public, auth_required, origin_forbidden, before_start, after_end, identity_mismatch), also in details',
+    },
+    409: {
+      ...Type.Ref('ErrorBody'),
+      description:
+        'A duplicate: `error: FORBIDDEN`, `reason` duplicate (uniquePerUser) or duplicate_anon (uniquePerAnonId)',
+    },
   };
   const base = '/admin/collection/:collectionId/interactions';
   const pub = '/public/collection/:collectionId/interactions';
@@ -98,7 +107,9 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
       schema: {
         tags,
         operationId: 'interactions_update',
-        summary: 'Update an interaction type (permissions and data are replaced whole)',
+        summary: 'Update an interaction type (permissions merge key by key)',
+        description:
+          'Each key of `permissions` replaces that key of the stored permissions; `null` removes the key, so it takes its default again; keys not sent are kept. `{permissions: {endAt}}` changes only endAt. `appId` and `data` replace the stored ones. The update is atomic: concurrent updates of different keys all land, and startAt must be before endAt in the merged permissions (else 400, nothing changed).',
         params: S.TypeParams,
         body: ref(S.UpdateInteractionTypeBody),
         response: typeReply,

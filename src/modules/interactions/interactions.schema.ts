@@ -1,5 +1,13 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import {
+  Closed,
+  CollectionIdParam,
+  Instant,
+  Nullable,
+  OPEN_OBJECT_MAX_PROPERTIES,
+  OpenObject,
+  Timestamp,
+} from '../../platform/schemas.ts';
 
 const Id = (description?: string) => Type.String({ minLength: 1, maxLength: 200, description });
 const Text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
@@ -28,13 +36,17 @@ export const InteractionPermissions = Closed(
     startAt: Type.Optional(Instant('Submits before this instant are refused')),
     endAt: Type.Optional(Instant('Submits at or after this instant are refused', 'end')),
     uniquePerUser: Type.Optional(Type.Boolean({ description: 'One event per user (optionally per window)' })),
-    uniquePerUserWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
+    uniquePerUserWindowSeconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 10 * 365 * 86400, description: 'The window; 0 or absent: all time' }),
+    ),
     uniqueOutcome: Type.Optional(Text(200, 'Uniqueness applies only to events with this outcome')),
     allowPublicSummary: Type.Optional(Type.Boolean({ description: 'Anyone may read counts by outcome' })),
     allowAuthenticatedSummary: Type.Optional(Type.Boolean({ description: 'Users with a token may read counts' })),
     allowOwnRead: Type.Optional(Type.Boolean({ description: 'A user may read their own events (by-user)' })),
     uniquePerAnonId: Type.Optional(Type.Boolean({ description: 'One event per anonymous id (optionally per window)' })),
-    uniquePerAnonIdWindowSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 * 365 * 86400 })),
+    uniquePerAnonIdWindowSeconds: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 10 * 365 * 86400, description: 'The window; 0 or absent: all time' }),
+    ),
   },
   {
     description:
@@ -81,13 +93,34 @@ export const CreateInteractionTypeBody = Closed(
 );
 export type CreateInteractionTypeBody = Type.Static<typeof CreateInteractionTypeBody>;
 
+/** Permissions as a PATCH sends them: each key optional, `null` removes the stored key. */
+export type InteractionPermissionsPatch = {
+  [K in keyof InteractionPermissions]?: InteractionPermissions[K] | null;
+};
+// Built from InteractionPermissions, so that each key keeps its own rules (formats, bounds).
+export const InteractionPermissionsPatch = Type.Unsafe<InteractionPermissionsPatch>(
+  Closed(
+    Object.fromEntries(
+      Object.entries(InteractionPermissions.properties).map(([key, schema]) => [key, Type.Optional(Nullable(schema))]),
+    ),
+    {
+      description:
+        'Merged key by key into the stored permissions: a key given replaces that key, `null` removes it (it takes its default again), a key left out is kept',
+    },
+  ),
+);
+
 export const UpdateInteractionTypeBody = Closed(
   {
     appId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
-    permissions: Type.Optional(InteractionPermissions),
-    data: Type.Optional(OpenObject()),
+    permissions: Type.Optional(InteractionPermissionsPatch),
+    data: Type.Optional(OpenObject({ description: 'Replaces the stored data whole' })),
   },
-  { $id: 'UpdateInteractionTypeBody', description: 'permissions and data replace the stored ones whole' },
+  {
+    $id: 'UpdateInteractionTypeBody',
+    description:
+      'permissions merge key by key into the stored ones (null removes a key); data replaces the stored data whole',
+  },
 );
 export type UpdateInteractionTypeBody = Type.Static<typeof UpdateInteractionTypeBody>;
 
@@ -98,17 +131,43 @@ export const ListTypesQuery = Closed({
 });
 export type ListTypesQuery = Type.Static<typeof ListTypesQuery>;
 
+/**
+ * Fields of an event body that are stored in their own columns and returned by name. Clients
+ * of the original service send them all (its `InteractionEventBase`); any further field is an
+ * extra, kept with the event and returned at the top level of its row (`EVENT_EXTRA_MAX_BYTES`).
+ */
 const eventFields = {
+  collectionId: Type.Optional(Text(200, 'Must equal the collectionId of the path when given')),
+  orgId: Type.Optional(Text(200, 'Stored and returned as sent; rows without one answer the collection id')),
   interactionId: Id('The interaction type'),
   appId: Type.Optional(Text(100, 'Defaults to the type’s appId; must equal it when given')),
   outcome: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
   scope: Type.Optional(Text(200)),
   broadcastId: Type.Optional(Text(200)),
   journeyId: Type.Optional(Text(200, 'The journey this event belongs to (journey entry)')),
-  metadata: Type.Optional(OpenObject()),
+  productId: Type.Optional(Text(200, 'The product the event concerns')),
+  proofId: Type.Optional(Text(200, 'The proof the event concerns')),
+  variantId: Type.Optional(Text(200, 'The variant the event concerns')),
+  batchId: Type.Optional(Text(200, 'The batch the event concerns')),
+  source: Type.Optional(Text(200, 'Free-text tag of where the event came from, e.g. mobile, email-link')),
+  eventType: Type.Optional(Text(200, 'Free-text event type')),
+  metadata: Type.Optional(OpenObject({ description: '`metadata.anonId` is read as `anonId` when that is absent' })),
 };
 
-export const AppendInteractionBody = Closed(
+/** Serialised size of an event's extra fields: they are repeated on every read of the event. */
+export const EVENT_EXTRA_MAX_BYTES = 16 * 1024;
+/**
+ * Names of row fields the service sets: as extras they would be hidden behind the row's own
+ * field on every read, so they are refused (400) rather than stored and never seen.
+ */
+export const SERVICE_SET_FIELDS = ['channel', 'deleted', 'interaction'] as const;
+const openEvent = (description: string, serviceSet: readonly string[]) => ({
+  additionalProperties: true,
+  maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+  description: `${description}. Further fields (up to ${EVENT_EXTRA_MAX_BYTES / 1024} KiB as JSON) are kept with the event and returned at the top level of its row; ${serviceSet.join(', ')} are set by the service and refused here`,
+});
+
+export const AppendInteractionBody = Type.Object(
   {
     ...eventFields,
     userId: Type.Optional(Id()),
@@ -123,20 +182,27 @@ export const AppendInteractionBody = Closed(
     ),
     timestamp: Type.Optional(Instant('When the event happened (backfill); default now')),
   },
-  { $id: 'AppendInteractionBody', description: 'userId or contactId is required' },
+  { $id: 'AppendInteractionBody', ...openEvent('userId or contactId is required', SERVICE_SET_FIELDS) },
 );
-export type AppendInteractionBody = Type.Static<typeof AppendInteractionBody>;
+export type AppendInteractionBody = Type.Static<typeof AppendInteractionBody> & Record<string, unknown>;
 
-export const SubmitInteractionBody = Closed(
+export const SubmitInteractionBody = Type.Object(
   {
     ...eventFields,
     userId: Type.Optional(Id('Must equal the token’s user when given')),
     contactId: Type.Optional(Id('Must equal the token’s contact when given')),
     anonId: Type.Optional(Id('A client-generated id for anonymous submitters (uniquePerAnonId)')),
+    timestamp: Type.Optional({
+      ...AppendInteractionBody.properties.timestamp,
+      description: 'Accepted and not used: a submitted event takes the server’s time',
+    }),
   },
-  { $id: 'SubmitInteractionBody' },
+  {
+    $id: 'SubmitInteractionBody',
+    ...openEvent('The event; its identity comes from the user token', ['eventId', ...SERVICE_SET_FIELDS]),
+  },
 );
-export type SubmitInteractionBody = Type.Static<typeof SubmitInteractionBody>;
+export type SubmitInteractionBody = Type.Static<typeof SubmitInteractionBody> & Record<string, unknown>;
 
 export const SubmitInteractionResponse = Closed(
   { success: Type.Boolean(), eventId: Type.String() },
@@ -156,27 +222,54 @@ export const UpdateEventBody = Closed(
 );
 export type UpdateEventBody = Type.Static<typeof UpdateEventBody>;
 
+const optionalText = (description?: string) => Type.Optional(Type.String({ description }));
+
+/**
+ * An event as every read answers it. Optional fields are absent when the event has no value
+ * for them (never null); fields of the body that are not listed here (extras) come back at
+ * the top level, and never in place of a listed field.
+ */
 export const InteractionEventRow = Type.Object(
   {
-    orgId: Type.String({ description: 'The collection id (this service has no separate organisation)' }),
+    orgId: Type.String({ description: 'As sent with the event; else the collection id' }),
     collectionId: Type.String(),
     eventId: Type.String(),
     timestamp: Timestamp,
-    appId: Nullable(Type.String()),
     interactionId: Type.String(),
-    scope: Nullable(Type.String()),
-    broadcastId: Nullable(Type.String()),
-    journeyId: Nullable(Type.String()),
-    userId: Nullable(Type.String()),
-    contactId: Nullable(Type.String()),
-    anonId: Nullable(Type.String()),
-    outcome: Nullable(Type.String()),
-    metadata: Nullable(OpenObject()),
-    source: Type.String({ description: 'admin (append) or public (submit)' }),
+    appId: optionalText(),
+    scope: optionalText(),
+    broadcastId: optionalText(),
+    journeyId: optionalText(),
+    userId: optionalText(),
+    contactId: optionalText(),
+    anonId: optionalText(),
+    outcome: optionalText(),
+    metadata: Type.Optional(OpenObject()),
+    productId: optionalText(),
+    proofId: optionalText(),
+    variantId: optionalText(),
+    batchId: optionalText(),
+    source: optionalText('The free-text source tag sent with the event'),
+    eventType: optionalText(),
+    // An enum rather than a union of literals: the serializer picks a union's branch by
+    // validating each value, on every row of a 10,000-row answer.
+    channel: Type.Unsafe<'admin' | 'public'>({
+      type: 'string',
+      enum: ['admin', 'public'],
+      description: 'How the event arrived: admin (append) or public (submit)',
+    }),
     deleted: Type.Boolean(),
-    interaction: Type.Optional(Nullable(Type.Ref('InteractionTypeRecord'))),
+    interaction: Type.Optional(
+      Type.Ref('InteractionTypeRecord', {
+        description: 'With include: ["interaction"], the event’s type (absent if the type was removed)',
+      }),
+    ),
   },
-  { $id: 'InteractionEventRow', additionalProperties: false },
+  {
+    $id: 'InteractionEventRow',
+    additionalProperties: true,
+    description: 'Further fields sent with the event are returned at the top level',
+  },
 );
 export type InteractionEventRow = Type.Static<typeof InteractionEventRow>;
 
@@ -196,7 +289,7 @@ export const AdminInteractionsQueryRequest = Closed(
     interactionIds: Type.Optional(Type.Array(Id(), { maxItems: 100 })),
     broadcastId: Type.Optional(Text(200)),
     journeyId: Type.Optional(Text(200)),
-    outcome: Type.Optional(Text(200)),
+    outcome: Type.Optional(Nullable(Text(200, 'null: events without an outcome'))),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000, default: 100 })),
     includeDeleted: Type.Optional(Type.Boolean()),
     latestPerEventId: Type.Optional(Type.Boolean({ description: 'Only the latest version of each eventId' })),
@@ -251,11 +344,16 @@ export const GROUPABLE = [
 ] as const;
 const FieldPath = Type.String({ pattern: '^metadata\\.[A-Za-z0-9_-]{1,100}$', maxLength: 109 });
 
+const AggregateField = Type.Union([FieldPath, Type.Literal('*')], {
+  description: 'metadata.<key> holding a number, or * (count only)',
+});
+const AggregateOps = Type.Array(AggregateOp, { minItems: 1, maxItems: 5, uniqueItems: true });
+
 export const AdminInteractionsAggregateRequest = Closed(
   {
     ...windowFields,
     interactionIds: Type.Optional(Type.Array(Id(), { maxItems: 100 })),
-    outcome: Type.Optional(Text(200)),
+    outcome: Type.Optional(Nullable(Text(200, 'null: events without an outcome'))),
     limit: Type.Optional(
       Type.Integer({ minimum: 1, maximum: 10_000, default: 100, description: 'Most groups returned' }),
     ),
@@ -264,13 +362,19 @@ export const AdminInteractionsAggregateRequest = Closed(
     groupBy: Type.Union([...GROUPABLE.map((g) => Type.Literal(g)), FieldPath], {
       description: `One of ${GROUPABLE.join(', ')} or metadata.<key>`,
     }),
-    aggregate: OpenObject({ description: 'Free-form label echoed back' }),
-    field: Type.Union([FieldPath, Type.Literal('*')], {
-      description: 'metadata.<key> holding a number, or * (count only)',
-    }),
-    ops: Type.Array(AggregateOp, { minItems: 1, maxItems: 5, uniqueItems: true }),
+    aggregate: Type.Object(
+      { field: Type.Optional(AggregateField), ops: Type.Optional(AggregateOps) },
+      {
+        additionalProperties: true,
+        maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+        description:
+          'Echoed back. `field` and `ops` may be given here instead of at the top level (the top-level ones win)',
+      },
+    ),
+    field: Type.Optional(AggregateField),
+    ops: Type.Optional(AggregateOps),
   },
-  { $id: 'AdminInteractionsAggregateRequest' },
+  { $id: 'AdminInteractionsAggregateRequest', description: '`field` and `ops` are required, here or in `aggregate`' },
 );
 export type AdminInteractionsAggregateRequest = Type.Static<typeof AdminInteractionsAggregateRequest>;
 
@@ -279,10 +383,10 @@ export const AdminInteractionsAggregateRow = Closed(
     groupValue: Nullable(Type.String()),
     eventCount: Type.Integer(),
     count: Type.Optional(Type.Integer({ description: 'Events whose field holds a number' })),
-    sum: Type.Optional(Nullable(Type.Number())),
-    avg: Type.Optional(Nullable(Type.Number())),
-    min: Type.Optional(Nullable(Type.Number())),
-    max: Type.Optional(Nullable(Type.Number())),
+    sum: Type.Optional(Type.Number({ description: 'When asked for and the group has a number' })),
+    avg: Type.Optional(Type.Number({ description: 'When asked for and the group has a number' })),
+    min: Type.Optional(Type.Number({ description: 'When asked for and the group has a number' })),
+    max: Type.Optional(Type.Number({ description: 'When asked for and the group has a number' })),
   },
   { $id: 'AdminInteractionsAggregateRow' },
 );

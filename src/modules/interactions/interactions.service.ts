@@ -1,54 +1,69 @@
 /**
  * Interaction types and events: the rules. Admins define types and append events freely;
  * public callers submit events under the type's permissions, and read their own events or
- * summaries only where the type allows it. A refusal always names its reason in
- * `details.reason` (see docs/interactions.md for the list).
+ * summaries only where the type allows it. A refusal always names its reason, in
+ * `details.reason` and as `reason` at the top level of the error body (see
+ * docs/interactions.md for the list).
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
 import type { Caller } from '../../platform/auth.ts';
-import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
+import { type AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { type ExportDownload, openExport } from './interactions.export.ts';
 import { toEventRow } from './interactions.present.ts';
 import * as repo from './interactions.repository.ts';
-import type {
-  AdminInteractionsAggregateRequest,
-  AdminInteractionsAggregateResponse,
-  AdminInteractionsCountsByOutcomeRequest,
-  AdminInteractionsQueryRequest,
+import {
+  type AdminInteractionsAggregateRequest,
+  type AdminInteractionsAggregateResponse,
+  type AdminInteractionsAggregateRow,
+  type AdminInteractionsCountsByOutcomeRequest,
+  type AdminInteractionsQueryRequest,
   AppendInteractionBody,
-  CreateInteractionTypeBody,
-  InteractionEventRow,
-  InteractionPermissions,
-  InteractionTypeRecord,
-  ListTypesQuery,
-  OutcomeCount,
-  PublicInteractionsByUserRequest,
-  PublicInteractionsCountsByOutcomeRequest,
+  type CreateInteractionTypeBody,
+  EVENT_EXTRA_MAX_BYTES,
+  type InteractionEventRow,
+  type InteractionPermissions,
+  type InteractionPermissionsPatch,
+  type InteractionTypeRecord,
+  type ListTypesQuery,
+  type OutcomeCount,
+  type PublicInteractionsByUserRequest,
+  type PublicInteractionsCountsByOutcomeRequest,
+  SERVICE_SET_FIELDS,
   SubmitInteractionBody,
-  UpdateEventBody,
-  UpdateInteractionTypeBody,
+  type UpdateEventBody,
+  type UpdateInteractionTypeBody,
 } from './interactions.schema.ts';
 import type { InteractionsSettings } from './interactions.settings.ts';
 
-/** Why a public call was refused; stable codes clients can branch on. */
+/**
+ * Why a public call was refused; stable names clients branch on. A refused submit is named as
+ * clients of the original service know it (its `SubmitInteractionError.reason`): `disabled`,
+ * `not_public`, `auth_required`, `origin_forbidden`, `before_start`, `after_end`, `duplicate`,
+ * `duplicate_anon`. The rest name refusals it has no name for.
+ */
 export type RefusalReason =
-  | 'interaction_disabled'
-  | 'public_submit_not_allowed'
+  | 'disabled'
+  | 'not_public'
   | 'auth_required'
-  | 'anonymous_submit_not_allowed'
-  | 'origin_not_allowed'
-  | 'not_started'
-  | 'ended'
+  | 'origin_forbidden'
+  | 'before_start'
+  | 'after_end'
+  | 'duplicate'
+  | 'duplicate_anon'
   | 'identity_mismatch'
-  | 'already_submitted'
   | 'own_read_not_allowed'
   | 'summary_not_allowed';
 
+/**
+ * Every refusal is `error: FORBIDDEN` with its reason. The status follows the interface: 401
+ * for a caller who may not do this (UNAUTHORIZED when a user token would help), 409 for a
+ * duplicate, which other credentials would not make acceptable.
+ */
 export function refusal(reason: RefusalReason, message: string): AppError {
-  if (reason === 'already_submitted') return new AppError(409, 'CONFLICT', message, { reason, error: 'FORBIDDEN' });
-  const code = reason === 'auth_required' || reason === 'anonymous_submit_not_allowed' ? 'UNAUTHORIZED' : 'FORBIDDEN';
-  return new AppError(401, code, message, { reason, error: 'FORBIDDEN' });
+  const named = { error: 'FORBIDDEN', reason };
+  if (reason === 'duplicate' || reason === 'duplicate_anon') return refused(409, 'CONFLICT', message, named);
+  return refused(401, reason === 'auth_required' ? 'UNAUTHORIZED' : 'FORBIDDEN', message, named);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -76,9 +91,85 @@ const enabled = (p: InteractionPermissions) => p.enabled !== false;
 
 function checkWindow(p: InteractionPermissions) {
   if (p.startAt && p.endAt && Date.parse(p.startAt) >= Date.parse(p.endAt)) {
-    throw badRequest('permissions.startAt must be before permissions.endAt');
+    throw badRequest('permissions.startAt must be before permissions.endAt', {
+      fields: ['permissions.startAt', 'permissions.endAt'],
+    });
   }
 }
+
+/** A key given replaces the stored one, `null` removes it (back to its default), others stay. */
+function mergePermissions(stored: InteractionPermissions, patch: InteractionPermissionsPatch): InteractionPermissions {
+  // Only the closed schema's keys reach here; fromEntries keeps even odd names own fields.
+  const kept = Object.entries(stored).filter(([key]) => !Object.hasOwn(patch, key));
+  const given = Object.entries(patch).filter(([, value]) => value !== null);
+  return Object.fromEntries([...kept, ...given]) as InteractionPermissions;
+}
+
+/** A body's `collectionId` is the original's required field; it must name the path's collection. */
+function checkCollection(collectionId: string, body: { collectionId?: string }) {
+  if (body.collectionId !== undefined && body.collectionId !== collectionId) {
+    throw validationFailed([{ path: 'body.collectionId', message: 'must equal the collectionId of the path' }]);
+  }
+}
+
+/**
+ * The anonymous id: `anonId`, or `metadata.anonId`, where clients of the original service put
+ * it ("pass anonId inside metadata" for uniquePerAnonId). Both given must agree.
+ */
+function anonIdOf(body: { anonId?: string; metadata?: Record<string, unknown> }): string | null {
+  if (!body.metadata || !Object.hasOwn(body.metadata, 'anonId')) return body.anonId ?? null;
+  const inMetadata = body.metadata.anonId;
+  if (typeof inMetadata !== 'string' || inMetadata.length === 0 || inMetadata.length > 200) {
+    throw validationFailed([{ path: 'body.metadata.anonId', message: 'must be a string of 1 to 200 characters' }]);
+  }
+  if (body.anonId !== undefined && body.anonId !== inMetadata) {
+    throw validationFailed([{ path: 'body.anonId', message: 'must equal metadata.anonId when both are given' }]);
+  }
+  return inMetadata;
+}
+
+/**
+ * The fields of a body its schema does not name, kept with the event and returned with it.
+ * Names of row fields the service sets are refused: stored, they would never be seen.
+ */
+function extrasOf(
+  body: Record<string, unknown>,
+  named: Record<string, unknown>,
+  serviceSet: readonly string[],
+): Record<string, unknown> | null {
+  const extra = Object.entries(body).filter(([key]) => !Object.hasOwn(named, key));
+  if (extra.length === 0) return null;
+  const taken = extra.find(([key]) => serviceSet.includes(key));
+  if (taken) throw validationFailed([{ path: `body.${taken[0]}`, message: 'is set by the service' }]);
+  const extras = Object.fromEntries(extra);
+  if (Buffer.byteLength(JSON.stringify(extras)) > EVENT_EXTRA_MAX_BYTES) {
+    throw badRequest(
+      `The fields other than the event's own take more than ${EVENT_EXTRA_MAX_BYTES} bytes as JSON; large data belongs in metadata`,
+      { fields: extra.map(([key]) => key) },
+    );
+  }
+  return extras;
+}
+
+/** The columns append and submit fill alike from the body. */
+function bodyColumns(body: AppendInteractionBody | SubmitInteractionBody) {
+  return {
+    outcome: body.outcome ?? null,
+    scope: body.scope ?? null,
+    broadcastId: body.broadcastId ?? null,
+    journeyId: body.journeyId ?? null,
+    metadata: body.metadata ?? null,
+    orgId: body.orgId ?? null,
+    productId: body.productId ?? null,
+    proofId: body.proofId ?? null,
+    variantId: body.variantId ?? null,
+    batchId: body.batchId ?? null,
+    eventType: body.eventType ?? null,
+    sourceTag: body.source ?? null,
+  };
+}
+
+const SUBMIT_SERVICE_SET = ['eventId', ...SERVICE_SET_FIELDS];
 
 /** `https://*.example.com` matches any subdomain; `*` matches every origin. */
 export function originAllowed(allowed: string[], origin: string | undefined): boolean {
@@ -147,11 +238,24 @@ export class InteractionsService {
     return toTypeRecord(row);
   }
 
+  /**
+   * permissions merge key by key into the stored ones, so a PATCH of one key leaves the others
+   * as they were. Read, merge, check and write run in one transaction holding the row's lock:
+   * concurrent PATCHes of different keys all land, and startAt < endAt holds on what is stored.
+   */
   async updateType(collectionId: string, id: string, body: UpdateInteractionTypeBody): Promise<InteractionTypeRecord> {
-    if (body.permissions) checkWindow(body.permissions);
-    const row = await repo.updateType(this.db, collectionId, id, body);
-    if (!row) throw notFound('Interaction type');
-    return toTypeRecord(row);
+    return this.db.transaction(async (tx) => {
+      const stored = await repo.findType(tx, collectionId, id, { forUpdate: true });
+      if (!stored) throw notFound('Interaction type');
+      let permissions: InteractionPermissions | undefined;
+      if (body.permissions !== undefined) {
+        permissions = mergePermissions(stored.permissions, body.permissions);
+        checkWindow(permissions);
+      }
+      const row = await repo.updateType(tx, collectionId, id, { appId: body.appId, permissions, data: body.data });
+      if (!row) throw notFound('Interaction type');
+      return toTypeRecord(row);
+    });
   }
 
   /** Events of a removed type are kept (history); new ones for its id are refused. */
@@ -172,25 +276,25 @@ export class InteractionsService {
   // ------------------------------------------------------------------------------ events
   /** Admin append: no permission checks, any identity, optional backdated timestamp. */
   async append(collectionId: string, body: AppendInteractionBody): Promise<{ success: boolean; eventId: string }> {
+    checkCollection(collectionId, body);
     if (body.userId === undefined && body.contactId === undefined) {
       throw badRequest('userId or contactId is required');
     }
+    const extra = extrasOf(body, AppendInteractionBody.properties, SERVICE_SET_FIELDS);
+    const anonId = anonIdOf(body);
     const type = await this.typeForEvent(collectionId, body.interactionId, body.appId);
     const eventId = body.eventId ?? newId('evt');
     await repo.insertEvent(this.db, collectionId, {
+      ...bodyColumns(body),
       eventId,
       interactionId: type.id,
       appId: type.app_id,
       occurredAt: body.timestamp ? new Date(body.timestamp) : null,
       userId: body.userId ?? null,
       contactId: body.contactId ?? null,
-      anonId: body.anonId ?? null,
-      outcome: body.outcome ?? null,
-      scope: body.scope ?? null,
-      broadcastId: body.broadcastId ?? null,
-      journeyId: body.journeyId ?? null,
-      metadata: body.metadata ?? null,
-      source: 'admin',
+      anonId,
+      channel: 'admin',
+      extra,
     });
     return { success: true, eventId };
   }
@@ -206,25 +310,28 @@ export class InteractionsService {
     origin: string | undefined,
     now = new Date(),
   ): Promise<{ success: boolean; eventId: string }> {
+    checkCollection(collectionId, body);
+    const extra = extrasOf(body, SubmitInteractionBody.properties, SUBMIT_SERVICE_SET);
+    const anonId = anonIdOf(body);
     const type = await this.typeForEvent(collectionId, body.interactionId, body.appId);
     const p = type.permissions;
-    if (!enabled(p)) throw refusal('interaction_disabled', 'This interaction type is disabled');
+    if (!enabled(p)) throw refusal('disabled', 'This interaction type is disabled');
     if (p.allowPublicSubmit !== true) {
-      throw refusal('public_submit_not_allowed', 'This interaction type does not accept public submits');
+      throw refusal('not_public', 'This interaction type does not accept public submits');
     }
     if (caller.role === 'anonymous') {
       if (p.requireAuth) throw refusal('auth_required', 'This interaction type requires a user token');
       if (p.allowAnonymousSubmit !== true) {
-        throw refusal('anonymous_submit_not_allowed', 'This interaction type does not accept anonymous submits');
+        throw refusal('auth_required', 'This interaction type does not accept anonymous submits; send a user token');
       }
     }
     if (!originAllowed(p.allowedOrigins ?? [], origin)) {
-      throw refusal('origin_not_allowed', `Origin ${origin ?? '(none)'} may not submit this interaction`);
+      throw refusal('origin_forbidden', `Origin ${origin ?? '(none)'} may not submit this interaction`);
     }
     if (p.startAt && now.getTime() < Date.parse(p.startAt)) {
-      throw refusal('not_started', `Submits open at ${p.startAt}`);
+      throw refusal('before_start', `Submits open at ${p.startAt}`);
     }
-    if (p.endAt && now.getTime() >= Date.parse(p.endAt)) throw refusal('ended', `Submits closed at ${p.endAt}`);
+    if (p.endAt && now.getTime() >= Date.parse(p.endAt)) throw refusal('after_end', `Submits closed at ${p.endAt}`);
 
     let userId: string | null = null;
     let contactId: string | null = null;
@@ -240,7 +347,6 @@ export class InteractionsService {
     } else if (body.userId || body.contactId) {
       throw refusal('identity_mismatch', 'An anonymous submit cannot name a user; send a user token');
     }
-    const anonId = body.anonId ?? null;
     if (p.uniquePerAnonId && userId === null && anonId === null) {
       throw badRequest('anonId is required: this interaction type allows one event per anonymous id');
     }
@@ -248,6 +354,7 @@ export class InteractionsService {
     // uniqueOutcome narrows uniqueness to events with that outcome: other outcomes are free.
     const uniqueOutcome = p.uniqueOutcome ?? null;
     const guarded = uniqueOutcome === null || (body.outcome ?? null) === uniqueOutcome;
+    // A window of 0 means all time, as an absent one does.
     const checks: { column: 'user_id' | 'anon_id'; value: string; windowSeconds?: number }[] = [];
     if (guarded && p.uniquePerUser && userId !== null) {
       checks.push({ column: 'user_id', value: userId, windowSeconds: p.uniquePerUserWindowSeconds });
@@ -257,7 +364,9 @@ export class InteractionsService {
     }
 
     const eventId = newId('evt');
+    // The body's timestamp is not used: windows and uniqueness are judged on the server's time.
     const event: repo.NewEvent = {
+      ...bodyColumns(body),
       eventId,
       interactionId: type.id,
       appId: type.app_id,
@@ -265,12 +374,8 @@ export class InteractionsService {
       userId,
       contactId,
       anonId,
-      outcome: body.outcome ?? null,
-      scope: body.scope ?? null,
-      broadcastId: body.broadcastId ?? null,
-      journeyId: body.journeyId ?? null,
-      metadata: body.metadata ?? null,
-      source: 'public',
+      channel: 'public',
+      extra,
     };
     if (checks.length === 0) {
       await repo.insertEvent(this.db, collectionId, event);
@@ -290,7 +395,10 @@ export class InteractionsService {
         if (exists) {
           const who = c.column === 'user_id' ? 'this user' : 'this anonymous id';
           const window = c.windowSeconds ? ` in the last ${c.windowSeconds} s` : '';
-          throw refusal('already_submitted', `An event of this interaction already exists for ${who}${window}`);
+          throw refusal(
+            c.column === 'user_id' ? 'duplicate' : 'duplicate_anon',
+            `An event of this interaction already exists for ${who}${window}`,
+          );
         }
       }
       await repo.insertEvent(tx, collectionId, event);
@@ -323,7 +431,11 @@ export class InteractionsService {
     if (q.include?.includes('interaction')) {
       const types = await repo.findTypes(this.db, collectionId, [...new Set(rows.map((r) => r.interaction_id))]);
       const byId = new Map(types.map((t) => [t.id, toTypeRecord(t)]));
-      for (const e of events) e.interaction = byId.get(e.interactionId) ?? null;
+      // A removed type is left out: the row then has no `interaction`.
+      for (const e of events) {
+        const type = byId.get(e.interactionId);
+        if (type) e.interaction = type;
+      }
     }
     return events;
   }
@@ -339,28 +451,45 @@ export class InteractionsService {
     return this.analytics((tx) => repo.countsByOutcome(tx, collectionId, filter));
   }
 
+  /** `field` and `ops` come from the top level, else from `aggregate` (the top-level ones win). */
   async aggregate(
     collectionId: string,
     q: AdminInteractionsAggregateRequest,
   ): Promise<AdminInteractionsAggregateResponse> {
+    const field = q.field ?? q.aggregate.field;
+    const ops = q.ops ?? q.aggregate.ops;
+    if (field === undefined || ops === undefined) {
+      throw validationFailed([
+        { path: field === undefined ? 'body.field' : 'body.ops', message: 'is required (here or in aggregate)' },
+      ]);
+    }
     const dedupeLatest = q.dedupeLatest ?? false;
     const rows = await this.analytics((tx) =>
-      repo.aggregate(tx, collectionId, { ...q, limit: q.limit ?? 100, dedupeLatest, idField: q.idField ?? 'userId' }),
+      repo.aggregate(tx, collectionId, {
+        ...q,
+        field,
+        ops,
+        limit: q.limit ?? 100,
+        dedupeLatest,
+        idField: q.idField ?? 'userId',
+      }),
     );
-    const wanted = new Set(q.ops);
+    const wanted = new Set(ops);
     return {
       groupBy: q.groupBy,
       aggregate: q.aggregate,
-      field: q.field,
-      ops: q.ops,
+      field,
+      ops,
       dedupeLatest,
       rows: rows.map((r) => {
-        const row: AdminInteractionsAggregateResponse['rows'][number] = {
+        const row: AdminInteractionsAggregateRow = {
           groupValue: r.groupValue as string | null,
           eventCount: r.eventCount as number,
         };
+        // An op asked for is present when it has a value: count always, the others only when
+        // the group holds a number (SQL answers null over no numbers; the field is then absent).
         for (const op of ['count', 'sum', 'avg', 'min', 'max'] as const) {
-          if (wanted.has(op)) (row as Record<string, unknown>)[op] = r[op];
+          if (wanted.has(op) && r[op] !== null) row[op] = r[op] as number;
         }
         return row;
       }),
