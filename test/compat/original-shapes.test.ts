@@ -159,7 +159,12 @@ describe("every operation of the original's document, answered in its shapes", (
       const created = await call('POST', base, who, { title: 'Hello', body: { text: 'First post' } });
       await call('GET', base, who);
       await call('GET', `${base}/${created.id}`, who);
-      await call('PATCH', `${base}/${created.id}`, who, { title: 'Hello again' });
+      await call(
+        'PATCH',
+        `${base}/${created.id}`,
+        who,
+        zone === 'admin' ? { title: 'Hello again' } : { tags: ['hello'] },
+      );
       await call('POST', `${base}/${created.id}/reply`, who, { body: { text: 'A reply' } });
       if (zone === 'admin') await call('POST', `${base}/aggregate`, who, { groupBy: ['status'], metrics: ['count'] });
     }

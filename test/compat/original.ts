@@ -53,7 +53,127 @@ const LOCATION_READS = [
   'GET /admin/collection/{collectionId}/location/search',
 ];
 
+const OBJECT_ROUTES = (kind: string, id: string) => {
+  const base = `/{zone}/collection/{collectionId}/app/{appId}/${kind}`;
+  return [`POST ${base}`, `GET ${base}`, `GET ${base}/{${id}}`, `PATCH ${base}/{${id}}`];
+};
+const CASE_ROUTES = [
+  ...OBJECT_ROUTES('cases', 'caseId'),
+  'POST /{zone}/collection/{collectionId}/app/{appId}/cases/{caseId}/history',
+];
+const THREAD_ROUTES = [
+  ...OBJECT_ROUTES('threads', 'threadId'),
+  'POST /{zone}/collection/{collectionId}/app/{appId}/threads/{threadId}/reply',
+];
+const RECORD_ROUTES = [
+  ...OBJECT_ROUTES('records', 'recordId'),
+  'POST /{zone}/collection/{collectionId}/app/{appId}/records/upsert',
+  'POST /{zone}/collection/{collectionId}/app/{appId}/records/{recordId}/restore',
+];
+const RELATED = 'GET /{zone}/collection/{collectionId}/app/{appId}/cases/{caseId}/related';
+/** An object's field at the top of an answer, in a list of them, or in a case's related lists. */
+const anywhere = (fields: string[]) =>
+  fields.flatMap((f) => [`/${f}`, `/items/*/${f}`, `/data/*/${f}`, `/threads/*/${f}`, `/records/*/${f}`]);
+const SDK_NULLS = "null when unset, as the original's SDK types it (`T | null`); its published document drops the null";
+
 export const DEVIATIONS: Deviation[] = [
+  {
+    operations: CASE_ROUTES,
+    paths: anywhere([
+      'ref',
+      'priority',
+      'category',
+      'assignedTo',
+      'productId',
+      'proofId',
+      'contactId',
+      'closedAt',
+      'deletedAt',
+    ]),
+    keyword: 'type',
+    field: 'AppCase: ref, priority, category, assignedTo, productId, proofId, contactId, closedAt, deletedAt',
+    why: SDK_NULLS,
+  },
+  {
+    operations: [...THREAD_ROUTES, RELATED],
+    paths: anywhere([
+      'slug',
+      'title',
+      'authorId',
+      'productId',
+      'proofId',
+      'contactId',
+      'parentType',
+      'parentId',
+      'lastReplyAt',
+      'deletedAt',
+    ]),
+    keyword: 'type',
+    field:
+      'AppThread: slug, title, authorId, productId, proofId, contactId, parentType, parentId, lastReplyAt, deletedAt',
+    why: SDK_NULLS,
+  },
+  {
+    operations: [...RECORD_ROUTES, RELATED],
+    paths: anywhere([
+      'recordType',
+      'ref',
+      'scopeType',
+      'scopeId',
+      'customId',
+      'customIdNormalized',
+      'sourceSystem',
+      'status',
+      'productId',
+      'variantId',
+      'batchId',
+      'proofId',
+      'contactId',
+      'authorId',
+      'parentType',
+      'parentId',
+      'startsAt',
+      'expiresAt',
+      'deletedAt',
+      'facetRule',
+      'singletonKey',
+      'metadata',
+    ]),
+    keyword: 'type',
+    field:
+      'AppRecord: recordType, ref, scopeType, scopeId, customId, customIdNormalized, sourceSystem, status, productId, variantId, batchId, proofId, contactId, authorId, parentType, parentId, startsAt, expiresAt, deletedAt, facetRule, singletonKey, metadata',
+    why: SDK_NULLS,
+  },
+  {
+    operations: [...CASE_ROUTES, ...THREAD_ROUTES, ...RECORD_ROUTES, RELATED],
+    paths: anywhere(['owner', 'admin']),
+    keyword: 'required',
+    field: 'owner and admin sections',
+    why: "left out for a caller who may not see them (the original's guides describe the same stripping); its published document marks them required",
+  },
+  {
+    operations: [
+      'POST /admin/collection/{collectionId}/interactions/counts-by-outcome',
+      'POST /public/collection/{collectionId}/interactions/counts-by-outcome',
+    ],
+    paths: ['/*/outcome'],
+    keyword: 'type',
+    field: 'OutcomeCount.outcome',
+    why: "a string, or null for events without one, as the original's SDK types it (`string | null`); its published document says `object`",
+  },
+  {
+    operations: ['POST /admin/collection/{collectionId}/interactions/aggregate'],
+    paths: ['/rows/*/groupValue'],
+    keyword: 'type',
+    field: 'AdminInteractionsAggregateRow.groupValue',
+    why: "null for the group of events without the grouped field, as the original's SDK types it (`string | null`); its published document says `string`",
+  },
+  {
+    operations: ['POST /public/collection/{collectionId}/interactions/submit'],
+    paths: ['', '/success', '/error', '/reason'],
+    field: 'SubmitInteractionResponse.success',
+    why: "`true`, as the original's SDK types it; its published document says `object`. A refusal is an error status here (401, 409 for a duplicate), not a 200 with `{error, reason}`",
+  },
   {
     operations: [...JOB_READS, 'GET /admin/collection/{collectionId}/jobs'],
     paths: ['lastError', 'lockedAt', 'key', 'queueName'].flatMap((f) => [`/${f}`, `/items/*/${f}`]),
