@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isoWeek } from '../../src/modules/app-objects/shared/aggregate.ts';
 import { bearer, createTestApp, type TestApp, type TestCollection } from '../helpers/app.ts';
+import { ALWAYS_NON_NULL, SHAPES } from './sdk-types.ts';
 
 const BASE = '/api/v1';
 let t: TestApp;
@@ -54,87 +55,6 @@ async function createdAt(table: 'app_cases' | 'app_threads' | 'app_records', id:
     id,
   ]);
 }
-
-/** The fields of the original's types (src/types/appObjects.ts of its SDK), and which of them it types non-null. */
-const BASE_FIELDS = [
-  'id',
-  'orgId',
-  'collectionId',
-  'appId',
-  'visibility',
-  'createdAt',
-  'updatedAt',
-  'deletedAt',
-  'data',
-];
-const SHAPES = {
-  case: {
-    fields: [
-      ...BASE_FIELDS,
-      'ref',
-      'status',
-      'priority',
-      'category',
-      'assignedTo',
-      'productId',
-      'proofId',
-      'contactId',
-      'closedAt',
-    ],
-    nonNull: ['status'],
-  },
-  thread: {
-    fields: [
-      ...BASE_FIELDS,
-      'slug',
-      'title',
-      'status',
-      'authorId',
-      'authorType',
-      'productId',
-      'proofId',
-      'contactId',
-      'parentType',
-      'parentId',
-      'replyCount',
-      'lastReplyAt',
-      'body',
-      'replies',
-      'tags',
-    ],
-    nonNull: ['status', 'authorType', 'replyCount', 'body', 'replies', 'tags'],
-  },
-  record: {
-    fields: [
-      ...BASE_FIELDS,
-      'recordType',
-      'ref',
-      'scopeType',
-      'scopeId',
-      'customId',
-      'customIdNormalized',
-      'sourceSystem',
-      'status',
-      'productId',
-      'variantId',
-      'batchId',
-      'proofId',
-      'contactId',
-      'authorId',
-      'authorType',
-      'parentType',
-      'parentId',
-      'startsAt',
-      'expiresAt',
-      'specificity',
-      'facetRule',
-      'singletonKey',
-      'metadata',
-    ],
-    nonNull: ['authorType', 'specificity'],
-  },
-} as const;
-const ALWAYS_NON_NULL = ['id', 'orgId', 'collectionId', 'appId', 'visibility', 'createdAt', 'updatedAt', 'data'];
 
 /**
  * Every field of the original's type is present, the non-null ones are not null, and there is

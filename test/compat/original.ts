@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
+import { nullableFields } from './sdk-types.ts';
 
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (
   ajv: Ajv,
@@ -77,73 +78,19 @@ const anywhere = (fields: string[]) =>
 const SDK_NULLS = "null when unset, as the original's SDK types it (`T | null`); its published document drops the null";
 
 export const DEVIATIONS: Deviation[] = [
-  {
-    operations: CASE_ROUTES,
-    paths: anywhere([
-      'ref',
-      'priority',
-      'category',
-      'assignedTo',
-      'productId',
-      'proofId',
-      'contactId',
-      'closedAt',
-      'deletedAt',
-    ]),
+  ...(
+    [
+      ['AppCase', 'case', CASE_ROUTES],
+      ['AppThread', 'thread', [...THREAD_ROUTES, RELATED]],
+      ['AppRecord', 'record', [...RECORD_ROUTES, RELATED]],
+    ] as const
+  ).map(([type, kind, operations]) => ({
+    operations: [...operations],
+    paths: anywhere(nullableFields(kind)),
     keyword: 'type',
-    field: 'AppCase: ref, priority, category, assignedTo, productId, proofId, contactId, closedAt, deletedAt',
+    field: `${type}: ${nullableFields(kind).join(', ')}`,
     why: SDK_NULLS,
-  },
-  {
-    operations: [...THREAD_ROUTES, RELATED],
-    paths: anywhere([
-      'slug',
-      'title',
-      'authorId',
-      'productId',
-      'proofId',
-      'contactId',
-      'parentType',
-      'parentId',
-      'lastReplyAt',
-      'deletedAt',
-    ]),
-    keyword: 'type',
-    field:
-      'AppThread: slug, title, authorId, productId, proofId, contactId, parentType, parentId, lastReplyAt, deletedAt',
-    why: SDK_NULLS,
-  },
-  {
-    operations: [...RECORD_ROUTES, RELATED],
-    paths: anywhere([
-      'recordType',
-      'ref',
-      'scopeType',
-      'scopeId',
-      'customId',
-      'customIdNormalized',
-      'sourceSystem',
-      'status',
-      'productId',
-      'variantId',
-      'batchId',
-      'proofId',
-      'contactId',
-      'authorId',
-      'parentType',
-      'parentId',
-      'startsAt',
-      'expiresAt',
-      'deletedAt',
-      'facetRule',
-      'singletonKey',
-      'metadata',
-    ]),
-    keyword: 'type',
-    field:
-      'AppRecord: recordType, ref, scopeType, scopeId, customId, customIdNormalized, sourceSystem, status, productId, variantId, batchId, proofId, contactId, authorId, parentType, parentId, startsAt, expiresAt, deletedAt, facetRule, singletonKey, metadata',
-    why: SDK_NULLS,
-  },
+  })),
   {
     operations: [...CASE_ROUTES, ...THREAD_ROUTES, ...RECORD_ROUTES, RELATED],
     paths: anywhere(['owner', 'admin']),
