@@ -5,8 +5,10 @@
  * that must fail, so a check that passes everything is caught too.
  */
 import { readFileSync } from 'node:fs';
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { checkResponsesAgainstSchemas } from '../helpers/response-check.ts';
 import { DEVIATIONS, mismatches, originalOperations } from './original.ts';
 
 const DOC = readFileSync(new URL('../../docs/compatibility.md', import.meta.url), 'utf8');
@@ -65,5 +67,22 @@ describe('the contract check', () => {
 
   it('checks nothing for operations the original does not have', () => {
     expect(mismatches('GET', '/admin/collection/c1/links', 200, { anything: 1 })).toEqual([]);
+  });
+});
+
+describe('the schema check of every answer (test/helpers/response-check.ts)', () => {
+  it('catches a null the route\'s schema does not allow, which the serialiser would send as ""', async () => {
+    const app = Fastify();
+    const violations = checkResponsesAgainstSchemas(app);
+    app.get(
+      '/x',
+      { schema: { response: { 200: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } } },
+      async () => ({ a: null }),
+    );
+    await app.ready();
+    const res = await app.inject({ method: 'GET', url: '/x' });
+    expect(res.json()).toEqual({ a: '' });
+    expect(violations).toMatchObject([{ route: 'GET /x', status: 200, errors: [{ path: '/a' }] }]);
+    await app.close();
   });
 });

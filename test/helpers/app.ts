@@ -9,6 +9,7 @@ import { type Config, loadConfig } from '../../src/config.ts';
 import type { Db } from '../../src/db/index.ts';
 import { mismatches } from '../compat/original.ts';
 import { createTestDb, type TestDb } from './db.ts';
+import { checkResponsesAgainstSchemas } from './response-check.ts';
 
 export const SUPER_KEY = 'test-super-admin-key-0123456789';
 export const superAuth = { authorization: `Bearer ${SUPER_KEY}` };
@@ -78,9 +79,12 @@ export async function createTestApp(
     db: options.wrapDb ? options.wrapDb(testDb.db) : testDb.db,
     logger: options.logger ?? false,
   });
+  const violations = checkResponsesAgainstSchemas(app);
   await app.ready();
   const inject = async (options: InjectOptions) => {
     const res = await app.inject(options);
+    const seen = violations.splice(0);
+    if (seen.length) throw new Error(`The answer does not match its OpenAPI schema: ${JSON.stringify(seen)}`);
     checkOriginalShape(options, res, config.basePath);
     return res;
   };
