@@ -523,7 +523,7 @@ describe('upsert and bulk', () => {
       { ref: 'p2', recordType: 'nutrition', productId: 'p2' },
       { ref: 'proof', recordType: 'nutrition', productId: 'p1', proofId: 'pr1' },
     ];
-    const del = (payload: object, headers = a.auth, url = `${scoped()}/bulk-delete`) =>
+    const del = (payload: object, headers: Record<string, string> = a.auth, url = `${scoped()}/bulk-delete`) =>
       t.inject({ method: 'POST', url, headers, payload });
 
     beforeAll(async () => {

@@ -1,7 +1,8 @@
 /**
  * Record rules: default status `active`; public callers list only active records inside
  * their schedule window; owner edits of data/owner; soft delete and restore (admin);
- * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete.
+ * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete
+ * by ids/refs or by scope (the records' anchors), optionally of one recordType.
  * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
  * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
  */
