@@ -354,34 +354,95 @@ describe('upsert and bulk', () => {
     const items = Array.from({ length: 500 }, (_, i) => ({ ref: `B-${i}`, recordType: 'bulk', data: { i } }));
     const res = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: items });
     expect(res.statusCode, res.body).toBe(200);
-    expect(res.json()).toMatchObject({ saved: 500, failed: 0, results: { created: 500, updated: 0 } });
+    const body = res.json();
+    expect(body).toMatchObject({ saved: 500, failed: 0 });
+    expect(body.results).toHaveLength(500);
+    expect(body.results[7]).toEqual({ index: 7, status: 'created', id: expect.any(String), ref: 'B-7', created: true });
     const again = await t.inject({
       method: 'POST',
       url: `${admin(a)}/bulk-upsert`,
       headers: a.auth,
       payload: items.slice(0, 3),
     });
-    expect(again.json().results).toMatchObject({ created: 0, updated: 3 });
-    const tooMany = await t.inject({
-      method: 'POST',
-      url: `${admin(a)}/bulk-upsert`,
-      headers: a.auth,
-      payload: [...items, { ref: 'B-500' }],
-    });
-    expect(tooMany.statusCode).toBe(400);
+    expect(again.json().results).toEqual(
+      [0, 1, 2].map((i) => ({ index: i, status: 'updated', id: body.results[i].id, ref: `B-${i}`, created: false })),
+    );
+    for (const payload of [[...items, { ref: 'B-500' }], { records: [...items, { ref: 'B-500' }] }]) {
+      const tooMany = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload });
+      expect(tooMany.statusCode).toBe(400);
+    }
+    expect(await refs('?ref=B-500&includeDeleted=true', a.auth)).toEqual([]);
   });
 
-  it('a bulk-upsert with one invalid item writes nothing and names the item', async () => {
+  it('bulk-upsert takes the items wrapped as {records}, answered the same', async () => {
+    const url = `${admin(a)}/bulk-upsert`;
+    await create(a.auth, { ref: 'K-1', recordType: 'wrapped', data: { v: 0 } });
+    const res = await t.inject({
+      method: 'POST',
+      url,
+      headers: a.auth,
+      payload: {
+        records: [
+          { ref: 'K-0', recordType: 'wrapped', productId: 'p-w', data: { v: 1 } },
+          { ref: 'K-1', data: { w: 1 } },
+        ],
+      },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    const { saved, failed, results } = res.json();
+    expect({ saved, failed }).toEqual({ saved: 2, failed: 0 });
+    expect(results.map((r: { index: number; status: string; ref: string }) => [r.index, r.status, r.ref])).toEqual([
+      [0, 'created', 'K-0'],
+      [1, 'updated', 'K-1'],
+    ]);
+    const k1 = await t.inject({ method: 'GET', url: `${admin(a)}/${results[1].id}`, headers: a.auth });
+    expect(k1.json()).toMatchObject({ ref: 'K-1', recordType: 'wrapped', data: { v: 0, w: 1 } });
+    // Neither form may carry anything else, nor be empty; none of these writes anything.
+    for (const payload of [
+      { records: [{ ref: 'K-2' }], extra: true },
+      { records: [] },
+      { records: { ref: 'K-2' } },
+      { items: [{ ref: 'K-2' }] },
+      {},
+      [],
+    ]) {
+      const bad = await t.inject({ method: 'POST', url, headers: a.auth, payload });
+      expect(bad.statusCode, JSON.stringify(payload)).toBe(400);
+    }
+    // Admin only, and only with the collection's own key.
+    const wrongKey = await t.inject({ method: 'POST', url, headers: b.auth, payload: { records: [{ ref: 'K-2' }] } });
+    expect(wrongKey.statusCode).toBe(401);
+    const user = await t.inject({
+      method: 'POST',
+      url: `${pub(a)}/bulk-upsert`,
+      headers: alice,
+      payload: { records: [{ ref: 'K-2' }] },
+    });
+    expect(user.statusCode).toBe(401);
+    expect(await refs('?refPrefix=K-&includeDeleted=true', a.auth)).toEqual(['K-0', 'K-1']);
+  });
+
+  it('a bulk-upsert with one invalid item writes nothing and names the item, in either form', async () => {
     const items = [{ ref: 'N-0' }, { ref: 'N-1' }, { ref: 'N-2', startsAt: 'not a date' }, { ref: 'N-3' }];
     const res = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: items });
     expect(res.statusCode).toBe(400);
     expect(JSON.stringify(res.json().details)).toContain('body.2.startsAt');
+    const wrapped = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/bulk-upsert`,
+      headers: a.auth,
+      payload: { records: items },
+    });
+    expect(wrapped.statusCode).toBe(400);
+    expect(JSON.stringify(wrapped.json().details)).toContain('body.records.2.startsAt');
     // An item the schema accepts but the database refuses (a NUL character in jsonb) rolls back the items before it.
     const late = [{ ref: 'N-0' }, { ref: 'N-1' }, { ref: 'N-2', data: { text: 'a\u0000b' } }];
-    const refused = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload: late });
-    expect(refused.statusCode, refused.body).toBe(400);
-    expect(refused.json().details).toMatchObject({ index: 2, ref: 'N-2' });
-    expect(refused.json().message).toContain('Item 2');
+    for (const payload of [late, { records: late }]) {
+      const refused = await t.inject({ method: 'POST', url: `${admin(a)}/bulk-upsert`, headers: a.auth, payload });
+      expect(refused.statusCode, refused.body).toBe(400);
+      expect(refused.json().details).toMatchObject({ index: 2, ref: 'N-2' });
+      expect(refused.json().message).toContain('Item 2');
+    }
     const list = await t.inject({
       method: 'GET',
       url: `${admin(a)}?refPrefix=N-&includeDeleted=true`,
@@ -425,6 +486,133 @@ describe('upsert and bulk', () => {
       payload: { refs: ['D-3'] },
     });
     expect(foreign.json()).toEqual({ deleted: 0 });
+  });
+
+  it('bulk-delete by ids or refs takes only records of the recordType given', async () => {
+    const url = `${admin(a)}/bulk-delete`;
+    const t1 = await create(a.auth, { ref: 'T-1', recordType: 'nutrition' });
+    await create(a.auth, { ref: 'T-2', recordType: 'warranty' });
+    const t3 = await create(a.auth, { ref: 'T-3', recordType: 'warranty' });
+    const res = await t.inject({
+      method: 'POST',
+      url,
+      headers: a.auth,
+      payload: { ids: [t1.id, t3.id], refs: ['T-2'], recordType: 'warranty' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ deleted: 2 });
+    expect(await refs('?refPrefix=T-', a.auth)).toEqual(['T-1']);
+    const byRef = await t.inject({ method: 'POST', url, headers: a.auth, payload: { refs: ['T-1'], recordType: 'x' } });
+    expect(byRef.json()).toEqual({ deleted: 0 });
+    // A type alone names no records.
+    const typeOnly = await t.inject({ method: 'POST', url, headers: a.auth, payload: { recordType: 'nutrition' } });
+    expect(typeOnly.statusCode).toBe(400);
+    expect(await refs('?refPrefix=T-', a.auth)).toEqual(['T-1']);
+  });
+
+  describe('bulk-delete by scope', () => {
+    const app = (c: TestCollection, appId: string) => `/admin/collection/${c.id}/app/${appId}/records`;
+    const scoped = () => app(a, 'scoped');
+    const live = async (c: TestCollection, appId: string) => refs('?limit=500', c.auth, app(c, appId));
+    const seed = [
+      { ref: 'p1', recordType: 'nutrition', productId: 'p1' },
+      { ref: 'p1-warranty', recordType: 'warranty', productId: 'p1' },
+      { ref: 'p1-v1', recordType: 'nutrition', productId: 'p1', variantId: 'v1' },
+      { ref: 'p1-v1-b1', recordType: 'nutrition', productId: 'p1', variantId: 'v1', batchId: 'b1' },
+      { ref: 'v1-only', recordType: 'nutrition', variantId: 'v1' },
+      { ref: 'p2', recordType: 'nutrition', productId: 'p2' },
+      { ref: 'proof', recordType: 'nutrition', productId: 'p1', proofId: 'pr1' },
+    ];
+    const del = (payload: object, headers: Record<string, string> = a.auth, url = `${scoped()}/bulk-delete`) =>
+      t.inject({ method: 'POST', url, headers, payload });
+
+    beforeAll(async () => {
+      for (const [c, appId] of [
+        [a, 'scoped'],
+        [a, 'neighbour'],
+        [b, 'scoped'],
+      ] as const) {
+        const res = await t.inject({
+          method: 'POST',
+          url: `${app(c, appId)}/bulk-upsert`,
+          headers: c.auth,
+          payload: seed,
+        });
+        expect(res.statusCode, res.body).toBe(200);
+      }
+    });
+
+    it('refuses a bad scope, and a scope with ids or refs, changing nothing', async () => {
+      const everything = seed.map((r) => r.ref).sort();
+      for (const payload of [
+        { scope: {} },
+        { scope: { productId: 'p1' }, refs: ['p2'] },
+        { scope: { productId: 'p1' }, refs: [] },
+        { scope: { productId: 'p1' }, ids: ['rec_x'] },
+        { scope: { sku: 'p1' } },
+        { scope: { productId: 7 } },
+        { scope: { productId: null } },
+        { scope: 'p1' },
+        { scope: { productId: 'p1' }, recordType: 5 },
+      ]) {
+        const res = await del(payload);
+        expect(res.statusCode, JSON.stringify(payload)).toBe(400);
+        expect(res.json().code).toBe(400);
+      }
+      // Another collection's key, a user, no credential: 401.
+      expect((await del({ scope: { productId: 'p1' } }, b.auth)).statusCode).toBe(401);
+      expect(
+        (await del({ scope: { productId: 'p1' } }, alice, `/public/collection/${a.id}/app/scoped/records/bulk-delete`))
+          .statusCode,
+      ).toBe(401);
+      expect((await del({ scope: { productId: 'p1' } }, {})).statusCode).toBe(401);
+      expect(await live(a, 'scoped')).toEqual(everything);
+    });
+
+    it('soft-deletes the live records whose anchors equal every field given, of one type if named; others untouched', async () => {
+      const narrow = await del({ scope: { productId: 'p1', variantId: 'v1' } });
+      expect(narrow.statusCode, narrow.body).toBe(200);
+      expect(narrow.json()).toEqual({ deleted: 2 });
+      expect(await live(a, 'scoped')).toEqual(['p1', 'p1-warranty', 'p2', 'proof', 'v1-only']);
+
+      const typed = await del({ scope: { productId: 'p1' }, recordType: 'nutrition' });
+      expect(typed.json()).toEqual({ deleted: 2 });
+      expect(await live(a, 'scoped')).toEqual(['p1-warranty', 'p2', 'v1-only']);
+
+      // Already deleted records are not counted again.
+      const rest = await del({ scope: { productId: 'p1' } });
+      expect(rest.json()).toEqual({ deleted: 1 });
+      expect((await del({ scope: { productId: 'p1' } })).json()).toEqual({ deleted: 0 });
+      expect(await live(a, 'scoped')).toEqual(['p2', 'v1-only']);
+
+      // Another app of the collection, and the same app of another collection: untouched.
+      const everything = seed.map((r) => r.ref).sort();
+      expect(await live(a, 'neighbour')).toEqual(everything);
+      expect(await live(b, 'scoped')).toEqual(everything);
+
+      // Soft-deleted: listed with includeDeleted, restorable one by one, revived by an upsert.
+      const deleted = await t.inject({
+        method: 'GET',
+        url: `${scoped()}?includeDeleted=true&refPrefix=p1`,
+        headers: a.auth,
+      });
+      const byRef = new Map(deleted.json().data.map((r: { ref: string }) => [r.ref, r]));
+      expect((byRef.get('p1-warranty') as { deletedAt: string | null }).deletedAt).toEqual(expect.any(String));
+      const restored = await t.inject({
+        method: 'POST',
+        url: `${scoped()}/${(byRef.get('p1-warranty') as { id: string }).id}/restore`,
+        headers: a.auth,
+      });
+      expect(restored.statusCode, restored.body).toBe(200);
+      const revived = await t.inject({
+        method: 'POST',
+        url: `${scoped()}/bulk-upsert`,
+        headers: a.auth,
+        payload: { records: [{ ref: 'p1' }] },
+      });
+      expect(revived.json().results[0]).toMatchObject({ status: 'updated', ref: 'p1' });
+      expect(await live(a, 'scoped')).toEqual(['p1', 'p1-warranty', 'p2', 'v1-only']);
+    });
   });
 
   it('aggregates records by record_type', async () => {

@@ -150,6 +150,13 @@ export const DEVIATIONS: Deviation[] = [
     field: 'JourneyFunnelReportResponse',
     why: "the original's SDK types `steps` as an array of per-step counts and the period as `string | null`; its published document lists one step's fields at the top and `steps` as an object",
   },
+  {
+    operations: ['POST /{zone}/collection/{collectionId}/app/{appId}/records/bulk-upsert'],
+    paths: ['/results'],
+    keyword: 'type',
+    field: 'BulkUpsertResult.results',
+    why: "an array with one `{index, status, id, ref, created}` per item, as the original's SDK types it (`BulkUpsertResult.results: Array<…>`) and its clients read it; its published document says `object`",
+  },
 ];
 
 /** Operations of the original this service does not serve: they are not in the interface it implements. */

@@ -30,8 +30,8 @@ describe.skipIf(!onPostgres)('bulk upserts in opposite orders (PostgreSQL; skipp
         `${forward.body.slice(0, 300)} ${backward.body.slice(0, 300)}`,
       ).toEqual([200, 200]);
       // Answered in the caller's order, whatever order they were written in.
-      expect(backward.json().results.items.map((r: { ref: string }) => r.ref)).toEqual(reversed.map((r) => r.ref));
-      expect(forward.json().results.items.map((r: { index: number }) => r.index)).toEqual(items.map((_, i) => i));
+      expect(backward.json().results.map((r: { ref: string }) => r.ref)).toEqual(reversed.map((r) => r.ref));
+      expect(forward.json().results.map((r: { index: number }) => r.index)).toEqual(items.map((_, i) => i));
     }
     const { rows } = await t.testDb.db.query<{ n: number; rounds: number }>(
       "SELECT count(*)::int AS n, count(DISTINCT data->>'round')::int AS rounds FROM app_records WHERE collection_id = $1",

@@ -1,4 +1,4 @@
-/** SQL of records beyond the shared object SQL: upsert by ref and bulk delete by ref. */
+/** SQL of records beyond the shared object SQL: upsert by ref and bulk delete. */
 import sql, { join, raw } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { fieldOf, RECORD } from '../shared/kinds.ts';
@@ -35,15 +35,39 @@ export async function upsertByRef(
   return rows[0];
 }
 
-export async function softDeleteByRefs(
+/** Which live records a bulk delete takes: by id and/or ref, or by anchors; optionally of one type. */
+export type BulkDeleteTarget =
+  | { ids: string[]; refs: string[]; recordType?: string }
+  | { scope: { productId?: string; variantId?: string; batchId?: string; proofId?: string }; recordType?: string };
+
+/** The anchors of a scope, by field name (only these reach SQL, as whitelisted columns). */
+const ANCHOR_COLUMNS = { productId: 'product_id', variantId: 'variant_id', batchId: 'batch_id', proofId: 'proof_id' };
+
+/** Soft-deletes the live records of an app a target names, in one statement; answers how many. */
+export async function softDeleteMatching(
   q: Queryable,
   collectionId: string,
   appId: string,
-  refs: string[],
+  target: BulkDeleteTarget,
 ): Promise<number> {
-  if (refs.length === 0) return 0;
+  const where = [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`, sql`deleted_at IS NULL`];
+  if ('scope' in target) {
+    const anchors = Object.entries(ANCHOR_COLUMNS).flatMap(([field, col]) => {
+      const value = target.scope[field as keyof typeof target.scope];
+      return value === undefined ? [] : [sql`${raw(col)} = ${value}`];
+    });
+    // A scope without an anchor would be the whole app: it matches nothing (the service refuses it).
+    if (anchors.length === 0) return 0;
+    where.push(...anchors);
+  } else {
+    const named = [];
+    if (target.ids.length) named.push(sql`id IN (${join(target.ids)})`);
+    if (target.refs.length) named.push(sql`ref IN (${join(target.refs)})`);
+    if (named.length === 0) return 0;
+    where.push(sql`(${join(named, ' OR ')})`);
+  }
+  if (target.recordType !== undefined) where.push(sql`record_type = ${target.recordType}`);
   const { rowCount } = await q.query(sql`
-    UPDATE app_records SET deleted_at = now(), updated_at = now()
-    WHERE collection_id = ${collectionId} AND app_id = ${appId} AND ref IN (${join(refs)}) AND deleted_at IS NULL`);
+    UPDATE app_records SET deleted_at = now(), updated_at = now() WHERE ${join(where, ' AND ')}`);
   return rowCount;
 }

@@ -53,19 +53,25 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
     appRoute({
       op: 'bulkUpsert',
       admin,
-      summary: `Upsert up to ${S.BULK_MAX} records by ref in one transaction (admin): all or nothing; a bad item is named`,
+      summary: `Upsert up to ${S.BULK_MAX} records by ref in one transaction (admin): all or nothing; a bad item is named. The items come as an array or as \`{records: [...]}\``,
       body: S.BulkUpsertInput,
       response: S.BulkUpsertResult,
       conflict: UNIQUE,
     }),
-    async (req) => service.bulkUpsert(req.params.collectionId, req.params.appId, req.body),
+    async (req) =>
+      service.bulkUpsert(
+        req.params.collectionId,
+        req.params.appId,
+        Array.isArray(req.body) ? req.body : req.body.records,
+      ),
   );
   app.post(
     `${base}/bulk-delete`,
     appRoute({
       op: 'bulkDelete',
       admin,
-      summary: 'Soft-delete records by ids and/or refs (admin), in one transaction',
+      summary:
+        'Soft-delete records (admin) by ids and/or refs, or every record in a scope (`{scope: {productId?, variantId?, batchId?, proofId?}}`), optionally only of one recordType; answers how many',
       body: ref(S.BulkDeleteInput),
       response: Type.Object({ deleted: Type.Integer() }),
     }),

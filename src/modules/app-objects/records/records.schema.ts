@@ -129,26 +129,57 @@ export type UpdateRecordInput = Type.Static<typeof UpdateRecordInput>;
 export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput' });
 export type UpsertRecordInput = Type.Static<typeof UpsertRecordInput>;
 
-export const BulkUpsertInput = Type.Array(ref(UpsertRecordInput), { minItems: 1, maxItems: BULK_MAX });
+const BulkUpsertItems = Type.Array(ref(UpsertRecordInput), { minItems: 1, maxItems: BULK_MAX });
+
+/**
+ * The items as a bare array, or wrapped as `{records: [...]}` (the form the original's SDK
+ * sends); the same items either way. The array comes first: a bad item of a bare array is
+ * then the first error listed.
+ */
+export const BulkUpsertInput = Type.Union([BulkUpsertItems, Closed({ records: BulkUpsertItems })], {
+  description: `1..${BULK_MAX} upsert items, as an array or as \`{records: [...]}\``,
+});
+export type BulkUpsertInput = Type.Static<typeof BulkUpsertInput>;
 
 export const BulkUpsertResult = Type.Object({
-  saved: Type.Integer(),
-  failed: Type.Integer(),
-  results: Type.Object({
-    created: Type.Integer(),
-    updated: Type.Integer(),
-    items: Type.Array(
-      Type.Object({ index: Type.Integer(), ref: Type.String(), id: Type.String(), created: Type.Boolean() }),
-    ),
-  }),
+  saved: Type.Integer({ description: 'Items written: all of them (all or nothing)' }),
+  failed: Type.Integer({ description: 'Always 0: a bad item fails the whole call with a 400 naming it' }),
+  results: Type.Array(
+    Type.Object({
+      index: Type.Integer({ description: 'The item’s position in the request' }),
+      status: Type.Union([Type.Literal('created'), Type.Literal('updated')]),
+      id: Type.String(),
+      ref: Type.String(),
+      created: Type.Boolean({ description: '`status` is `created`' }),
+    }),
+    { description: 'One per item, in the request’s order' },
+  ),
 });
 
 export const BulkDeleteInput = Closed(
   {
     ids: Type.Optional(Type.Array(text(100), { maxItems: BULK_MAX })),
     refs: Type.Optional(Type.Array(text(), { maxItems: BULK_MAX })),
+    scope: Type.Optional(
+      Closed(
+        {
+          productId: Type.Optional(text()),
+          variantId: Type.Optional(text()),
+          batchId: Type.Optional(text()),
+          proofId: Type.Optional(text()),
+        },
+        {
+          description:
+            'Scope mode: every live record whose anchors equal each field given (at least one); not with ids or refs',
+        },
+      ),
+    ),
+    recordType: Type.Optional(text(100, 'Only records of this type')),
   },
-  { $id: 'BulkDeleteInput', description: 'Records to soft-delete, by id and/or by ref (at most 500 of each)' },
+  {
+    $id: 'BulkDeleteInput',
+    description: `Records to soft-delete: by id and/or by ref (at most ${BULK_MAX} of each), or every record in a scope; optionally only those of one recordType`,
+  },
 );
 export type BulkDeleteInput = Type.Static<typeof BulkDeleteInput>;
 

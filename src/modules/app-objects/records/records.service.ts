@@ -1,7 +1,8 @@
 /**
  * Record rules: default status `active`; public callers list only active records inside
  * their schedule window; owner edits of data/owner; soft delete and restore (admin);
- * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete.
+ * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete
+ * by ids/refs or by scope (the records' anchors), optionally of one recordType.
  * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
  * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
  */
@@ -178,13 +179,18 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
         return out;
       }),
     );
-    const results = written.sort((x, y) => x.index - y.index);
-    const created = results.filter((r) => r.created).length;
-    return {
-      saved: results.length,
-      failed: 0,
-      results: { created, updated: results.length - created, items: results },
-    };
+    // One result per item in the caller's order, each with its `status`: what the original's
+    // clients read. All or nothing, so never an `error` item on a success.
+    const results = written
+      .sort((x, y) => x.index - y.index)
+      .map(({ index, ref, id, created }) => ({
+        index,
+        status: created ? ('created' as const) : ('updated' as const),
+        id,
+        ref,
+        created,
+      }));
+    return { saved: results.length, failed: 0, results };
   }
 
   /**
@@ -224,12 +230,25 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     return { saved: created + updated, failed: errors.length, created, updated, errors };
   }
 
+  /**
+   * Soft-deletes, in one statement, either the records named by id and/or ref, or every live
+   * record in a scope (its anchors equal each scope field given); either way optionally only
+   * those of one recordType. Deleted records stay restorable.
+   */
   async bulkDelete(collectionId: string, appId: string, input: BulkDeleteInput): Promise<{ deleted: number }> {
-    if (!input.ids?.length && !input.refs?.length) throw badRequest('Give ids and/or refs of the records to delete');
-    return this.db.transaction(async (tx) => {
-      const byId = await objects.softDelete(tx, RECORD, collectionId, appId, input.ids ?? []);
-      const byRef = await repo.softDeleteByRefs(tx, collectionId, appId, input.refs ?? []);
-      return { deleted: byId.length + byRef };
-    });
+    const { ids = [], refs = [], scope, recordType } = input;
+    if (scope !== undefined) {
+      if (input.ids !== undefined || input.refs !== undefined) {
+        throw badRequest('Give either ids/refs or a scope, not both', { fields: ['scope'] });
+      }
+      if (!Object.values(scope).some((v) => v !== undefined)) {
+        throw badRequest('A scope needs at least one of productId, variantId, batchId, proofId', {
+          fields: ['scope'],
+        });
+      }
+      return { deleted: await repo.softDeleteMatching(this.db, collectionId, appId, { scope, recordType }) };
+    }
+    if (!ids.length && !refs.length) throw badRequest('Give ids and/or refs of the records to delete, or a scope');
+    return { deleted: await repo.softDeleteMatching(this.db, collectionId, appId, { ids, refs, recordType }) };
   }
 }
