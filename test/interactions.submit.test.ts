@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
@@ -155,6 +155,24 @@ describe('event update', () => {
     });
     const asc = await events({ interactionId: 'versions', order: 'ASC' });
     expect(asc.map((e) => e.outcome)).toEqual(['draft', 'shipped']);
+    // The original's further event fields change too; null clears one.
+    const more = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { productId: 'p1', source: 'crm', eventType: 'status', orgId: 'org-1', metadata: null },
+    });
+    expect(more.statusCode, more.body).toBe(200);
+    expect(more.json()).toMatchObject({ productId: 'p1', source: 'crm', eventType: 'status', orgId: 'org-1' });
+    expect(more.json()).not.toHaveProperty('metadata');
+    const cleared = await t.inject({
+      method: 'PATCH',
+      url: `${admin(a)}/events/order-42`,
+      headers: a.auth,
+      payload: { productId: null, orgId: null },
+    });
+    expect(cleared.json()).not.toHaveProperty('productId');
+    expect(cleared.json().orgId).toBe(a.id);
 
     const del = await t.inject({
       method: 'PATCH',
@@ -217,6 +235,113 @@ describe('event update', () => {
     }
     const [row] = await events({ interactionId: 'upd2' });
     expect(row).not.toHaveProperty('outcome');
+  });
+});
+
+describe('event update as the original’s clients send it: POST …/events/update', () => {
+  const update = (payload: Record<string, unknown>, headers: Record<string, string> = a.auth, c = a) =>
+    t.inject({ method: 'POST', url: `${admin(c)}/events/update`, headers, payload });
+  const append = (payload: Record<string, unknown>) =>
+    t.inject({ method: 'POST', url: `${admin(a)}/append`, headers: a.auth, payload });
+
+  beforeAll(async () => {
+    await createType('sdk-upd', {});
+    for (const [outcome, ts] of [
+      ['draft', '2026-03-01T00:00:00Z'],
+      ['final', '2026-03-02T00:00:00Z'],
+    ]) {
+      const res = await append({
+        interactionId: 'sdk-upd',
+        userId: 'u1',
+        contactId: 'c1',
+        eventId: 'order-7',
+        outcome,
+        timestamp: ts,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+  });
+
+  it('changes the latest version as PATCH does and answers {success: true}; status deletes and restores every version', async () => {
+    const res = await update({
+      eventId: 'order-7',
+      interactionId: 'sdk-upd',
+      userId: 'u1',
+      outcome: 'shipped',
+      scope: 'eu',
+      productId: 'p9',
+      source: 'crm',
+      metadata: { carrier: 'dhl' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ success: true });
+    const asc = await events({ interactionId: 'sdk-upd', order: 'ASC' });
+    expect(asc.map((e) => e.outcome)).toEqual(['draft', 'shipped']);
+    expect(asc[1]).toMatchObject({ scope: 'eu', productId: 'p9', source: 'crm', metadata: { carrier: 'dhl' } });
+    expect(asc[0]).not.toHaveProperty('scope');
+
+    // contactId names the actor as well as userId does; appId must be the event's.
+    const del = await update({
+      eventId: 'order-7',
+      interactionId: 'sdk-upd',
+      contactId: 'c1',
+      appId: 'app',
+      status: 'deleted',
+    });
+    expect(del.json()).toEqual({ success: true });
+    expect(await events({ interactionId: 'sdk-upd' })).toEqual([]);
+    const all = await events({ interactionId: 'sdk-upd', includeDeleted: true });
+    expect(all.map((e) => e.deleted)).toEqual([true, true]);
+    const restore = await update({ eventId: 'order-7', interactionId: 'sdk-upd', userId: 'u1', status: 'active' });
+    expect(restore.json()).toEqual({ success: true });
+    expect((await events({ interactionId: 'sdk-upd' })).map((e) => e.deleted)).toEqual([false, false]);
+  });
+
+  it('an event of another type, app or actor is 404 naming what differs; bad bodies are 400; nothing changes', async () => {
+    const before = await events({ interactionId: 'sdk-upd', includeDeleted: true });
+    const named = { eventId: 'order-7', interactionId: 'sdk-upd', userId: 'u1' };
+    for (const [body, field] of [
+      [{ ...named, interactionId: 'other' }, 'body.interactionId'],
+      [{ ...named, userId: 'u2' }, 'body.userId'],
+      [{ eventId: 'order-7', interactionId: 'sdk-upd', contactId: 'c2' }, 'body.contactId'],
+      [{ ...named, appId: 'another-app' }, 'body.appId'],
+    ] as const) {
+      const res = await update({ ...body, outcome: 'hijacked', status: 'deleted' });
+      expect(res.statusCode, JSON.stringify(body)).toBe(404);
+      expect(res.json()).toMatchObject({ errorCode: 'NOT_FOUND', details: { fields: [field] } });
+    }
+    expect((await update({ ...named, eventId: 'missing', outcome: 'x' })).statusCode).toBe(404);
+
+    for (const [body, path] of [
+      [{ eventId: 'order-7', interactionId: 'sdk-upd', outcome: 'x' }, 'body.userId'],
+      [{ ...named, outcome: 'x', timestamp: '2026-03-03T00:00:00Z' }, 'body.timestamp'],
+      [{ ...named, outcome: 'x', campaign: 'spring' }, 'body.campaign'],
+      [{ ...named, outcome: 'x', anonId: 'd1' }, 'body.anonId'],
+      [{ ...named, outcome: 'x', collectionId: b.id }, 'body.collectionId'],
+      [{ ...named, status: 'archived' }, 'body.status'],
+      [{ ...named, outcome: 5 }, 'body.outcome'],
+      [{ interactionId: 'sdk-upd', userId: 'u1', outcome: 'x' }, 'body.eventId'],
+    ] as const) {
+      const res = await update(body);
+      expect(res.statusCode, JSON.stringify(body)).toBe(400);
+      expect(res.json().details.errors[0].path, JSON.stringify(body)).toBe(path);
+    }
+    // Nothing to change: 400, as PATCH with an empty body.
+    const nothing = await update(named);
+    expect(nothing.statusCode).toBe(400);
+    expect(nothing.json().message).toContain('Nothing to change');
+    expect(await events({ interactionId: 'sdk-upd', includeDeleted: true })).toEqual(before);
+  });
+
+  it('another collection’s key is 401 on this path and 404 for this event on its own; a user token is 401', async () => {
+    const before = await events({ interactionId: 'sdk-upd', includeDeleted: true });
+    const body = { eventId: 'order-7', interactionId: 'sdk-upd', userId: 'u1', outcome: 'x', status: 'deleted' };
+    for (const headers of [{}, b.auth, bearer(tokenA)]) {
+      expect((await update(body, headers)).statusCode).toBe(401);
+    }
+    await createType('sdk-upd', {}, b);
+    expect((await update(body, b.auth, b)).statusCode).toBe(404);
+    expect(await events({ interactionId: 'sdk-upd', includeDeleted: true })).toEqual(before);
   });
 });
 
@@ -346,6 +471,72 @@ describe('public submit: permissions, each refusal with its reason', () => {
     expect(res.json().details.reason).toBe('origin_forbidden');
   });
 
+  it('an entry without a scheme matches that host over http or https, on any port; subdomains only with *.; never a substring', async () => {
+    await createType('hosts', {
+      allowPublicSubmit: true,
+      allowAnonymousSubmit: true,
+      allowedOrigins: ['example.com', '*.brand.test', 'localhost:3000'],
+    });
+    const allowed = [
+      'https://example.com',
+      'http://example.com',
+      'https://example.com:8443',
+      'https://EXAMPLE.com',
+      'https://example.com/',
+      'https://eu.brand.test',
+      'https://a.b.brand.test',
+      'http://localhost:3000',
+    ];
+    const refused = [
+      'https://evil-example.com',
+      'https://notexample.com',
+      'https://example.com.evil.net',
+      'https://example.com@evil.net',
+      'https://evil.net/example.com',
+      'https://evil.net?example.com',
+      'https://evil.net#.brand.test',
+      'https://sub.example.com',
+      'https://brand.test',
+      'https://evil-brand.test',
+      'https://eu.brand.test.evil.net',
+      'ftp://example.com',
+      'http://localhost:3001',
+      'http://localhost',
+      'null',
+      'example.com',
+    ];
+    for (const origin of allowed) {
+      const res = await submit({ interactionId: 'hosts' }, { origin });
+      expect(res.statusCode, `${origin}: ${res.body}`).toBe(200);
+    }
+    for (const origin of refused) {
+      const res = await submit({ interactionId: 'hosts' }, { origin });
+      expect(res.statusCode, origin).toBe(401);
+      expect(res.json().reason, origin).toBe('origin_forbidden');
+    }
+    expect((await events({ interactionId: 'hosts' })).length).toBe(allowed.length);
+  });
+
+  it('an entry with a scheme keeps to it: the scheme and the port (the scheme’s default when none is written)', async () => {
+    await createType('schemes', {
+      allowPublicSubmit: true,
+      allowAnonymousSubmit: true,
+      allowedOrigins: ['https://shop.example.com', 'https://*.example.org'],
+    });
+    for (const [origin, status] of [
+      ['https://shop.example.com', 200],
+      ['https://shop.example.com:443', 200],
+      ['https://deep.sub.example.org', 200],
+      ['http://shop.example.com', 401],
+      ['https://shop.example.com:8443', 401],
+      ['https://example.org', 401],
+      ['https://evil-example.org', 401],
+      ['https://shop.example.com.evil.net', 401],
+    ] as const) {
+      expect((await submit({ interactionId: 'schemes' }, { origin })).statusCode, origin).toBe(status);
+    }
+  });
+
   it('accepts anonymous submits where allowed, with an anonId', async () => {
     await createType('anon-ok', { allowPublicSubmit: true, allowAnonymousSubmit: true });
     const res = await submit({ interactionId: 'anon-ok', anonId: 'device-1' });
@@ -353,6 +544,51 @@ describe('public submit: permissions, each refusal with its reason', () => {
     const [row] = await events({ interactionId: 'anon-ok' });
     expect(row).toMatchObject({ anonId: 'device-1', channel: 'public' });
     expect(row).not.toHaveProperty('userId');
+  });
+
+  describe('the window: startAt and endAt are both included', () => {
+    // Only Date is faked: the service reads the time from it, timers and the database run as usual.
+    const at = (instant: string) => vi.useFakeTimers({ toFake: ['Date'], now: new Date(instant) });
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+    const open = { allowPublicSubmit: true, allowAnonymousSubmit: true };
+
+    it('a submit at endAt is accepted, one a millisecond later is after_end; at startAt accepted, before it before_start', async () => {
+      await createType('edges', { ...open, startAt: '2026-06-01T00:00:00Z', endAt: '2026-06-30T23:59:59Z' });
+      for (const [instant, reason] of [
+        ['2026-05-31T23:59:59.999Z', 'before_start'],
+        ['2026-06-01T00:00:00.000Z', null],
+        ['2026-06-30T23:59:59.000Z', null],
+        ['2026-06-30T23:59:59.001Z', 'after_end'],
+      ] as const) {
+        at(instant);
+        const res = await submit({ interactionId: 'edges' });
+        vi.useRealTimers();
+        expect(res.statusCode, `${instant}: ${res.body}`).toBe(reason === null ? 200 : 401);
+        if (reason) expect(res.json().reason).toBe(reason);
+      }
+      expect((await events({ interactionId: 'edges' })).map((e) => e.timestamp)).toEqual([
+        '2026-06-30T23:59:59.000Z',
+        '2026-06-01T00:00:00.000Z',
+      ]);
+    });
+
+    it('dates alone: startAt from that day’s first instant, endAt up to the end of its day', async () => {
+      await createType('days', { ...open, startAt: '2026-06-01', endAt: '2026-06-30' });
+      for (const [instant, status] of [
+        ['2026-05-31T23:59:59.999Z', 401],
+        ['2026-06-01T00:00:00.000Z', 200],
+        ['2026-06-30T23:59:59.999Z', 200],
+        ['2026-07-01T00:00:00.000Z', 401],
+      ] as const) {
+        at(instant);
+        const res = await submit({ interactionId: 'days' });
+        vi.useRealTimers();
+        expect(res.statusCode, `${instant}: ${res.body}`).toBe(status);
+      }
+      expect((await events({ interactionId: 'days' })).length).toBe(2);
+    });
   });
 
   it('refuses bad input (400) and an undefined interaction (400); another collection’s token is 401', async () => {

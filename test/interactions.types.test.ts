@@ -100,7 +100,7 @@ describe('admin type CRUD', () => {
     expect(bad.statusCode).toBe(400);
   });
 
-  it('updates (permissions merged key by key, data replaced) and removes', async () => {
+  it('updates (permissions and data merged key by key, appId replaced) and removes', async () => {
     await createType(a, {
       id: 'upd',
       appId: 'x',
@@ -114,7 +114,8 @@ describe('admin type CRUD', () => {
       payload: { appId: 'y', permissions: { enabled: false }, data: { k: 1 } },
     });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ appId: 'y', data: { k: 1 } });
+    expect(res.json()).toMatchObject({ appId: 'y' });
+    expect(res.json().data).toEqual({ old: true, k: 1 });
     expect(res.json().permissions).toEqual({ allowPublicSubmit: true, uniquePerUser: true, enabled: false });
     const bad = await t.inject({ method: 'PATCH', url: `${admin(a)}/upd`, headers: a.auth, payload: { id: 'z' } });
     expect(bad.statusCode).toBe(400);
@@ -185,7 +186,7 @@ describe('PATCH permissions: merged key by key, atomically', () => {
     expect((await patch(a, 'merge', { permissions: {} })).json().permissions).toEqual(expected);
   });
 
-  it('startAt < endAt is checked on the merged permissions; a refused PATCH changes nothing', async () => {
+  it('startAt not after endAt is checked on the merged permissions; a refused PATCH changes nothing', async () => {
     const permissions = {
       allowPublicSubmit: true,
       startAt: '2026-06-01T00:00:00.000Z',
@@ -195,7 +196,7 @@ describe('PATCH permissions: merged key by key, atomically', () => {
     for (const p of [{ endAt: '2026-05-01T00:00:00Z' }, { startAt: '2026-08-01T00:00:00Z' }]) {
       const res = await patch(a, 'window', { appId: 'changed', permissions: p, data: { changed: true } });
       expect(res.statusCode, JSON.stringify(p)).toBe(400);
-      expect(res.json().message).toContain('startAt must be before');
+      expect(res.json().message).toContain('startAt must not be after');
     }
     const after = (await t.inject({ method: 'GET', url: `${admin(a)}/window`, headers: a.auth })).json();
     expect(after).toMatchObject({ appId: 'x', permissions, data: {} });
@@ -203,6 +204,24 @@ describe('PATCH permissions: merged key by key, atomically', () => {
     const ok = await patch(a, 'window', { permissions: { startAt: null, endAt: '2026-05-01T00:00:00.000Z' } });
     expect(ok.statusCode, ok.body).toBe(200);
     expect(ok.json().permissions).toEqual({ allowPublicSubmit: true, endAt: '2026-05-01T00:00:00.000Z' });
+    // Both ends are included, so a window of one instant holds a submit: startAt may equal endAt.
+    const instant = await patch(a, 'window', { permissions: { startAt: '2026-05-01T00:00:00Z' } });
+    expect(instant.statusCode, instant.body).toBe(200);
+    expect(instant.json().permissions).toMatchObject({ startAt: instant.json().permissions.endAt });
+  });
+
+  it('a date alone as endAt is stored as that day’s last millisecond (endAt is included), as startAt its first', async () => {
+    const created = await createType(a, {
+      id: 'days',
+      appId: 'x',
+      permissions: { startAt: '2026-06-01', endAt: '2026-06-30' },
+    });
+    expect(created.permissions).toEqual({ startAt: '2026-06-01T00:00:00.000Z', endAt: '2026-06-30T23:59:59.999Z' });
+    const res = await patch(a, 'days', { permissions: { endAt: '2026-07-15' } });
+    expect(res.json().permissions.endAt).toBe('2026-07-15T23:59:59.999Z');
+    // One day as both ends: that whole day.
+    const oneDay = await patch(a, 'days', { permissions: { startAt: '2026-07-15' } });
+    expect(oneDay.statusCode, oneDay.body).toBe(200);
   });
 
   it('refuses bad permission values and unknown keys (400), and permissions: null', async () => {
@@ -237,6 +256,80 @@ describe('PATCH permissions: merged key by key, atomically', () => {
       allowPublicSubmit: true,
       ...Object.fromEntries(keys.map((k) => [k, true])),
     });
+  });
+
+  it('data merges key by key too: display updated, effects kept; null removes a key; a key’s value is replaced whole', async () => {
+    const effects = [{ type: 'tag', config: { tags: ['donor'] } }];
+    await createType(a, {
+      id: 'donation',
+      appId: 'x',
+      data: { display: { title: 'Donate', icon: 'heart' }, effects, interactionType: 'form', custom: 1 },
+    });
+    const res = await patch(a, 'donation', { data: { display: { title: 'Give' }, custom: null } });
+    expect(res.statusCode, res.body).toBe(200);
+    // display is replaced whole (its icon is gone): the merge is one level deep.
+    const expected = { display: { title: 'Give' }, effects, interactionType: 'form' };
+    expect(res.json().data).toEqual(expected);
+    expect(res.json()).toMatchObject({ display: { title: 'Give' }, effects, interactionType: 'form' });
+    const got = (await t.inject({ method: 'GET', url: `${admin(a)}/donation`, headers: a.auth })).json();
+    expect(got.data).toEqual(expected);
+    // Effects updated alone keep the display; an empty data changes nothing.
+    const next = [{ type: 'loyalty', config: {} }];
+    expect((await patch(a, 'donation', { data: { effects: next } })).json().data).toEqual({
+      ...expected,
+      effects: next,
+    });
+    expect((await patch(a, 'donation', { data: {} })).json().data).toEqual({ ...expected, effects: next });
+    // data: null is refused (400) and changes nothing.
+    expect((await patch(a, 'donation', { data: null })).statusCode).toBe(400);
+    const after = (await t.inject({ method: 'GET', url: `${admin(a)}/donation`, headers: a.auth })).json();
+    expect(after.data).toEqual({ ...expected, effects: next });
+  });
+
+  it('an allowedOrigins entry that can match no origin is a 400 naming it, on create and PATCH; nothing changes', async () => {
+    await createType(a, { id: 'origins', appId: 'x', permissions: { allowedOrigins: ['https://shop.example.com'] } });
+    for (const entry of [
+      'https://shop-*.example.com',
+      '*example.com',
+      'example.*',
+      'https://example.com/path',
+      'https://user@example.com',
+      'example.com:99999',
+      'http://',
+      '',
+    ]) {
+      const created = await t.inject({
+        method: 'POST',
+        url: admin(a),
+        headers: a.auth,
+        payload: { id: 'bad-origins', appId: 'x', permissions: { allowedOrigins: ['example.com', entry] } },
+      });
+      expect(created.statusCode, entry).toBe(400);
+      expect(created.json().details.errors[0].path, entry).toBe('body.permissions.allowedOrigins.1');
+      const patched = await patch(a, 'origins', { appId: 'changed', permissions: { allowedOrigins: [entry] } });
+      expect(patched.statusCode, entry).toBe(400);
+      expect(patched.json().details.errors[0].path, entry).toBe('body.permissions.allowedOrigins.0');
+    }
+    expect((await t.inject({ method: 'GET', url: `${admin(a)}/bad-origins`, headers: a.auth })).statusCode).toBe(404);
+    const stored = (await t.inject({ method: 'GET', url: `${admin(a)}/origins`, headers: a.auth })).json();
+    expect(stored).toMatchObject({ appId: 'x', permissions: { allowedOrigins: ['https://shop.example.com'] } });
+    // Every documented form is accepted.
+    const ok = await patch(a, 'origins', {
+      permissions: {
+        allowedOrigins: [
+          '*',
+          'https://shop.example.com',
+          'https://*.example.com',
+          'http://localhost:3000',
+          'example.com',
+          '*.example.com',
+          'EXAMPLE.org:8443',
+          'https://shop.example.com/',
+          '[::1]:8080',
+        ],
+      },
+    });
+    expect(ok.statusCode, ok.body).toBe(200);
   });
 
   it('another collection’s admin cannot patch it (401 on its path, 404 on their own)', async () => {

@@ -9,16 +9,22 @@
  *   no idea of the caller's local zone.
  * - A date alone names a whole day. As the start of a window (or a point in time) it is that
  *   day's first instant; as the end of a window it includes that whole day, so it stands for
- *   the next day's first instant, every end in this service being exclusive. `to: '2026-11-24'`
- *   therefore covers all of the 24th.
+ *   the next day's first instant, window ends in this service being exclusive. `to: '2026-11-24'`
+ *   therefore covers all of the 24th. An end that is itself included (an interaction type's
+ *   `endAt`: "up to and including") stands for the day's last millisecond instead, which
+ *   covers the same day and nothing of the next.
  *
  * Request schemas mark such fields with `Instant()` (platform/schemas.ts); the validator
  * rewrites the value in place to the normalised RFC 3339 text (the `x-instant` keyword,
  * platform/validation.ts), so services and repositories only ever see full instants.
  */
 
-/** Which end of a window a field is: decides what a date alone stands for. */
-export type InstantEdge = 'start' | 'end';
+/**
+ * Which end of a window a field is: decides what a date alone stands for. `end` is an
+ * exclusive end (the next day's first instant), `last` an inclusive one (the day's last
+ * millisecond).
+ */
+export type InstantEdge = 'start' | 'end' | 'last';
 
 /** The schema keyword that marks an instant field and names its edge. */
 export const INSTANT_KEYWORD = 'x-instant';
@@ -36,6 +42,9 @@ const SHAPE =
 
 const DAY_MS = 86_400_000;
 
+/** Where in its day a date alone falls, by edge. */
+const DATE_ALONE_SHIFT: Record<InstantEdge, number> = { start: 0, end: DAY_MS, last: DAY_MS - 1 };
+
 /**
  * The instant a text names, or undefined when it is not an ISO 8601 date or date-time of a
  * real day and time (years 0001 to 9999).
@@ -52,7 +61,7 @@ export function parseInstant(text: string, edge: InstantEdge = 'start'): Date | 
   // Date.UTC maps years 0 to 99 onto 1900 to 1999; setUTCFullYear does not.
   const midnight = new Date(0);
   midnight.setUTCFullYear(year, month - 1, day);
-  if (h === undefined) return inRange(new Date(midnight.getTime() + (edge === 'end' ? DAY_MS : 0)));
+  if (h === undefined) return inRange(new Date(midnight.getTime() + DATE_ALONE_SHIFT[edge]));
   const hour = Number(h);
   const minute = Number(mi);
   const second = s === undefined ? 0 : Number(s);

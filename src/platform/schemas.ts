@@ -25,7 +25,8 @@ export const OpenObject = (options: Record<string, unknown> = {}) =>
  * A point in time in a request: an ISO 8601 date or date-time, with or without seconds or an
  * offset (platform/instants.ts has the rules). Validation rewrites it to full RFC 3339 in UTC,
  * so a handler reads `2026-11-21T00:00:00.000Z` where the client wrote `2026-11-21`. `edge`
- * says which end of a window the field is: a date alone as an `end` includes that whole day.
+ * says which end of a window the field is: a date alone as an `end` (exclusive) or a `last`
+ * (inclusive end) includes that whole day.
  */
 export const Instant = (description?: string, edge: InstantEdge = 'start') =>
   Type.String({
@@ -33,9 +34,9 @@ export const Instant = (description?: string, edge: InstantEdge = 'start') =>
     [INSTANT_KEYWORD]: edge,
     description: [
       description,
-      edge === 'end'
-        ? 'ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day'
-        : "ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start",
+      edge === 'start'
+        ? "ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start"
+        : 'ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day',
     ]
       .filter(Boolean)
       .join('. '),

@@ -35,7 +35,7 @@ function makeAjv(externalSchemas: Record<string, unknown>, options: Options): Aj
 }
 
 /**
- * `x-instant: 'start' | 'end'` (set by `Instant()`, platform/schemas.ts): the string must be
+ * `x-instant: 'start' | 'end' | 'last'` (set by `Instant()`, platform/schemas.ts): the string must be
  * an ISO 8601 date or date-time of a real day, and is replaced by its RFC 3339 instant in UTC,
  * so what reaches a handler is always a full instant whatever form the client wrote.
  */

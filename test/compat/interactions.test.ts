@@ -2,10 +2,12 @@
  * Interactions as clients of the original service call them: BASE_PATH /api/v1, the admin key
  * as X-API-Key, the user token as Bearer, and the bodies of its interactions guide and SDK
  * types. Checked: event bodies with the original's fields (and further fields, returned with
- * the event), a partial permissions update, refusals named as the original names them, and
- * answers whose optional fields are absent when unset (never null) and required ones present.
+ * the event), a partial permissions update, refusals named as the original names them,
+ * answers whose optional fields are absent when unset (never null) and required ones present,
+ * the SDK's updateEvent call, a type's data updated key by key, allowedOrigins written as site
+ * domains, and endAt included.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from '../helpers/fixtures.ts';
 
@@ -476,5 +478,146 @@ describe('answers: optional fields absent when unset, required ones present', ()
     const missing = await post(`${admin()}/aggregate`, { groupBy: 'outcome', aggregate: {} });
     expect(missing.statusCode).toBe(400);
     expect(missing.json().details.errors[0].path).toBe('body.field');
+  });
+});
+
+describe('the SDK’s updateEvent: POST …/interactions/events/update', () => {
+  const update = (body: Record<string, unknown>, headers = adminKey, c = a) =>
+    post(`${admin(c)}/events/update`, body, headers);
+
+  beforeAll(async () => {
+    // The guide's type; another describe may have made it already.
+    const res = await post(`${admin()}/`, { id: 'vote', appId: 'my-app' });
+    expect([200, 409]).toContain(res.statusCode);
+    const appended = await post(`${admin()}/append`, {
+      appId: 'my-app',
+      interactionId: 'vote',
+      outcome: 'option-a',
+      userId: 'user_abc123',
+      eventId: 'evt_abc123',
+      scope: 'round-2',
+    });
+    expect(appended.statusCode, appended.body).toBe(200);
+  });
+
+  it('the guide’s call: outcome overridden, then status deleted soft-deletes it; answers {success: true}', async () => {
+    // As the SDK's type has it (collectionId required), without status first.
+    const first = await update({
+      collectionId: a.id,
+      eventId: 'evt_abc123',
+      interactionId: 'vote',
+      userId: 'user_abc123',
+      outcome: 'option-b',
+    });
+    expect(first.statusCode, first.body).toBe(200);
+    expect(first.json()).toEqual({ success: true });
+    const [row] = await query({ interactionId: 'vote', scope: 'round-2' });
+    expect(row).toMatchObject({ eventId: 'evt_abc123', outcome: 'option-b', deleted: false });
+    expectRow(row);
+    const counts = await post(`${admin()}/counts-by-outcome`, { interactionId: 'vote', scope: 'round-2' });
+    expect(counts.json()).toEqual([{ outcome: 'option-b', count: 1 }]);
+
+    // The guide's example body, exactly.
+    const res = await update({
+      eventId: 'evt_abc123',
+      interactionId: 'vote',
+      userId: 'user_abc123',
+      outcome: 'option-b',
+      status: 'deleted',
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toEqual({ success: true });
+    expect(await query({ interactionId: 'vote', scope: 'round-2' })).toEqual([]);
+    const [deleted] = await query({ interactionId: 'vote', scope: 'round-2', includeDeleted: true });
+    expect(deleted).toMatchObject({ eventId: 'evt_abc123', outcome: 'option-b', deleted: true });
+    const after = await post(`${admin()}/counts-by-outcome`, { interactionId: 'vote', scope: 'round-2' });
+    expect(after.json()).toEqual([]);
+  });
+
+  it('another collection: its key on this path is 401, this event on its own path 404; nothing changes', async () => {
+    const body = { eventId: 'evt_abc123', interactionId: 'vote', userId: 'user_abc123', status: 'active' };
+    expect((await update(body, { 'x-api-key': b.key })).statusCode).toBe(401);
+    expect((await update(body, { 'x-api-key': b.key }, b)).statusCode).toBe(404);
+    const [row] = await query({ interactionId: 'vote', scope: 'round-2', includeDeleted: true });
+    expect(row.deleted).toBe(true);
+  });
+});
+
+describe('updating a type’s data: display and effects kept apart', () => {
+  it('the guide’s donation type: effects on create, display updated later, effects kept (and the other way round)', async () => {
+    const effects = [
+      {
+        type: 'transactional',
+        config: {
+          templateId: 'tmpl_donation_receipt',
+          channel: 'email',
+          props: { donationAmount: '{{metadata.amount}}', campaignName: '{{metadata.campaign}}' },
+        },
+      },
+      { type: 'tag', config: { tags: ['donor'] } },
+    ];
+    await createType({ id: 'donation', appId: 'my-app', permissions: { allowPublicSubmit: true }, data: { effects } });
+    const display = { title: 'Donate', description: 'Give to the campaign.' };
+    const res = await t.inject({
+      method: 'PATCH',
+      url: `${admin()}/donation`,
+      headers: adminKey,
+      payload: { data: { display } },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ data: { display, effects }, display, effects });
+    const later = [{ type: 'loyalty', config: {} }];
+    const again = await t.inject({
+      method: 'PATCH',
+      url: `${admin()}/donation`,
+      headers: adminKey,
+      payload: { data: { effects: later } },
+    });
+    expect(again.json().data).toEqual({ display, effects: later });
+  });
+});
+
+describe('allowedOrigins as site domains, and endAt included', () => {
+  it('a domain without a scheme allows that site; look-alike domains are refused', async () => {
+    await createType({
+      id: 'site-poll',
+      appId: 'my-app',
+      permissions: { allowPublicSubmit: true, allowAnonymousSubmit: true, allowedOrigins: ['example.com'] },
+    });
+    const vote = { appId: 'my-app', interactionId: 'site-poll', outcome: 'a' };
+    for (const origin of ['https://example.com', 'http://example.com:8080']) {
+      expect((await post(`${pub()}/submit`, vote, { origin })).statusCode, origin).toBe(200);
+    }
+    for (const origin of ['https://evil-example.com', 'https://example.com.evil.net', 'https://shop.example.com']) {
+      const res = await post(`${pub()}/submit`, vote, { origin });
+      expect(res.statusCode, origin).toBe(401);
+      expect(res.json()).toMatchObject({ error: 'FORBIDDEN', reason: 'origin_forbidden' });
+    }
+  });
+
+  it('the guide’s endAt 2026-06-30T23:59:59Z: a submit at that instant is accepted, a millisecond later after_end', async () => {
+    await createType({
+      id: 'june-vote',
+      appId: 'my-app',
+      permissions: {
+        allowPublicSubmit: true,
+        allowAnonymousSubmit: true,
+        startAt: '2026-06-01T00:00:00Z',
+        endAt: '2026-06-30T23:59:59Z',
+      },
+    });
+    const vote = { appId: 'my-app', interactionId: 'june-vote', outcome: 'a' };
+    try {
+      vi.useFakeTimers({ toFake: ['Date'], now: new Date('2026-06-30T23:59:59.000Z') });
+      const atEnd = await post(`${pub()}/submit`, vote, {});
+      vi.setSystemTime(new Date('2026-06-30T23:59:59.001Z'));
+      const after = await post(`${pub()}/submit`, vote, {});
+      vi.useRealTimers();
+      expect(atEnd.statusCode, atEnd.body).toBe(200);
+      expect(after.statusCode).toBe(401);
+      expect(after.json()).toMatchObject({ error: 'FORBIDDEN', reason: 'after_end' });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -17,9 +17,10 @@ import { InteractionsService } from './interactions.service.ts';
 import { interactionsSettings } from './interactions.settings.ts';
 
 export { EXPORT_TASK } from './interactions.export.ts';
+export { originAllowed } from './interactions.origins.ts';
 export { toEventRow } from './interactions.present.ts';
 export { IdField } from './interactions.schema.ts';
-export { InteractionsService, originAllowed } from './interactions.service.ts';
+export { InteractionsService } from './interactions.service.ts';
 export { type InteractionsSettings, interactionsSettings } from './interactions.settings.ts';
 
 export const interactionsModule = defineModule({

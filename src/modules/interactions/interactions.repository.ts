@@ -433,23 +433,36 @@ export async function findLatestVersion(
   return rows[0];
 }
 
+/** The columns an event update may change, by the field that names them; raw() takes only these. */
+const CHANGEABLE_COLUMNS = {
+  outcome: 'outcome',
+  scope: 'scope',
+  broadcastId: 'broadcast_id',
+  journeyId: 'journey_id',
+  orgId: 'org_id',
+  productId: 'product_id',
+  proofId: 'proof_id',
+  variantId: 'variant_id',
+  batchId: 'batch_id',
+  source: 'source_tag',
+  eventType: 'event_type',
+} as const;
+
+export type EventChanges = { [K in keyof typeof CHANGEABLE_COLUMNS]?: string | null } & {
+  metadata?: Record<string, unknown> | null;
+};
+
 export async function updateEventVersion(
   db: Queryable,
   collectionId: string,
   rowId: number,
-  p: {
-    outcome?: string | null;
-    scope?: string | null;
-    broadcastId?: string | null;
-    journeyId?: string | null;
-    metadata?: Record<string, unknown> | null;
-  },
+  p: EventChanges,
 ): Promise<void> {
   const sets = [sql`updated_at = now()`];
-  if (p.outcome !== undefined) sets.push(sql`outcome = ${p.outcome}`);
-  if (p.scope !== undefined) sets.push(sql`scope = ${p.scope}`);
-  if (p.broadcastId !== undefined) sets.push(sql`broadcast_id = ${p.broadcastId}`);
-  if (p.journeyId !== undefined) sets.push(sql`journey_id = ${p.journeyId}`);
+  for (const [field, column] of Object.entries(CHANGEABLE_COLUMNS)) {
+    const value = p[field as keyof typeof CHANGEABLE_COLUMNS];
+    if (value !== undefined) sets.push(sql`${raw(column)} = ${value}`);
+  }
   if (p.metadata !== undefined)
     sets.push(sql`metadata = ${p.metadata === null ? null : JSON.stringify(p.metadata)}::jsonb`);
   await db.query(

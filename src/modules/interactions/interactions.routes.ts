@@ -18,6 +18,8 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
     S.SubmitInteractionBody,
     S.SubmitInteractionResponse,
     S.UpdateEventBody,
+    S.UpdateInteractionBody,
+    S.UpdateInteractionResponse,
     S.InteractionEventRow,
     S.AdminInteractionsQueryRequest,
     S.AdminInteractionsCountsByOutcomeRequest,
@@ -107,9 +109,9 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
       schema: {
         tags,
         operationId: 'interactions_update',
-        summary: 'Update an interaction type (permissions merge key by key)',
+        summary: 'Update an interaction type (permissions and data merge key by key)',
         description:
-          'Each key of `permissions` replaces that key of the stored permissions; `null` removes the key, so it takes its default again; keys not sent are kept. `{permissions: {endAt}}` changes only endAt. `appId` and `data` replace the stored ones. The update is atomic: concurrent updates of different keys all land, and startAt must be before endAt in the merged permissions (else 400, nothing changed).',
+          'Each key of `permissions` replaces that key of the stored permissions; `null` removes the key, so it takes its default again; keys not sent are kept. `{permissions: {endAt}}` changes only endAt. `data` merges the same way at its top level: `{data: {display}}` replaces data.display and keeps data.effects, data.scopes and every other key; `null` removes a key. `appId` replaces the stored one. The update is atomic: concurrent updates of different keys all land, and startAt must not be after endAt in the merged permissions (else 400, nothing changed).',
         params: S.TypeParams,
         body: ref(S.UpdateInteractionTypeBody),
         response: typeReply,
@@ -164,6 +166,24 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
       },
     },
     async (req) => service.updateEvent(req.params.collectionId, req.params.eventId, req.body),
+  );
+
+  app.post(
+    `${base}/events/update`,
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'interactions_updateEventByBody',
+        summary: 'Update an event named in the body (eventId, its interactionId and userId or contactId)',
+        description:
+          'The same update as `PATCH …/events/{eventId}`, with the event named in the body: eventId, and the interactionId, appId, userId and contactId it must have (userId or contactId required; an event that differs is 404 and nothing changes). outcome, scope, broadcastId, journeyId, metadata, orgId, productId, proofId, variantId, batchId, source and eventType change the latest version (null clears); `status: deleted` marks every version deleted, `active` restores them. timestamp and further fields are refused (400 naming the field). Answers `{success: true}`.',
+        params: S.CollectionParams,
+        body: ref(S.UpdateInteractionBody),
+        response: { 200: ref(S.UpdateInteractionResponse), ...errorResponses },
+      },
+    },
+    async (req) => service.updateEventByBody(req.params.collectionId, req.body),
   );
 
   app.post(

@@ -30,11 +30,14 @@ export const InteractionPermissions = Closed(
     allowedOrigins: Type.Optional(
       Type.Array(Text(300), {
         maxItems: 100,
-        description: 'Origins allowed to submit; `*.example.com` matches subdomains',
+        description:
+          'Origins allowed to submit (none: any). Each entry is `*` (every origin), an origin (`https://shop.example.com`: scheme, host and port must match) or a host without a scheme (`shop.example.com`: that host over http or https, on any port unless one is given). A host written `*.example.com` matches its subdomains only. Hosts are compared whole, never as substrings',
       }),
     ),
-    startAt: Type.Optional(Instant('Submits before this instant are refused')),
-    endAt: Type.Optional(Instant('Submits at or after this instant are refused', 'end')),
+    startAt: Type.Optional(Instant('Submits before this instant are refused; submits at it are accepted')),
+    endAt: Type.Optional(
+      Instant('Submits after this instant are refused; submits at it are accepted (inclusive)', 'last'),
+    ),
     uniquePerUser: Type.Optional(Type.Boolean({ description: 'One event per user (optionally per window)' })),
     uniquePerUserWindowSeconds: Type.Optional(
       Type.Integer({ minimum: 0, maximum: 10 * 365 * 86400, description: 'The window; 0 or absent: all time' }),
@@ -114,12 +117,17 @@ export const UpdateInteractionTypeBody = Closed(
   {
     appId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     permissions: Type.Optional(InteractionPermissionsPatch),
-    data: Type.Optional(OpenObject({ description: 'Replaces the stored data whole' })),
+    data: Type.Optional(
+      OpenObject({
+        description:
+          'Merged key by key into the stored data at its top level: a key given (display, effects, scopes, interactionType, any other) replaces that key whole, `null` removes it, a key left out is kept',
+      }),
+    ),
   },
   {
     $id: 'UpdateInteractionTypeBody',
     description:
-      'permissions merge key by key into the stored ones (null removes a key); data replaces the stored data whole',
+      'permissions and data merge key by key into the stored ones (null removes a key); appId replaces the stored one',
   },
 );
 export type UpdateInteractionTypeBody = Type.Static<typeof UpdateInteractionTypeBody>;
@@ -209,18 +217,75 @@ export const SubmitInteractionResponse = Closed(
   { $id: 'SubmitInteractionResponse' },
 );
 
+/**
+ * What an event update may change, on the latest version of the event: the fields an event is
+ * described by. Its type, its actor and its time are what it is, and stay.
+ */
+const eventChangeFields = {
+  outcome: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
+  scope: Type.Optional(Nullable(Text(200))),
+  broadcastId: Type.Optional(Nullable(Text(200))),
+  journeyId: Type.Optional(Nullable(Text(200))),
+  metadata: Type.Optional(Nullable(OpenObject({ description: 'Replaces the stored metadata whole' }))),
+  orgId: Type.Optional(Nullable(Text(200))),
+  productId: Type.Optional(Nullable(Text(200))),
+  proofId: Type.Optional(Nullable(Text(200))),
+  variantId: Type.Optional(Nullable(Text(200))),
+  batchId: Type.Optional(Nullable(Text(200))),
+  source: Type.Optional(Nullable(Text(200, 'The free-text source tag'))),
+  eventType: Type.Optional(Nullable(Text(200))),
+};
+/** Names of the fields an update changes (the rest of an update body names the event). */
+export const EVENT_CHANGE_FIELDS = Object.keys(eventChangeFields) as (keyof typeof eventChangeFields)[];
+
 export const UpdateEventBody = Closed(
   {
-    outcome: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 200 }))),
-    scope: Type.Optional(Nullable(Text(200))),
-    broadcastId: Type.Optional(Nullable(Text(200))),
-    journeyId: Type.Optional(Nullable(Text(200))),
-    metadata: Type.Optional(Nullable(OpenObject())),
+    ...eventChangeFields,
     deleted: Type.Optional(Type.Boolean({ description: 'true marks every version deleted; false restores them' })),
   },
-  { $id: 'UpdateInteractionEventBody', minProperties: 1 },
+  {
+    $id: 'UpdateInteractionEventBody',
+    minProperties: 1,
+    description: 'A field given replaces it on the latest version (null clears it); fields left out stay',
+  },
 );
 export type UpdateEventBody = Type.Static<typeof UpdateEventBody>;
+
+/**
+ * The original's update call (`POST …/interactions/events/update`): one body that names the
+ * event (eventId, and the type and actor it must have) and what to change. It is the original's
+ * event body plus eventId and status, so it is open; the service refuses, naming them, the
+ * fields an update does not change (timestamp, further fields).
+ */
+export const UpdateInteractionBody = Type.Object(
+  {
+    eventId: Type.String({ minLength: 1, maxLength: 200, description: 'The event to update' }),
+    collectionId: Type.Optional(Text(200, 'Must equal the collectionId of the path when given')),
+    interactionId: Id('The event’s interaction type: must be the event’s'),
+    userId: Type.Optional(Id('The event’s user: must be the event’s when given')),
+    contactId: Type.Optional(Id('The event’s contact: must be the event’s when given')),
+    appId: Type.Optional(Text(100, 'Must be the event’s appId when given')),
+    status: Type.Optional(
+      Type.Union([Type.Literal('active'), Type.Literal('deleted')], {
+        description: 'deleted marks every version of the event deleted; active restores them',
+      }),
+    ),
+    ...eventChangeFields,
+    timestamp: Type.Optional(
+      Type.String({ maxLength: 64, description: 'Refused (400): an update does not move an event in time' }),
+    ),
+  },
+  {
+    $id: 'UpdateInteractionBody',
+    additionalProperties: true,
+    maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
+    description:
+      'userId or contactId is required. The event named by eventId must have this interactionId, and the appId, userId and contactId given (else 404). Further fields are refused (400 naming the first): an update changes only the fields listed',
+  },
+);
+export type UpdateInteractionBody = Type.Static<typeof UpdateInteractionBody> & Record<string, unknown>;
+
+export const UpdateInteractionResponse = Closed({ success: Type.Literal(true) }, { $id: 'UpdateInteractionResponse' });
 
 const optionalText = (description?: string) => Type.Optional(Type.String({ description }));
 

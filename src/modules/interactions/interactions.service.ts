@@ -7,9 +7,10 @@
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
 import type { Caller } from '../../platform/auth.ts';
-import { type AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
+import { AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { type ExportDownload, openExport } from './interactions.export.ts';
+import { originAllowed, unmatchableOrigin } from './interactions.origins.ts';
 import { toEventRow } from './interactions.present.ts';
 import * as repo from './interactions.repository.ts';
 import {
@@ -20,10 +21,10 @@ import {
   type AdminInteractionsQueryRequest,
   AppendInteractionBody,
   type CreateInteractionTypeBody,
+  EVENT_CHANGE_FIELDS,
   EVENT_EXTRA_MAX_BYTES,
   type InteractionEventRow,
   type InteractionPermissions,
-  type InteractionPermissionsPatch,
   type InteractionTypeRecord,
   type ListTypesQuery,
   type OutcomeCount,
@@ -32,6 +33,7 @@ import {
   SERVICE_SET_FIELDS,
   SubmitInteractionBody,
   type UpdateEventBody,
+  type UpdateInteractionBody,
   type UpdateInteractionTypeBody,
 } from './interactions.schema.ts';
 import type { InteractionsSettings } from './interactions.settings.ts';
@@ -89,20 +91,38 @@ export function toTypeRecord(r: repo.TypeRow): InteractionTypeRecord {
 
 const enabled = (p: InteractionPermissions) => p.enabled !== false;
 
-function checkWindow(p: InteractionPermissions) {
-  if (p.startAt && p.endAt && Date.parse(p.startAt) >= Date.parse(p.endAt)) {
-    throw badRequest('permissions.startAt must be before permissions.endAt', {
+/**
+ * Checks on permissions about to be stored: a window that holds at least one instant (startAt
+ * is included and so is endAt, so they may be equal), and allowedOrigins entries that can
+ * each match some origin (an entry that could match none is a mistake better told at once).
+ */
+function checkPermissions(p: { startAt?: string | null; endAt?: string | null; allowedOrigins?: string[] | null }) {
+  if (p.startAt && p.endAt && Date.parse(p.startAt) > Date.parse(p.endAt)) {
+    throw badRequest('permissions.startAt must not be after permissions.endAt', {
       fields: ['permissions.startAt', 'permissions.endAt'],
     });
   }
+  const bad = p.allowedOrigins ? unmatchableOrigin(p.allowedOrigins) : -1;
+  if (bad >= 0) {
+    throw validationFailed([
+      {
+        path: `body.permissions.allowedOrigins.${bad}`,
+        message:
+          'must be *, an origin (https://shop.example.com, https://*.example.com) or a host (shop.example.com, *.example.com), with an optional port',
+      },
+    ]);
+  }
 }
 
-/** A key given replaces the stored one, `null` removes it (back to its default), others stay. */
-function mergePermissions(stored: InteractionPermissions, patch: InteractionPermissionsPatch): InteractionPermissions {
-  // Only the closed schema's keys reach here; fromEntries keeps even odd names own fields.
+/**
+ * A PATCH of an open section (permissions, data) at its top level: a key given replaces that
+ * key whole, `null` removes it (permissions: back to its default), keys left out stay.
+ */
+function mergeKeys<T extends object>(stored: T, patch: { [K in keyof T]?: T[K] | null }): T {
+  // fromEntries keeps even odd names (`__proto__` is refused by the body parser) own fields.
   const kept = Object.entries(stored).filter(([key]) => !Object.hasOwn(patch, key));
   const given = Object.entries(patch).filter(([, value]) => value !== null);
-  return Object.fromEntries([...kept, ...given]) as InteractionPermissions;
+  return Object.fromEntries([...kept, ...given]) as T;
 }
 
 /** A body's `collectionId` is the original's required field; it must name the path's collection. */
@@ -171,23 +191,15 @@ function bodyColumns(body: AppendInteractionBody | SubmitInteractionBody) {
 
 const SUBMIT_SERVICE_SET = ['eventId', ...SERVICE_SET_FIELDS];
 
-/** `https://*.example.com` matches any subdomain; `*` matches every origin. */
-export function originAllowed(allowed: string[], origin: string | undefined): boolean {
-  if (allowed.length === 0) return true;
-  if (allowed.includes('*')) return true;
-  if (!origin) return false;
-  const o = origin.toLowerCase().replace(/\/+$/, '');
-  return allowed.some((a) => {
-    const pattern = a.toLowerCase().replace(/\/+$/, '');
-    if (!pattern.includes('*')) return pattern === o;
-    const re = new RegExp(
-      `^${pattern
-        .split('*')
-        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
-        .join('[^/]+')}$`,
-    );
-    return re.test(o);
-  });
+/** Fields of the original's update body that name the event rather than change it. */
+const UPDATE_NAMING_FIELDS = ['eventId', 'collectionId', 'interactionId', 'userId', 'contactId', 'appId', 'status'];
+
+/** What the event named for an update must be (fields left undefined are not checked). */
+interface EventNamedAs {
+  interactionId?: string;
+  appId?: string;
+  userId?: string;
+  contactId?: string;
 }
 
 export class InteractionsService {
@@ -209,7 +221,7 @@ export class InteractionsService {
   // ------------------------------------------------------------------------------ types
   async createType(collectionId: string, body: CreateInteractionTypeBody): Promise<InteractionTypeRecord> {
     const permissions = body.permissions ?? {};
-    checkWindow(permissions);
+    checkPermissions(permissions);
     const row = await repo.insertType(this.db, collectionId, {
       id: body.id,
       appId: body.appId,
@@ -239,9 +251,10 @@ export class InteractionsService {
   }
 
   /**
-   * permissions merge key by key into the stored ones, so a PATCH of one key leaves the others
-   * as they were. Read, merge, check and write run in one transaction holding the row's lock:
-   * concurrent PATCHes of different keys all land, and startAt < endAt holds on what is stored.
+   * permissions and data merge key by key into the stored ones, so a PATCH of one key leaves
+   * the others as they were (`data.display` without losing `data.effects`). Read, merge, check
+   * and write run in one transaction holding the row's lock: concurrent PATCHes of different
+   * keys all land, and the window checked is the one stored.
    */
   async updateType(collectionId: string, id: string, body: UpdateInteractionTypeBody): Promise<InteractionTypeRecord> {
     return this.db.transaction(async (tx) => {
@@ -249,10 +262,12 @@ export class InteractionsService {
       if (!stored) throw notFound('Interaction type');
       let permissions: InteractionPermissions | undefined;
       if (body.permissions !== undefined) {
-        permissions = mergePermissions(stored.permissions, body.permissions);
-        checkWindow(permissions);
+        permissions = mergeKeys(stored.permissions, body.permissions);
+        // Only the origins sent are checked: entries stored earlier under other rules stay.
+        checkPermissions({ ...permissions, allowedOrigins: body.permissions.allowedOrigins });
       }
-      const row = await repo.updateType(tx, collectionId, id, { appId: body.appId, permissions, data: body.data });
+      const data = body.data === undefined ? undefined : mergeKeys(stored.data, body.data);
+      const row = await repo.updateType(tx, collectionId, id, { appId: body.appId, permissions, data });
       if (!row) throw notFound('Interaction type');
       return toTypeRecord(row);
     });
@@ -331,7 +346,8 @@ export class InteractionsService {
     if (p.startAt && now.getTime() < Date.parse(p.startAt)) {
       throw refusal('before_start', `Submits open at ${p.startAt}`);
     }
-    if (p.endAt && now.getTime() >= Date.parse(p.endAt)) throw refusal('after_end', `Submits closed at ${p.endAt}`);
+    // endAt is included: submits are allowed "up to and including" it.
+    if (p.endAt && now.getTime() > Date.parse(p.endAt)) throw refusal('after_end', `Submits closed at ${p.endAt}`);
 
     let userId: string | null = null;
     let contactId: string | null = null;
@@ -406,17 +422,84 @@ export class InteractionsService {
     return { success: true, eventId };
   }
 
-  /** Changes the latest version of an event, or marks every version deleted / restored. */
-  async updateEvent(collectionId: string, eventId: string, body: UpdateEventBody): Promise<InteractionEventRow> {
+  /**
+   * Changes the latest version of an event, or marks every version deleted / restored. With
+   * `namedAs`, the event must also be of that type, app and actor, else 404 and nothing changes.
+   */
+  async updateEvent(
+    collectionId: string,
+    eventId: string,
+    body: UpdateEventBody,
+    namedAs: EventNamedAs = {},
+  ): Promise<InteractionEventRow> {
+    const { deleted, ...fields } = body;
+    if (Object.keys(fields).length === 0 && deleted === undefined) {
+      throw badRequest(`Nothing to change: send one of ${EVENT_CHANGE_FIELDS.join(', ')}, or deleted (status)`);
+    }
     return this.db.transaction(async (tx) => {
       const latest = await repo.findLatestVersion(tx, collectionId, eventId);
       if (!latest) throw notFound('Interaction event');
-      const { deleted, ...fields } = body;
+      const stored: Record<keyof EventNamedAs, string | null> = {
+        interactionId: latest.interaction_id,
+        appId: latest.app_id,
+        userId: latest.user_id,
+        contactId: latest.contact_id,
+      };
+      const differs = (Object.keys(stored) as (keyof EventNamedAs)[]).filter(
+        (key) => namedAs[key] !== undefined && namedAs[key] !== stored[key],
+      );
+      if (differs.length > 0) {
+        throw new AppError(404, 'NOT_FOUND', `No interaction event "${eventId}" with this ${differs.join(' and ')}`, {
+          fields: differs.map((key) => `body.${key}`),
+        });
+      }
       if (Object.keys(fields).length > 0) await repo.updateEventVersion(tx, collectionId, latest.id, fields);
       if (deleted !== undefined) await repo.setEventDeleted(tx, collectionId, eventId, deleted);
       const after = await repo.findLatestVersion(tx, collectionId, eventId);
       return toEventRow(after!);
     });
+  }
+
+  /**
+   * The original's update call: the body names the event (eventId, its interactionId, and its
+   * userId or contactId, one of which the original's clients always send) and carries what to
+   * change; `status: deleted | active` is `deleted: true | false`. The rules are updateEvent's.
+   */
+  async updateEventByBody(collectionId: string, body: UpdateInteractionBody): Promise<{ success: true }> {
+    checkCollection(collectionId, body);
+    if (body.userId === undefined && body.contactId === undefined) {
+      throw validationFailed([{ path: 'body.userId', message: 'userId or contactId is required (the event’s actor)' }]);
+    }
+    if (body.timestamp !== undefined) {
+      throw validationFailed([
+        {
+          path: 'body.timestamp',
+          message: 'is not changed by an update; append a new version with this eventId and timestamp instead',
+        },
+      ]);
+    }
+    const known = new Set<string>([...UPDATE_NAMING_FIELDS, ...EVENT_CHANGE_FIELDS]);
+    const further = Object.keys(body).find((key) => !known.has(key));
+    if (further !== undefined) {
+      throw validationFailed([
+        {
+          path: `body.${further}`,
+          message: `is not changed by an update, which changes ${EVENT_CHANGE_FIELDS.join(', ')} and status`,
+        },
+      ]);
+    }
+    const changes: UpdateEventBody = {};
+    for (const field of EVENT_CHANGE_FIELDS) {
+      if (body[field] !== undefined) Object.assign(changes, { [field]: body[field] });
+    }
+    if (body.status !== undefined) changes.deleted = body.status === 'deleted';
+    await this.updateEvent(collectionId, body.eventId, changes, {
+      interactionId: body.interactionId,
+      appId: body.appId,
+      userId: body.userId,
+      contactId: body.contactId,
+    });
+    return { success: true };
   }
 
   // ------------------------------------------------------------------------------ reads
