@@ -78,13 +78,13 @@ export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition
         .map((e) => `${e.instancePath || '/'} ${e.message}`);
       throw badRequest(`Invalid payload for ${spec.name}: ${errors.join('; ')}`, { errors });
     }
+    // The API's validator rewrites `Instant()` fields to full RFC 3339; a payload is checked
+    // by TypeBox instead, so the same is done here.
     const bad = normaliseInstants(spec.payload, value);
     if (bad !== undefined)
       throw badRequest(`Invalid payload for ${spec.name}: ${bad} must be an ISO 8601 date or date-time`, {
         errors: [`${bad} must be an ISO 8601 date or date-time`],
       });
-    // The API's validator rewrites `Instant()` fields to full RFC 3339; a payload is checked
-    // by TypeBox instead, so the same is done here.
     return spec.prepare ? spec.prepare(value as Static<S>) : (value as Static<S>);
   };
   return {
