@@ -408,6 +408,27 @@ describe('delete and history', () => {
     for (const e of events) expect(new Date(e.at).toISOString()).toBe(e.at);
   });
 
+  it('a history append without an entry (the original types it optional) records when and who, and the change', async () => {
+    const c = await aliceCase();
+    const res = await t.inject({
+      method: 'POST',
+      url: `${admin(a)}/${c.id}/history`,
+      headers: a.auth,
+      payload: { historyTarget: 'owner', status: 'resolved' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'resolved', closedAt: expect.any(String) });
+    const [entry] = res.json().owner.history;
+    expect(Object.keys(entry).sort()).toEqual(['actorId', 'at']);
+    const h = await t.inject({ method: 'GET', url: `${pub(a)}/${c.id}/history`, headers: alice });
+    expect(h.json().data.at(-1)).toMatchObject({
+      action: 'entry',
+      historyTarget: 'owner',
+      changedFields: ['owner.history', 'status', 'closedAt'],
+      entry: { at: entry.at },
+    });
+  });
+
   it('owners read their history without admin-only entries; others cannot', async () => {
     const c = await aliceCase();
     await t.inject({

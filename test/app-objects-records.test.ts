@@ -200,6 +200,265 @@ describe("authors: the caller's own identity", () => {
   });
 });
 
+describe("null as the original's SDK sends it (CreateRecordInput, UpsertRecordInput, BulkUpsertItem)", () => {
+  /** Every field those types let a client send as null. */
+  const NULLS = {
+    productId: null,
+    variantId: null,
+    batchId: null,
+    proofId: null,
+    customId: null,
+    sourceSystem: null,
+    startsAt: null,
+    expiresAt: null,
+    status: null,
+    data: null,
+    metadata: null,
+    facetRule: null,
+  };
+  const RULE = { all: [{ facetKey: 'color', anyOf: ['red'] }] };
+  /** Every field of a record, set. */
+  const FULL = {
+    recordType: 'nulls',
+    productId: 'p1',
+    variantId: 'v1',
+    batchId: 'b1',
+    proofId: 'pr1',
+    customId: ' Ext 1 ',
+    sourceSystem: 'erp',
+    startsAt: '2020-01-01T00:00:00.000Z',
+    expiresAt: '2999-01-01T00:00:00.000Z',
+    status: 'draft',
+    data: { a: 1, b: 2 },
+    metadata: { m: 1 },
+    facetRule: RULE,
+  };
+
+  async function upsert(payload: Record<string, unknown>) {
+    const res = await t.inject({ method: 'POST', url: `${admin(a)}/upsert`, headers: a.auth, payload });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  }
+  async function get(id: string) {
+    const res = await t.inject({ method: 'GET', url: `${admin(a)}/${id}`, headers: a.auth });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  }
+  async function patch(id: string, payload: Record<string, unknown>) {
+    const res = await t.inject({ method: 'PATCH', url: `${admin(a)}/${id}`, headers: a.auth, payload });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  }
+  /** What a client set or the service derived: a record without its identity and times. */
+  const settable = (r: Record<string, unknown>) => {
+    const { id: _i, ref: _r, createdAt: _c, updatedAt: _u, created: _cr, ...rest } = r;
+    return rest;
+  };
+
+  it('a create with nulls is the same as one without those fields: the defaults apply', async () => {
+    const withNulls = await create(a.auth, { recordType: 'nulls', ...NULLS, scopeType: null, scopeId: null });
+    const without = await create(a.auth, { recordType: 'nulls' });
+    expect(settable(withNulls)).toEqual(settable(without));
+    expect(withNulls).toMatchObject({
+      status: 'active',
+      data: {},
+      metadata: {},
+      productId: null,
+      facetRule: null,
+      customIdNormalized: null,
+      scopeType: 'collection',
+      scopeId: a.id,
+      specificity: 0,
+    });
+    // A null anchor next to a set one: the set one names the scope.
+    expect(await create(a.auth, { recordType: 'nulls', productId: null, variantId: 'v-n' })).toMatchObject({
+      productId: null,
+      scopeType: 'variant',
+      scopeId: 'v-n',
+      specificity: 30,
+    });
+    // An upsert that creates: the same.
+    const up = await upsert({ ref: 'NL-new', recordType: 'nulls', ...NULLS });
+    expect(up.created).toBe(true);
+    expect(settable(up)).toEqual(settable(without));
+    // A user's create from a form with empty fields.
+    const mine = await create(alice, { recordType: 'nulls', productId: null, status: null, startsAt: null }, pub(a));
+    expect(mine).toMatchObject({ status: 'active', productId: null, startsAt: null, contactId: 'contact-alice' });
+  });
+
+  it('singletonPer needs its field set: a null is no value (400, nothing written)', async () => {
+    const refused = await t.inject({
+      method: 'POST',
+      url: admin(a),
+      headers: a.auth,
+      payload: { recordType: 'single-null', singletonPer: 'product', productId: null },
+    });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().details).toMatchObject({ fields: ['singletonPer'] });
+    expect(await refs('?recordType=single-null', a.auth)).toEqual([]);
+    const one = await create(a.auth, {
+      recordType: 'single-null',
+      singletonPer: 'variant',
+      productId: null,
+      variantId: 'v1',
+    });
+    expect(one).toMatchObject({ productId: null, scopeType: 'variant', singletonKey: expect.any(String) });
+    const again = await t.inject({
+      method: 'POST',
+      url: admin(a),
+      headers: a.auth,
+      payload: { recordType: 'single-null', singletonPer: 'variantId', productId: null, variantId: 'v1' },
+    });
+    expect(again.statusCode).toBe(409);
+  });
+
+  it('an upsert that updates: null sets a field back to its default, a field left out is kept', async () => {
+    const first = await upsert({ ref: 'NL-1', ...FULL });
+    expect(first).toMatchObject({ created: true, scopeType: 'proof', scopeId: 'pr1', specificity: 50 });
+    // Only the ref: nothing changes.
+    expect(settable(await upsert({ ref: 'NL-1' }))).toEqual(settable(first));
+    // The proof and batch cleared: the record is now its variant's; everything else is kept.
+    const variant = await upsert({ ref: 'NL-1', proofId: null, batchId: null });
+    expect(variant).toMatchObject({ created: false, id: first.id });
+    expect(settable(variant)).toEqual({
+      ...settable(first),
+      proofId: null,
+      batchId: null,
+      scopeType: 'variant',
+      scopeId: 'v1',
+      specificity: 30,
+    });
+    // Without anchors the facet rule names the scope; without it too, the collection.
+    expect(await upsert({ ref: 'NL-1', productId: null, variantId: null })).toMatchObject({
+      scopeType: 'facet',
+      scopeId: null,
+      specificity: 10,
+      facetRule: RULE,
+      status: 'draft',
+    });
+    const cleared = await upsert({ ref: 'NL-1', ...NULLS });
+    expect(cleared).toMatchObject({
+      recordType: 'nulls',
+      facetRule: null,
+      scopeType: 'collection',
+      scopeId: a.id,
+      specificity: 0,
+      customId: null,
+      customIdNormalized: null,
+      sourceSystem: null,
+      startsAt: null,
+      expiresAt: null,
+      status: 'active',
+      data: {},
+      metadata: {},
+    });
+    // It reads as a record upserted with its ref and recordType alone.
+    expect(settable(cleared)).toEqual(settable(await upsert({ ref: 'NL-plain', recordType: 'nulls' })));
+    // The cleared customId no longer finds it.
+    expect(await refs('?customId=ext%201', a.auth)).toEqual([]);
+    // A key of a section sent as null is removed, as a PATCH does.
+    await upsert({ ref: 'NL-1', data: { x: 1, y: 2 } });
+    expect((await upsert({ ref: 'NL-1', data: { y: null, z: 3 } })).data).toEqual({ x: 1, z: 3 });
+    // An anchor set again names the scope again.
+    expect(await upsert({ ref: 'NL-1', productId: 'p2' })).toMatchObject({
+      scopeType: 'product',
+      scopeId: 'p2',
+      specificity: 20,
+      data: { x: 1, z: 3 },
+    });
+  });
+
+  it('bulk-upsert: the same for each item, in either form, creates and updates in one call', async () => {
+    for (const [form, wrap] of [
+      ['array', (items: object[]) => items],
+      ['records', (items: object[]) => ({ records: items })],
+    ] as const) {
+      const existing = await upsert({ ref: `NB-${form}-1`, ...FULL, proofId: undefined, batchId: undefined });
+      const res = await t.inject({
+        method: 'POST',
+        url: `${admin(a)}/bulk-upsert`,
+        headers: a.auth,
+        payload: wrap([
+          { ref: `NB-${form}-1`, variantId: null, status: null, data: null, startsAt: null },
+          { ref: `NB-${form}-2`, recordType: 'nulls', ...NULLS },
+        ]),
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const { results } = res.json();
+      expect(results.map((r: { status: string }) => r.status)).toEqual(['updated', 'created']);
+      expect(settable(await get(results[0].id))).toEqual({
+        ...settable(existing),
+        variantId: null,
+        status: 'active',
+        data: {},
+        startsAt: null,
+        scopeType: 'product',
+        scopeId: 'p1',
+        specificity: 20,
+      });
+      expect(await get(results[1].id)).toMatchObject({
+        status: 'active',
+        data: {},
+        metadata: {},
+        productId: null,
+        scopeType: 'collection',
+        authorType: 'admin',
+      });
+    }
+  });
+
+  it("an admin's PATCH with a null anchor derives the scope from the anchors left; a null customId clears its normalised form", async () => {
+    const r = await create(a.auth, { recordType: 'nulls', productId: 'p1', variantId: 'v1', customId: 'Z 9' });
+    expect(r).toMatchObject({ scopeType: 'variant', customIdNormalized: 'z 9' });
+    expect(await patch(r.id, { variantId: null, customId: null })).toMatchObject({
+      variantId: null,
+      scopeType: 'product',
+      scopeId: 'p1',
+      specificity: 20,
+      customId: null,
+      customIdNormalized: null,
+    });
+    expect(await refs('?customId=z%209', a.auth)).toEqual([]);
+    expect(await patch(r.id, { productId: null })).toMatchObject({
+      scopeType: 'collection',
+      scopeId: a.id,
+      specificity: 0,
+    });
+    expect(await patch(r.id, { batchId: 'b2', status: 'archived' })).toMatchObject({
+      scopeType: 'batch',
+      scopeId: 'b2',
+      specificity: 40,
+    });
+    // A scope the admin sets is kept, with its specificity.
+    expect(await patch(r.id, { batchId: null, scopeType: 'product', scopeId: 'p-x' })).toMatchObject({
+      batchId: null,
+      scopeType: 'product',
+      scopeId: 'p-x',
+      specificity: 20,
+    });
+  });
+
+  it('concurrent changes of different anchors leave the scope of the anchors that remain', async () => {
+    for (let round = 0; round < 5; round++) {
+      const ref = `NC-${round}`;
+      const r = await upsert({ ref, recordType: 'nulls', productId: 'p', variantId: 'v', batchId: 'b' });
+      await Promise.all([
+        patch(r.id, { batchId: null }),
+        patch(r.id, { variantId: null }),
+        upsert({ ref, productId: null }),
+      ]);
+      expect(await get(r.id)).toMatchObject({
+        productId: null,
+        variantId: null,
+        batchId: null,
+        scopeType: 'collection',
+        scopeId: a.id,
+        specificity: 0,
+      });
+    }
+  });
+});
+
 describe('lists', () => {
   it('filters as the original; public callers see only active records in their window', async () => {
     await create(a.auth, {

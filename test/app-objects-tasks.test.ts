@@ -41,6 +41,39 @@ describe('records.import', () => {
     expect(other.json().pagination.total).toBe(0);
   });
 
+  it('imports items with nulls as an upsert takes them: the default on a create, cleared on an update', async () => {
+    const existing = await post(`${records(a)}/upsert`, {
+      ref: 'imp-null-1',
+      recordType: 'import-null',
+      productId: 'p1',
+      status: 'draft',
+      startsAt: '2020-01-01',
+    });
+    expect(existing.statusCode, existing.body).toBe(200);
+    const items = [
+      { ref: 'imp-null-1', productId: null, status: null },
+      { ref: 'imp-null-2', recordType: 'import-null', productId: null, startsAt: null, data: null },
+    ];
+    const job = await enqueue(t, a, { task: 'records.import', payload: { appId: 'desk', items } });
+    const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
+    expect(done.result, JSON.stringify(done)).toMatchObject({ saved: 2, failed: 0, created: 1, updated: 1 });
+    const list = await t.inject({
+      method: 'GET',
+      url: `${records(a)}?recordType=import-null&sort=ref:asc`,
+      headers: a.auth,
+    });
+    expect(list.json().data).toMatchObject([
+      {
+        ref: 'imp-null-1',
+        productId: null,
+        status: 'active',
+        startsAt: '2020-01-01T00:00:00.000Z',
+        scopeType: 'collection',
+      },
+      { ref: 'imp-null-2', productId: null, status: 'active', startsAt: null, data: {}, scopeType: 'collection' },
+    ]);
+  });
+
   it('refuses a bad payload with 400 and enqueues nothing', async () => {
     for (const payload of [
       {},

@@ -104,6 +104,14 @@ describe("public creates as the guides send them, with the caller's own identity
     expect(resolved.closedAt).not.toBeNull();
   });
 
+  it('appendHistory with only a status (AppendHistoryInput types entry as optional)', async () => {
+    const claim = await ok('POST', path('public', 'cases'), userAuth, { category: 'warranty', status: 'open' });
+    const closed = await ok('POST', `${path('admin', 'cases')}/${claim.id}/history`, adminKey, { status: 'closed' });
+    expectShape('case', closed, 'admin');
+    expect(closed).toMatchObject({ status: 'closed', closedAt: expect.any(String) });
+    expect(closed.admin.history).toEqual([{ at: expect.any(String), actorId: expect.any(String) }]);
+  });
+
   it("a contactId that is not the caller's, and a case for someone in another collection, are refused", async () => {
     const foreign = await call('POST', path('public', 'cases'), userAuth, {
       category: 'warranty',

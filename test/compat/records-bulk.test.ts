@@ -112,3 +112,108 @@ describe("records' bulk calls as the original's SDK sends them", () => {
     expect((await listed('limit=50')).map((r) => r.ref).sort()).toEqual(['product:prod_xyz', 'variant:prod_abc:v1']);
   });
 });
+
+/**
+ * The SDK types most fields of `CreateRecordInput`, `UpsertRecordInput` and `BulkUpsertItem`
+ * as `T | null`; a form with an empty field or a sync job with a missing column sends null.
+ * On a create null is the default; on an upsert that updates, null clears the field and a field
+ * left out is kept.
+ */
+describe("records' creates and upserts with the nulls the SDK's types allow", () => {
+  const forms = () => `${BASE}/admin/collection/${c.id}/app/forms-app/records`;
+  async function send(path: string, payload: object) {
+    const res = await t.inject({ method: 'POST', url: `${forms()}${path}`, headers: adminKey, payload });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json();
+  }
+
+  it('records.create(…, {productId: null, …}, true): the defaults, as if the fields were left out', async () => {
+    const created = await send('', {
+      recordType: 'nutrition',
+      productId: null,
+      variantId: null,
+      batchId: null,
+      proofId: null,
+      customId: null,
+      sourceSystem: null,
+      startsAt: null,
+      expiresAt: null,
+      scopeType: null,
+      scopeId: null,
+      facetRule: null,
+      data: { calories: 100 },
+    });
+    expect(created).toMatchObject({
+      recordType: 'nutrition',
+      status: 'active',
+      productId: null,
+      facetRule: null,
+      scopeType: 'collection',
+      scopeId: c.id,
+      specificity: 0,
+      data: { calories: 100 },
+      metadata: {},
+    });
+  });
+
+  it('records.upsert: a second run with nulls clears those fields and keeps the ones left out', async () => {
+    const first = await send('/upsert', {
+      ref: 'pim:SKU-1',
+      recordType: 'nutrition',
+      productId: 'prod_null',
+      variantId: 'v-null',
+      customId: 'SKU 1',
+      sourceSystem: 'pim',
+      expiresAt: '2999-01-01',
+      status: 'draft',
+      data: { calories: 1 },
+      metadata: { batch: 7 },
+    });
+    expect(first).toMatchObject({ created: true, scopeType: 'variant', specificity: 30, status: 'draft' });
+    const second = await send('/upsert', {
+      ref: 'pim:SKU-1',
+      recordType: 'nutrition',
+      productId: 'prod_null',
+      variantId: null,
+      batchId: null,
+      proofId: null,
+      startsAt: null,
+      expiresAt: null,
+      status: null,
+      metadata: null,
+      facetRule: null,
+      data: { calories: 2 },
+    });
+    expect(second).toMatchObject({
+      created: false,
+      id: first.id,
+      variantId: null,
+      expiresAt: null,
+      scopeType: 'product',
+      scopeId: 'prod_null',
+      specificity: 20,
+      status: 'active',
+      metadata: {},
+      data: { calories: 2 },
+      // Left out: kept.
+      customId: 'SKU 1',
+      sourceSystem: 'pim',
+    });
+  });
+
+  it('records.bulkUpsert({records}) with nulls: per item, created or updated', async () => {
+    const result = await send('/bulk-upsert', {
+      records: [
+        { ref: 'pim:SKU-1', customId: null, sourceSystem: null, data: null },
+        { ref: 'pim:SKU-2', recordType: 'nutrition', productId: null, status: null, data: null, metadata: null },
+      ],
+    });
+    expect(result).toMatchObject({ saved: 2, failed: 0 });
+    expect(result.results.map((r: { status: string }) => r.status)).toEqual(['updated', 'created']);
+    const listed = await t.inject({ method: 'GET', url: `${forms()}?refPrefix=pim:&sort=ref:asc`, headers: adminKey });
+    expect(listed.json().data).toMatchObject([
+      { ref: 'pim:SKU-1', customId: null, sourceSystem: null, data: {}, productId: 'prod_null', status: 'active' },
+      { ref: 'pim:SKU-2', productId: null, status: 'active', data: {}, metadata: {}, scopeType: 'collection' },
+    ]);
+  });
+});

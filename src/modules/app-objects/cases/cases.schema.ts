@@ -61,7 +61,12 @@ export type CaseListQuery = Type.Static<typeof CaseListQuery>;
 
 export const AppendHistoryInput = Closed(
   {
-    entry: OpenObject({ description: 'The entry; `at` and `actorId` are added by the service' }),
+    entry: Type.Optional(
+      OpenObject({
+        description:
+          'The entry; `at` and `actorId` are added by the service. Optional: without it the entry is `{at, actorId}` (a status change on its own still leaves its mark in the history)',
+      }),
+    ),
     historyTarget: Type.Optional(
       Type.Union([Type.Literal('owner'), Type.Literal('admin')], {
         description: 'Section whose `history` array receives the entry (default `admin`)',

@@ -69,6 +69,7 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
   /** Admin: append an entry to the owner's or admin's history, optionally changing status/priority/assignee. */
   async appendHistory(collectionId: string, appId: string, id: string, caller: Actor, input: AppendHistoryInput) {
     const target = input.historyTarget ?? 'admin';
+    // The original types `entry` as optional: without one the history still gets when and who.
     const entry = { ...input.entry, at: new Date().toISOString(), actorId: caller.actorId };
     const named = [
       ...(input.status !== undefined ? ['status', 'closedAt'] : []),

@@ -1,38 +1,77 @@
-/** SQL of records beyond the shared object SQL: upsert by ref and bulk delete. */
-import sql, { join, raw } from 'sql-template-tag';
+/** SQL of records beyond the shared object SQL: upsert by ref, the scope a change leaves, bulk delete. */
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
-import { fieldOf, RECORD } from '../shared/kinds.ts';
-import { columnsOf, MERGED_SECTIONS } from '../shared/objects.repository.ts';
+import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
+import { assignments, columnsOf, type Patch } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
 /**
- * Insert, or update the record holding this ref (reviving it if deleted). Given columns
- * overwrite; sections merge by top-level key, as a PATCH does. One statement.
+ * Insert `insert`, or, when a record holds this ref, apply `update` to it (reviving it if
+ * deleted): fields set, reset to their default, sections merged by top-level key, as a PATCH
+ * does. One statement, so concurrent upserts of one ref queue on its row.
  */
 export async function upsertByRef(
   q: Queryable,
   collectionId: string,
   appId: string,
   id: string,
-  /** By field name (sections included). */
-  values: Record<string, unknown>,
-  /** Fields written on insert only (derived defaults an update must not overwrite). */
-  insertOnly: readonly string[] = [],
+  /** The new record's values by field name (sections included). */
+  insert: Record<string, unknown>,
+  /** The change an existing record gets (never its ref). */
+  update: Patch,
 ): Promise<Row & { created: boolean }> {
-  const rendered = columnsOf(RECORD, values);
+  const rendered = columnsOf(RECORD, insert);
   const cols = [...rendered.keys()];
-  const keep = new Set(insertOnly.map((name) => fieldOf(RECORD, name)?.col));
-  const updates = cols
-    .filter((c) => c !== 'ref' && !keep.has(c))
-    .map((c) => (MERGED_SECTIONS.has(c) ? `${c} = app_records.${c} || EXCLUDED.${c}` : `${c} = EXCLUDED.${c}`));
-  updates.push('deleted_at = NULL', 'updated_at = now()');
+  const sets = [...assignments(RECORD, update), sql`deleted_at = NULL`, sql`updated_at = now()`];
   const { rows } = await q.query<Row & { created: boolean }>(sql`
     INSERT INTO app_records (collection_id, app_id, id, ${raw(cols.join(', '))})
     VALUES (${collectionId}, ${appId}, ${id}, ${join([...rendered.values()])})
     ON CONFLICT (collection_id, app_id, ref) WHERE ref IS NOT NULL
-    DO UPDATE SET ${raw(updates.join(', '))}
+    DO UPDATE SET ${join(sets, ', ')}
     RETURNING *, (xmax = 0) AS created`);
   return rows[0];
+}
+
+/** A scope a record may have: the field that puts it there, and what that scope is worth. */
+export interface ScopeTier {
+  type: string;
+  /** A record is in this tier when this field is set (and no earlier tier's is). */
+  field: string;
+  specificity: number;
+  /** The scope id is the field's value (an anchor id); otherwise there is none (a facet rule). */
+  idIsValue: boolean;
+}
+
+/**
+ * `scopeType`, `scopeId` and `specificity` as SQL over the record as a change leaves it, for
+ * the UPDATE that makes the change: each tier's field is the changed value when the change
+ * names it (null included), else the stored one; the first tier whose field is set names the
+ * scope, none the collection. Computed in the statement, so a concurrent change of another
+ * anchor is seen (READ COMMITTED rereads the row it waited for).
+ */
+export function scopeAfterChange(
+  collectionId: string,
+  tiers: readonly ScopeTier[],
+  none: { type: string; specificity: number },
+  changed: Record<string, unknown>,
+): { scopeType: Sql; scopeId: Sql; specificity: Sql } {
+  const after = (field: string): Sql => {
+    const def = fieldOf(RECORD, field) as FieldDef;
+    if (!Object.hasOwn(changed, field)) return raw(`app_records.${def.col}`);
+    const v = changed[field];
+    if (v === null || v === undefined) return sql`NULL`;
+    return def.kind === 'json' ? sql`${JSON.stringify(v)}::jsonb` : sql`${v}::text`;
+  };
+  const cases = (then: (t: ScopeTier) => Sql, otherwise: Sql) =>
+    sql`CASE ${join(
+      tiers.map((t) => sql`WHEN ${after(t.field)} IS NOT NULL THEN ${then(t)}`),
+      ' ',
+    )} ELSE ${otherwise} END`;
+  return {
+    scopeType: cases((t) => sql`${t.type}::text`, sql`${none.type}::text`),
+    scopeId: cases((t) => (t.idIsValue ? sql`(${after(t.field)})::text` : sql`NULL::text`), sql`${collectionId}::text`),
+    specificity: cases((t) => sql`${t.specificity}::int`, sql`${none.specificity}::int`),
+  };
 }
 
 /** Which live records a bulk delete takes: by id and/or ref, or by anchors; optionally of one type. */

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { Closed, Instant, Nullable, OpenObject, ref } from '../../../platform/schemas.ts';
 import { RECORD } from '../shared/kinds.ts';
 import {
@@ -60,22 +60,31 @@ export const SINGLETON_FIELD: ReadonlyMap<SingletonPer, string> = new Map<Single
   ['batch', 'batchId'],
 ]);
 
-/** Fields an upsert (and each bulk-upsert item) may carry (`UpsertRecordInput`, docs/app-objects.md). */
+/** What null means in a create or an upsert (the original's SDK types these fields `T | null`). */
+const NULL_IS_DEFAULT =
+  'null: the default, the same as left out on a create; on an upsert that updates, null sets the field back to its default (left out: unchanged)';
+const orNull = <T extends TSchema>(schema: T) => Type.Optional(Nullable(schema));
+const SECTION = 'Merged by top-level key into a stored record’s (a key sent as null removed); null: `{}`';
+
+/**
+ * Fields an upsert (and each bulk-upsert item) may carry (`UpsertRecordInput`, docs/app-objects.md).
+ * Each but `ref` and `recordType` may be null (`NULL_IS_DEFAULT`).
+ */
 const upsertFields = {
   ref: text(),
   recordType: Type.Optional(text(100)),
-  productId: Type.Optional(text()),
-  variantId: Type.Optional(text()),
-  batchId: Type.Optional(text()),
-  proofId: Type.Optional(text()),
-  customId: Type.Optional(text()),
-  sourceSystem: Type.Optional(text(100)),
-  startsAt: Type.Optional(StartsAt),
-  expiresAt: Type.Optional(ExpiresAt),
-  status: Type.Optional(text(50)),
-  data: Type.Optional(OpenObject()),
-  metadata: Type.Optional(OpenObject()),
-  facetRule: Type.Optional(ref(FacetRule)),
+  productId: orNull(text()),
+  variantId: orNull(text()),
+  batchId: orNull(text()),
+  proofId: orNull(text()),
+  customId: orNull(text()),
+  sourceSystem: orNull(text(100)),
+  startsAt: orNull(StartsAt),
+  expiresAt: orNull(ExpiresAt),
+  status: orNull(text(50, 'Default `active`')),
+  data: orNull(OpenObject({ description: SECTION })),
+  metadata: orNull(OpenObject({ description: SECTION })),
+  facetRule: orNull(ref(FacetRule)),
 };
 
 export const CreateRecordInput = Closed(
@@ -88,8 +97,10 @@ export const CreateRecordInput = Closed(
     authorType: Type.Optional(text(50, AUTHOR_TYPE)),
     parentType: Type.Optional(text(50)),
     parentId: Type.Optional(text()),
-    scopeType: Type.Optional(text(50, 'Default: derived (proof, batch, variant, product, facet or collection)')),
-    scopeId: Type.Optional(text()),
+    scopeType: orNull(
+      text(50, 'Default (also for null): derived (proof, batch, variant, product, facet or collection)'),
+    ),
+    scopeId: orNull(text()),
     singletonPer: Type.Optional(
       Type.Union(
         SINGLETON_PER.map((s) => Type.Literal(s)),
@@ -97,8 +108,10 @@ export const CreateRecordInput = Closed(
       ),
     ),
     ...createSections,
+    data: orNull(OpenObject({ description: 'null: `{}`' })),
+    metadata: orNull(OpenObject({ description: 'null: `{}`' })),
   },
-  { $id: 'CreateRecordInput' },
+  { $id: 'CreateRecordInput', description: 'A field sent as null is left at its default, as if left out' },
 );
 export type CreateRecordInput = Type.Static<typeof CreateRecordInput>;
 
@@ -126,7 +139,7 @@ export const UpdateRecordInput = Closed(
 );
 export type UpdateRecordInput = Type.Static<typeof UpdateRecordInput>;
 
-export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput' });
+export const UpsertRecordInput = Closed(upsertFields, { $id: 'UpsertRecordInput', description: NULL_IS_DEFAULT });
 export type UpsertRecordInput = Type.Static<typeof UpsertRecordInput>;
 
 const BulkUpsertItems = Type.Array(ref(UpsertRecordInput), { minItems: 1, maxItems: BULK_MAX });

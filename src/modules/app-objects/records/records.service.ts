@@ -4,7 +4,9 @@
  * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete
  * by ids/refs or by scope (the records' anchors), optionally of one recordType.
  * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
- * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0).
+ * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0), also
+ * after a change of the anchors. A field sent as null on a create or an upsert is its default
+ * (see `upsertOne`).
  */
 import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
@@ -12,7 +14,7 @@ import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { createValues, ObjectService } from '../shared/objects.service.ts';
+import { createValues, ObjectService, patchOf } from '../shared/objects.service.ts';
 import { type Actor, type AppObject, isAdmin } from '../shared/sections.ts';
 import * as repo from './records.repository.ts';
 import type {
@@ -24,31 +26,34 @@ import type {
 } from './records.schema.ts';
 import { SINGLETON_FIELD, type SingletonPer } from './records.schema.ts';
 
+/**
+ * Scopes, most specific first: a record's scope is the first whose field it has, else the
+ * collection (its id the collection's). The specificity orders records that apply to the same
+ * target.
+ */
+const SCOPE_TIERS: readonly repo.ScopeTier[] = [
+  { type: 'proof', field: 'proofId', specificity: 50, idIsValue: true },
+  { type: 'batch', field: 'batchId', specificity: 40, idIsValue: true },
+  { type: 'variant', field: 'variantId', specificity: 30, idIsValue: true },
+  { type: 'product', field: 'productId', specificity: 20, idIsValue: true },
+  { type: 'facet', field: 'facetRule', specificity: 10, idIsValue: false },
+];
+const COLLECTION_SCOPE = { type: 'collection', specificity: 0 };
 /** By scope type; a Map because scopeType is the caller's text (`constructor` is no scope). */
 const SPECIFICITY = new Map<string, number>([
-  ['proof', 50],
-  ['batch', 40],
-  ['variant', 30],
-  ['product', 20],
-  ['facet', 10],
-  ['collection', 0],
+  ...SCOPE_TIERS.map((t): [string, number] => [t.type, t.specificity]),
+  [COLLECTION_SCOPE.type, COLLECTION_SCOPE.specificity],
 ]);
 
 export const normaliseCustomId = (s: string) => s.trim().replace(/\s+/g, ' ').toLowerCase();
 
-/** Scope from the most specific target given; undefined when none is given. */
-function deriveScope(
-  collectionId: string,
-  r: Record<string, unknown>,
-): { type: string; id: string | null } | undefined {
-  if (typeof r.proofId === 'string') return { type: 'proof', id: r.proofId };
-  if (typeof r.batchId === 'string') return { type: 'batch', id: r.batchId };
-  if (typeof r.variantId === 'string') return { type: 'variant', id: r.variantId };
-  if (typeof r.productId === 'string') return { type: 'product', id: r.productId };
-  if (r.facetRule) return { type: 'facet', id: null };
-  void collectionId;
-  return undefined;
-}
+/**
+ * What a create stores for a field sent as null: the same as for one left out (its default).
+ * Forms and sync jobs send `null` for "no value"; the original's SDK types these fields
+ * `T | null` on record creates and upserts.
+ */
+const withoutNulls = <T extends Record<string, unknown>>(input: T): T =>
+  Object.fromEntries(Object.entries(input).filter(([, v]) => v !== null)) as T;
 
 export interface ImportItemError {
   index: number;
@@ -56,51 +61,65 @@ export interface ImportItemError {
   message: string;
 }
 
-/** The fields a record derives from others (a PATCH by an admin recomputes them). */
-const DERIVED = ['customIdNormalized', 'scopeType', 'scopeId', 'specificity'];
-
 export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecordInput, RecordListQuery> {
   constructor(db: Db) {
     super(db, RECORD);
   }
 
-  /** Input fields → stored values by field name, with the derived fields. */
-  private values(collectionId: string, input: Record<string, unknown>, isCreate: boolean) {
+  /** A new record's stored values by field name (no nulls), with the derived fields. */
+  private newValues(collectionId: string, input: Record<string, unknown>) {
     const { singletonPer, ...values } = input;
     if (typeof values.customId === 'string') values.customIdNormalized = normaliseCustomId(values.customId);
-    const insertOnly: string[] = [];
-    if (input.scopeType === undefined) {
-      const scope = deriveScope(collectionId, input);
-      if (scope) {
-        values.scopeType = scope.type;
-        if (input.scopeId === undefined) values.scopeId = scope.id;
-        values.specificity = SPECIFICITY.get(scope.type) ?? 0;
-      } else if (isCreate) {
-        values.scopeType = 'collection';
-        if (input.scopeId === undefined) values.scopeId = collectionId;
-        values.specificity = 0;
-        insertOnly.push('scopeType', 'scopeId', 'specificity');
-      }
-    } else if (typeof input.scopeType === 'string') {
-      values.specificity = SPECIFICITY.get(input.scopeType) ?? 0;
+    if (typeof values.scopeType === 'string') {
+      values.specificity = SPECIFICITY.get(values.scopeType) ?? 0;
+    } else {
+      const tier = SCOPE_TIERS.find((t) => values[t.field] !== undefined);
+      values.scopeType = tier?.type ?? COLLECTION_SCOPE.type;
+      if (values.scopeId === undefined)
+        values.scopeId = tier ? (tier.idIsValue ? values[tier.field] : null) : collectionId;
+      values.specificity = tier?.specificity ?? COLLECTION_SCOPE.specificity;
     }
     if (singletonPer !== undefined) {
       // Both spellings of a field (`product`, `productId`) make the same key: one meaning.
       const field = SINGLETON_FIELD.get(singletonPer as SingletonPer);
       const per = field ?? 'collection';
-      const value = field === undefined ? collectionId : input[field];
+      const value = field === undefined ? collectionId : values[field];
       if (typeof value !== 'string') {
         throw badRequest(`singletonPer "${singletonPer}" needs ${per} to be set`, {
           fields: ['singletonPer'],
         });
       }
-      values.singletonKey = `${input.recordType ?? ''}|${per}|${value}`;
+      values.singletonKey = `${values.recordType ?? ''}|${per}|${value}`;
     }
-    return { values, insertOnly };
+    return values;
+  }
+
+  /**
+   * What a change of an existing record (an admin's PATCH, an upsert that updates) derives:
+   * `customIdNormalized` follows `customId` (null with it); when the change names an anchor
+   * or the facet rule (null included) and not the scopeType itself, the scope is derived again
+   * from the record as the change leaves it (a change that clears `productId` of a record
+   * that also has a variant leaves it variant-scoped; clearing its last anchor makes it
+   * collection-wide); a scopeType given sets the specificity.
+   */
+  private changedValues(collectionId: string, change: Record<string, unknown>): Record<string, unknown> {
+    const derived: Record<string, unknown> = {};
+    if (change.customId !== undefined) {
+      derived.customIdNormalized = typeof change.customId === 'string' ? normaliseCustomId(change.customId) : null;
+    }
+    if (typeof change.scopeType === 'string') {
+      derived.specificity = SPECIFICITY.get(change.scopeType) ?? 0;
+    } else if (change.scopeType === undefined && SCOPE_TIERS.some((t) => change[t.field] !== undefined)) {
+      const named = Object.fromEntries(
+        SCOPE_TIERS.filter((t) => change[t.field] !== undefined).map((t) => [t.field, change[t.field]]),
+      );
+      Object.assign(derived, repo.scopeAfterChange(collectionId, SCOPE_TIERS, COLLECTION_SCOPE, named));
+    }
+    return derived;
   }
 
   protected override createValues(collectionId: string, caller: Actor, input: CreateRecordInput) {
-    return this.values(collectionId, createValues(caller, input), true).values;
+    return this.newValues(collectionId, createValues(caller, withoutNulls(input)));
   }
 
   /** Public callers: active records inside the schedule window; customId compared normalised. */
@@ -121,9 +140,7 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
 
   /** An admin's PATCH recomputes the derived fields its body does not set itself. */
   protected override derivedFields(collectionId: string, caller: Actor, body: UpdateRecordInput) {
-    if (!isAdmin(caller)) return {};
-    const { values } = this.values(collectionId, body, false);
-    return Object.fromEntries(DERIVED.filter((k) => values[k] !== undefined).map((k) => [k, values[k]]));
+    return isAdmin(caller) ? this.changedValues(collectionId, body) : {};
   }
 
   async restore(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
@@ -132,11 +149,21 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     return this.present(row, caller);
   }
 
-  /** Upserts are admin writes: a record they create is authored by `admin`; one they update keeps its author. */
+  /**
+   * Creates the record with the item's ref, or changes the record holding it. Upserts are
+   * admin writes: a record they create is authored by `admin`; one they update keeps its
+   * author. A field sent as null is left at its default on a create, and set back to it on an
+   * update (`productId` and the other nullable fields to null, `status` to `active`, `data` and
+   * `metadata` to `{}`): the item says the field has no value, whichever the call does. A field
+   * left out is the default on a create and unchanged on an update.
+   */
   async upsertOne(q: Queryable, collectionId: string, appId: string, input: UpsertRecordInput) {
-    const { values, insertOnly } = this.values(collectionId, { ...input, authorType: 'admin' }, true);
-    insertOnly.push('authorType');
-    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), values, insertOnly);
+    const insert = this.newValues(collectionId, { ...withoutNulls(input), authorType: 'admin' });
+    const { ref: _ref, ...change } = input as Record<string, unknown>;
+    const { patch } = patchOf(RECORD, withoutNulls(change));
+    patch.reset = Object.keys(change).filter((k) => change[k] === null);
+    Object.assign(patch.fields, this.changedValues(collectionId, change));
+    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), insert, patch);
   }
 
   async upsert(collectionId: string, appId: string, caller: Actor, input: UpsertRecordInput) {

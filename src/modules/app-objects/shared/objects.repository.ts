@@ -3,7 +3,7 @@
  * soft delete, restore, aggregate. Table and column names come only from the kind tables
  * in kinds.ts and the whitelists in list-query.ts / aggregate.ts; values are parameters.
  */
-import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
+import sql, { empty, join, raw, Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { badRequest } from '../../../platform/errors.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
@@ -26,20 +26,25 @@ export const MERGED_SECTIONS: ReadonlySet<string> = new Set(['data', 'owner', 'a
 /**
  * Values by field name (sections included) → column names and rendered values, through the
  * kind's field table; a name the kind does not have is a 400. Undefined values are left out.
+ * A value that is already SQL (an expression a kind's repository derived, e.g. a record's
+ * scope from its anchors) is used as it is; request values are JSON, never `Sql`.
  */
 export function columnsOf(kind: ObjectKind, values: Record<string, unknown>): Map<string, Sql> {
   const cols = new Map<string, Sql>();
   for (const [name, v] of Object.entries(values)) {
     if (v === undefined) continue;
-    if (MERGED_SECTIONS.has(name)) {
-      cols.set(name, value('json', v));
-      continue;
-    }
-    const def = fieldOf(kind, name);
-    if (!def) throw badRequest(`Unknown field ${name}`);
-    cols.set(def.col, value(def.kind, v));
+    const [col, fieldKind] = columnOf(kind, name);
+    cols.set(col, v instanceof Sql ? v : value(fieldKind, v));
   }
   return cols;
+}
+
+/** A field's column and kind (a section is its own column, JSON); a name the kind does not have is a 400. */
+function columnOf(kind: ObjectKind, name: string): [string, FieldKind] {
+  if (MERGED_SECTIONS.has(name)) return [name, 'json'];
+  const def = fieldOf(kind, name);
+  if (!def) throw badRequest(`Unknown field ${name}`);
+  return [def.col, def.kind];
 }
 
 /**
@@ -185,11 +190,32 @@ export interface Patch {
   /** Field name → new value (null clears it). */
   fields: Record<string, unknown>;
   sections: Partial<Record<Section | 'metadata', SectionPatch>>;
+  /** Fields set back to their column's default (a section to `{}`, a status to its default). */
+  reset?: string[];
 }
 
 /**
- * One UPDATE statement: columns set, sections merged key by key in SQL (`section || patch`,
- * minus removed keys), so concurrent patches of different keys never lose each other. The
+ * The SET list of a patch: columns set or reset, and sections merged key by key in SQL
+ * (`section || patch`, minus removed keys), so concurrent patches of different keys never
+ * lose each other. The stored values are named with the table (`app_records.data`): in an
+ * upsert's `ON CONFLICT DO UPDATE` a bare name would also match the row proposed for insertion.
+ */
+export function assignments(kind: ObjectKind, patch: Patch): Sql[] {
+  const columns = [...columnsOf(kind, patch.fields), ...closedAtOf(kind, patch.fields.status)];
+  const sets: Sql[] = columns.map(([col, v]) => sql`${raw(col)} = ${v}`);
+  for (const name of patch.reset ?? []) sets.push(sql`${raw(columnOf(kind, name)[0])} = DEFAULT`);
+  for (const [section, p] of Object.entries(patch.sections)) {
+    if (!p) continue;
+    const stored = raw(`${kind.table}.${section}`);
+    sets.push(
+      sql`${raw(section)} = (${stored} || ${JSON.stringify(p.set)}::jsonb) - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(p.remove)}::jsonb))`,
+    );
+  }
+  return sets;
+}
+
+/**
+ * One UPDATE statement (`assignments`): columns set, sections merged key by key. The
  * previous row (as JSON, locked) comes back too, for the audit trail.
  */
 export async function patchObject(
@@ -201,16 +227,7 @@ export async function patchObject(
   patch: Patch,
   onlyContactId?: string,
 ): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
-  const columns = [...columnsOf(kind, patch.fields), ...closedAtOf(kind, patch.fields.status)];
-  const sets: Sql[] = columns.map(([col, v]) => sql`${raw(col)} = ${v}`);
-  for (const [section, p] of Object.entries(patch.sections)) {
-    if (!p) continue;
-    const s = raw(section);
-    sets.push(
-      sql`${s} = (${s} || ${JSON.stringify(p.set)}::jsonb) - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(p.remove)}::jsonb))`,
-    );
-  }
-  sets.push(sql`updated_at = now()`);
+  const sets = [...assignments(kind, patch), sql`updated_at = now()`];
   const where = [...scope(collectionId, appId), sql`id = ${id}`, sql`deleted_at IS NULL`];
   if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
   return updateWithPrevious(q, kind.table, sets, join(where, ' AND '));

@@ -118,6 +118,36 @@ export function createValues(caller: Actor, input: Input): Input {
 }
 
 /**
+ * A validated change (by field name) as column sets and section merges: a section is merged
+ * by top-level key, a key sent as null removed; any other field is set, null clearing it.
+ */
+export function patchOf(kind: ObjectKind, body: Input): BuiltPatch {
+  const patch: repo.Patch = { fields: {}, sections: {} };
+  const named: string[] = [];
+  for (const [key, v] of Object.entries(body)) {
+    if (v === undefined) continue;
+    if (repo.MERGED_SECTIONS.has(key)) {
+      const section = v as Record<string, unknown>;
+      const set: Record<string, unknown> = {};
+      const remove: string[] = [];
+      for (const [k, sv] of Object.entries(section)) {
+        if (sv === null) remove.push(k);
+        else set[k] = sv;
+        named.push(`${key}.${k}`);
+      }
+      patch.sections[key as Section] = { set, remove };
+      continue;
+    }
+    if (!fieldOf(kind, key)) throw badRequest(`Unknown field ${key}`);
+    patch.fields[key] = v;
+    named.push(key);
+  }
+  // A status change moves closedAt in kinds with closing statuses (the repository sets it).
+  if (kind.closedStatuses && typeof patch.fields.status === 'string') named.push('closedAt');
+  return { patch, named };
+}
+
+/**
  * The operations every kind shares: create, list, get, PATCH, delete, aggregate. A kind
  * changes them through the hooks below (`createValues`, `listConditions`, `fastCount`,
  * `derivedFields`, `record`) and adds its own operations in its subclass.
@@ -255,8 +285,8 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
   }
 
   /**
-   * Turns a validated PATCH body into column sets and section merges. Non-admins: the
-   * `admin` section is ignored; any field outside the kind's owner-updatable list is a 400
+   * Turns a validated PATCH body into column sets and section merges (`patchOf`). Non-admins:
+   * the `admin` section is ignored; any field outside the kind's owner-updatable list is a 400
    * naming every such field.
    */
   buildPatch(body: Input, caller: Actor): BuiltPatch {
@@ -270,28 +300,7 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
         );
       }
     }
-    const patch: repo.Patch = { fields: {}, sections: {} };
-    const named: string[] = [];
-    for (const [key, v] of entries) {
-      if (repo.MERGED_SECTIONS.has(key)) {
-        const section = v as Record<string, unknown>;
-        const set: Record<string, unknown> = {};
-        const remove: string[] = [];
-        for (const [k, sv] of Object.entries(section)) {
-          if (sv === null) remove.push(k);
-          else set[k] = sv;
-          named.push(`${key}.${k}`);
-        }
-        patch.sections[key as Section] = { set, remove };
-        continue;
-      }
-      if (!fieldOf(this.kind, key)) throw badRequest(`Unknown field ${key}`);
-      patch.fields[key] = v;
-      named.push(key);
-    }
-    // A status change moves closedAt in kinds with closing statuses (the repository sets it).
-    if (this.kind.closedStatuses && typeof patch.fields.status === 'string') named.push('closedAt');
-    return { patch, named };
+    return patchOf(this.kind, Object.fromEntries(entries));
   }
 
   /** Fields whose stored value actually changed, for the audit trail; scalar ones with from/to. */
