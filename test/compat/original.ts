@@ -8,7 +8,8 @@
  * Ajv reads once the whole document is added as a schema. Only success responses carry
  * schemas there, so only those are checked.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -19,9 +20,18 @@ const addFormats = ((addFormatsModule as unknown as { default?: unknown }).defau
   ajv: Ajv,
 ) => Ajv;
 
-export const REFERENCE_PATH = fileURLToPath(
-  new URL('../../../shared/reference/smartlinks-openapi-subset.yaml', import.meta.url),
-);
+/**
+ * The published document sits in the workplace's shared folder beside the project
+ * (`../shared/reference/`). A clone made elsewhere (a CI scratch directory) finds it through
+ * SHARED_DIR, or at the workplace's own /work/shared; without it the contract tests fail, as
+ * they must, rather than check nothing.
+ */
+const REFERENCE_FILE = 'reference/smartlinks-openapi-subset.yaml';
+export const REFERENCE_PATH =
+  [process.env.SHARED_DIR, fileURLToPath(new URL('../../../shared/', import.meta.url)), '/work/shared']
+    .filter((dir): dir is string => Boolean(dir))
+    .map((dir) => join(dir, REFERENCE_FILE))
+    .find((file) => existsSync(file)) ?? fileURLToPath(new URL(`../../../shared/${REFERENCE_FILE}`, import.meta.url));
 
 type Schema = Record<string, unknown>;
 
