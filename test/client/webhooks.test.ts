@@ -5,7 +5,7 @@
  * alone verifies too, and a rotation's grace period keeps both secrets verifying. The stock
  * `standardwebhooks` package verifies the same real deliveries.
  */
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -81,7 +81,11 @@ async function startVerifyingReceiver() {
         if (['host', 'content-length', 'connection', ...(change.drop ?? [])].includes(name)) continue;
         if (typeof value === 'string') headers[name] = value;
       }
-      const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: new Uint8Array(change.raw ?? original.raw) });
+      const res = await fetch(`${url}${path}`, {
+        method: 'POST',
+        headers,
+        body: new Uint8Array(change.raw ?? original.raw),
+      });
       return { status: res.status, body: await res.text() };
     },
     close: () => {
@@ -286,5 +290,48 @@ describe('the stock standardwebhooks package', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('verifyWebhook on signed samples', () => {
+  const secret = `whsec_${randomBytes(32).toString('base64')}`;
+  const sign = (id: string, ts: string, body: string) =>
+    `v1,${createHmac('sha256', Buffer.from(secret.slice(6), 'base64'))
+      .update(`${id}.${ts}.${body}`)
+      .digest('base64')}`;
+  const body = JSON.stringify({ type: 'link.created', id: 'evt_1', created_at: new Date().toISOString(), data: {} });
+  const ts = String(Math.floor(Date.now() / 1000));
+
+  it('reads headers from a fetch Headers or a record in any case, and skips malformed signatures', async () => {
+    const signature = `v1,!!notbase64 v2,${sign('evt_1', ts, body).slice(3)} ${sign('evt_1', ts, body)}`;
+    const headers = new Headers({ 'webhook-id': 'evt_1', 'webhook-timestamp': ts, 'webhook-signature': signature });
+    await expect(verifyWebhook({ rawBody: body, headers, secret })).resolves.toMatchObject({ id: 'evt_1' });
+    const record = { 'Webhook-Id': 'evt_1', 'WEBHOOK-TIMESTAMP': ts, 'Webhook-Signature': signature };
+    await expect(
+      verifyWebhook({ rawBody: new TextEncoder().encode(body), headers: record, secret }),
+    ).resolves.toBeDefined();
+  });
+
+  it('names what is wrong: a timestamp that is not a number, a missing id, a body that is not an event', async () => {
+    const headers = (over: Record<string, string>) => ({
+      'webhook-id': 'evt_1',
+      'webhook-timestamp': ts,
+      'webhook-signature': sign('evt_1', ts, body),
+      ...over,
+    });
+    expect(await refusedFor({ rawBody: body, headers: headers({ 'webhook-timestamp': 'soon' }), secret })).toBe(
+      'bad_timestamp',
+    );
+    expect(await refusedFor({ rawBody: body, headers: headers({ 'webhook-id': '' }), secret })).toBe(
+      'missing_signature',
+    );
+    expect(await refusedFor({ rawBody: body, headers: headers({ 'webhook-id': 'evt_2' }), secret })).toBe(
+      'bad_signature',
+    );
+    const text = 'not json';
+    expect(
+      await refusedFor({ rawBody: text, headers: headers({ 'webhook-signature': sign('evt_1', ts, text) }), secret }),
+    ).toBe('bad_body');
+    await expect(verifyWebhook({ rawBody: body, headers: headers({}), secret: [] })).rejects.toThrow(TypeError);
   });
 });
