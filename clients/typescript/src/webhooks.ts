@@ -88,8 +88,10 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 
 function bytesOf(body: Uint8Array | ArrayBuffer | string): Uint8Array<ArrayBuffer> {
   if (typeof body === 'string') return encoder.encode(body);
-  // A copy: Web Crypto wants an ArrayBuffer-backed array, and a Buffer may sit in a shared pool.
-  return new Uint8Array(body instanceof ArrayBuffer ? body : body.slice());
+  if (body instanceof ArrayBuffer) return new Uint8Array(body);
+  // A copy (the constructor copies a typed array): Web Crypto's types want an array over an
+  // ArrayBuffer of its own, and a Buffer is often a view into Node's shared pool.
+  return new Uint8Array(body);
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array<ArrayBuffer> {
