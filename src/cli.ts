@@ -11,10 +11,10 @@
  * Run it while the embedded server is stopped: PGlite's data directory has one owner at a time.
  */
 import { parseArgs } from 'node:util';
-import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
-import { migrate, openDatabase, openPglite } from './db/index.ts';
+import { migrate, openDatabase } from './db/index.ts';
 import { CollectionsService, collectionsSettings, generatedSuperAdminKey } from './modules/collections/index.ts';
+import { openApiDocument } from './openapi-document.ts';
 import { AppError } from './platform/errors.ts';
 
 const USAGE = `usage: npm run cli -- <command> [options]
@@ -28,20 +28,6 @@ const USAGE = `usage: npm run cli -- <command> [options]
                                             (only when SUPER_ADMIN_KEY is unset)
   openapi                                   print the OpenAPI document (/openapi.json) without
                                             a server or a database`;
-
-/** The document the running service serves, from the app built on an empty in-memory database. */
-async function openApiDocument(): Promise<unknown> {
-  const db = await openPglite();
-  try {
-    const app = await buildApp({ config: loadConfig(), db, logger: false });
-    await app.ready();
-    const doc = app.swagger();
-    await app.close();
-    return doc;
-  } finally {
-    await db.close();
-  }
-}
 
 async function main(): Promise<number> {
   const [command, ...rest] = process.argv.slice(2);
