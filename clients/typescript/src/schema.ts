@@ -1592,8 +1592,8 @@ export interface components {
             contactId?: string | null;
         };
         AppendHistoryInput: {
-            /** @description The entry; `at` and `actorId` are added by the service */
-            entry: {
+            /** @description The entry; `at` and `actorId` are added by the service. Optional: without it the entry is `{at, actorId}` (a status change on its own still leaves its mark in the history) */
+            entry?: {
                 [key: string]: unknown;
             };
             /** @description Section whose `history` array receives the entry (default `admin`) */
@@ -1721,28 +1721,27 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description A field sent as null is left at its default, as if left out */
         CreateRecordInput: {
             /** @description Unique within the app (deleted records included) */
             ref?: string;
             recordType?: string;
-            productId?: string;
-            variantId?: string;
-            batchId?: string;
-            proofId?: string;
-            customId?: string;
-            sourceSystem?: string;
-            /** @description From this time on the record applies. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
-            startsAt?: string;
-            /** @description From this time on the record no longer applies. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
-            expiresAt?: string;
-            status?: string;
+            productId?: string | null;
+            variantId?: string | null;
+            batchId?: string | null;
+            proofId?: string | null;
+            customId?: string | null;
+            sourceSystem?: string | null;
+            startsAt?: string | null;
+            expiresAt?: string | null;
+            status?: string | null;
             data?: {
                 [key: string]: unknown;
-            };
+            } | null;
             metadata?: {
                 [key: string]: unknown;
-            };
-            facetRule?: components["schemas"]["FacetRule"];
+            } | null;
+            facetRule?: components["schemas"]["FacetRule"] | null;
             /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
             visibility?: "public" | "owner" | "admin";
             /** @description The owner. On the public zone: the user token’s contact, which may be sent (another value: 401) */
@@ -1753,9 +1752,8 @@ export interface components {
             authorType?: string;
             parentType?: string;
             parentId?: string;
-            /** @description Default: derived (proof, batch, variant, product, facet or collection) */
-            scopeType?: string;
-            scopeId?: string;
+            scopeType?: string | null;
+            scopeId?: string | null;
             /** @description At most one live record of this recordType per value of this field */
             singletonPer?: "contactId" | "productId" | "proofId" | "variantId" | "batchId" | "collection" | "product" | "proof" | "variant" | "batch";
             owner?: {
@@ -1800,27 +1798,26 @@ export interface components {
             sourceSystem?: string | null;
             facetRule?: components["schemas"]["FacetRule"] | null;
         };
+        /** @description null: the default, the same as left out on a create; on an upsert that updates, null sets the field back to its default (left out: unchanged) */
         UpsertRecordInput: {
             ref: string;
             recordType?: string;
-            productId?: string;
-            variantId?: string;
-            batchId?: string;
-            proofId?: string;
-            customId?: string;
-            sourceSystem?: string;
-            /** @description From this time on the record applies. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
-            startsAt?: string;
-            /** @description From this time on the record no longer applies. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
-            expiresAt?: string;
-            status?: string;
+            productId?: string | null;
+            variantId?: string | null;
+            batchId?: string | null;
+            proofId?: string | null;
+            customId?: string | null;
+            sourceSystem?: string | null;
+            startsAt?: string | null;
+            expiresAt?: string | null;
+            status?: string | null;
             data?: {
                 [key: string]: unknown;
-            };
+            } | null;
             metadata?: {
                 [key: string]: unknown;
-            };
-            facetRule?: components["schemas"]["FacetRule"];
+            } | null;
+            facetRule?: components["schemas"]["FacetRule"] | null;
         };
         /** @description Records to soft-delete: by id and/or by ref (at most 500 of each), or every record in a scope; optionally only those of one recordType */
         BulkDeleteInput: {
