@@ -88,7 +88,11 @@ export async function registerRateLimit(
     errorResponseBuilder: (_req, ctx) =>
       new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${ctx.max} requests per ${ctx.after}; retry later`),
     ...(shared && {
-      store: sharedStore(shared.redis, `${shared.keyPrefix}rate:`, new FailOpenLog(shared.log, 'rate limit')),
+      store: sharedStore(
+        shared.redis,
+        `${shared.keyPrefix}rate:`,
+        new FailOpenLog(shared.log, 'rate limit', 'requests are served without being counted'),
+      ),
       // Fail open: a request whose count cannot be had is served, not refused.
       skipOnError: true,
     }),
@@ -115,7 +119,7 @@ export class RedisFailureCount implements SharedFailureCount {
     log: RedisLog,
   ) {
     redis.defineCommand('authFailure', { numberOfKeys: 1, lua: FAILURE_SCRIPT });
-    this.outage = new FailOpenLog(log, 'failed-authentication budget');
+    this.outage = new FailOpenLog(log, 'failed-authentication budget', 'failures are counted in this process only');
   }
 
   async add(address: string, windowMs: number): Promise<{ failures: number; ttlMs: number } | undefined> {

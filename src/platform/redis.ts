@@ -141,6 +141,8 @@ export class FailOpenLog {
     private readonly log: RedisLog,
     /** What is not being counted, the log lines' prefix (e.g. `rate limit`). */
     private readonly what: string,
+    /** What happens meanwhile, for the warning. */
+    private readonly meanwhile: string,
     private readonly everyMs = 60_000,
   ) {}
 
@@ -151,7 +153,7 @@ export class FailOpenLog {
       this.lastWarning = now;
       this.log.warn(
         { err: describeError(err), uncounted: this.uncounted },
-        `${this.what}: Redis unavailable; requests are served without being counted (fail open)`,
+        `${this.what}: Redis unavailable; ${this.meanwhile} (fail open)`,
       );
     }
     this.failing = true;
