@@ -6,7 +6,6 @@
  * routes under BASE_PATH.
  */
 import { randomUUID } from 'node:crypto';
-import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
@@ -19,12 +18,14 @@ import { type JourneysService, journeysModule } from './modules/journeys/index.t
 import { type LinksService, linksModule, parseTrustedProxies } from './modules/links/index.ts';
 import { type LocationsService, locationsModule } from './modules/locations/index.ts';
 import { type WebhooksService, webhooksModule } from './modules/webhooks/index.ts';
-import { AuthFailureBudget, rateLimitKey, registerAuth } from './platform/auth.ts';
+import { AuthFailureBudget, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
 import { registerJsonBodyParser } from './platform/json-body.ts';
 import type { Lifecycle, ModuleManifest, Platform } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
+import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
+import { closeRedis, openRedis, redisReady } from './platform/redis.ts';
 import { ErrorBody } from './platform/schemas.ts';
 import { buildSerializerCompiler, buildValidatorCompiler } from './platform/validation.ts';
 
@@ -181,22 +182,34 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   app.addSchema(ErrorBody);
   await registerOpenApi(app, config);
 
-  await app.register(rateLimit, {
-    global: true,
-    max: config.rateLimitMax,
-    timeWindow: config.rateLimitWindowMs,
-    // Per verified principal (admin key id, user and collection, super admin), else per
-    // client address. Failed authentications never reach this: they have their own budget.
-    keyGenerator: rateLimitKey,
-    errorResponseBuilder: (_req, ctx) =>
-      new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${ctx.max} requests per ${ctx.after}; retry later`),
-  });
+  // Counts shared by every API process (REDIS_URL), else kept in this one. A worker serves no
+  // requests and opens no connection to Redis.
+  const shared =
+    config.redis && config.role !== 'worker'
+      ? { ...config.redis, redis: openRedis(config.redis, app.log), log: app.log }
+      : undefined;
+  if (shared) {
+    // The first requests should be counted too; if Redis is away, they are served uncounted
+    // rather than held (the connection keeps being retried).
+    app.addHook('onReady', async () => {
+      if (!(await redisReady(shared.redis, shared.connectTimeoutMs))) {
+        app.log.warn({}, 'redis: not reachable at start; serving requests uncounted until it is');
+      }
+    });
+    app.addHook('onClose', () => closeRedis(shared.redis));
+  }
+  await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }, shared);
 
   registerAuth(
     app,
     services.collections.resolveCredential,
     (id) => services.collections.collectionExists(id),
-    new AuthFailureBudget(config.authFailureLimit, config.authFailureWindowMs),
+    new AuthFailureBudget(
+      config.authFailureLimit,
+      config.authFailureWindowMs,
+      undefined,
+      shared && new RedisFailureCount(shared.redis, shared.keyPrefix, shared.log),
+    ),
   );
 
   // Probes. /readyz checks the migrations once, then asks the database on every call, so a load

@@ -6,6 +6,7 @@
  */
 
 import type { Role } from './platform/module.ts';
+import { type RedisSettings, redisSettings } from './platform/redis.ts';
 import { ConfigError, type Env, intFrom } from './platform/settings.ts';
 
 export type { Role };
@@ -29,6 +30,11 @@ export interface Config {
   /** Failed authentications one client address may make per window before it is refused. */
   authFailureLimit: number;
   authFailureWindowMs: number;
+  /**
+   * REDIS_URL and its companions: where the rate-limit counts and the failed-authentication
+   * budget live when several processes must share them; undefined keeps them in process memory.
+   */
+  redis: RedisSettings | undefined;
   /** Server timeouts (see docs/configuration.md, "HTTP server"). */
   httpHeadersTimeoutMs: number;
   httpRequestTimeoutMs: number;
@@ -85,6 +91,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowMs: intFrom(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
     authFailureLimit: intFrom(env, 'AUTH_FAILURE_LIMIT', 30, 1),
     authFailureWindowMs: intFrom(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1000),
+    redis: redisSettings(env),
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: intFrom(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000),

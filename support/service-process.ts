@@ -44,6 +44,8 @@ export interface RunningProcess {
   stop(): Promise<number | null>;
   /** SIGKILL and wait for exit: the crash path. */
   kill(): Promise<void>;
+  /** Its standard output so far (the last 1 MiB), when spawned with `capture`. */
+  output(): string;
 }
 
 export interface SpawnOptions {
@@ -58,6 +60,8 @@ export interface SpawnOptions {
    * output contains this text (its log), instead of once `readyPath` answers.
    */
   readyLine?: string;
+  /** Keep the child's standard output (its log) for `output()`. */
+  capture?: boolean;
 }
 
 async function waitForLine(child: ChildProcess, text: string, timeoutMs = 60_000): Promise<void> {
@@ -90,8 +94,15 @@ export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<Runn
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...(o.args ?? [])], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...o.env, PORT: String(port), HOST: '127.0.0.1' },
-    stdio: ['ignore', o.readyLine ? 'pipe' : (o.stdio ?? 'ignore'), o.stdio ?? 'inherit'],
+    stdio: ['ignore', o.readyLine || o.capture ? 'pipe' : (o.stdio ?? 'ignore'), o.stdio ?? 'inherit'],
   });
+  let captured = '';
+  if (o.capture) {
+    child.stdout?.on('data', (chunk: Buffer) => {
+      captured += chunk.toString();
+      if (captured.length > 2 ** 21) captured = captured.slice(-(2 ** 20));
+    });
+  }
   const url = `http://127.0.0.1:${port}`;
   const exited = () => child.exitCode !== null || child.signalCode !== null;
   const waitExit = () => new Promise<void>((resolve) => (exited() ? resolve() : child.once('exit', () => resolve())));
@@ -115,5 +126,6 @@ export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<Runn
       if (!exited()) child.kill('SIGKILL');
       await waitExit();
     },
+    output: () => captured,
   };
 }

@@ -22,7 +22,18 @@ describe('config', () => {
       httpRequestTimeoutMs: 30_000,
       httpKeepAliveTimeoutMs: 72_000,
       httpIdleTimeoutMs: 120_000,
+      redis: undefined,
     });
+  });
+
+  it('reads the Redis settings only when REDIS_URL is set', () => {
+    expect(loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379/2' }).redis).toEqual({
+      url: 'redis://127.0.0.1:6379/2',
+      keyPrefix: 'collection-platform:',
+      connectTimeoutMs: 1000,
+      commandTimeoutMs: 500,
+    });
+    expect(loadConfig({ REDIS_KEY_PREFIX: 'x:', REDIS_COMMAND_TIMEOUT_MS: 'soon' }).redis).toBeUndefined();
   });
 
   it('normalises the base path into the public address', () => {
@@ -44,6 +55,11 @@ describe('config', () => {
       [{ HTTP_HEADERS_TIMEOUT_MS: '0' }, 'HTTP_HEADERS_TIMEOUT_MS'],
       [{ HTTP_HEADERS_TIMEOUT_MS: '40000' }, 'HTTP_HEADERS_TIMEOUT_MS'], // longer than the request timeout
       [{ HTTP_KEEP_ALIVE_TIMEOUT_MS: 'forever' }, 'HTTP_KEEP_ALIVE_TIMEOUT_MS'],
+      [{ REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL'],
+      [{ REDIS_URL: 'not a url' }, 'REDIS_URL'],
+      [{ REDIS_URL: 'redis://h', REDIS_COMMAND_TIMEOUT_MS: '0' }, 'REDIS_COMMAND_TIMEOUT_MS'],
+      [{ REDIS_URL: 'redis://h', REDIS_CONNECT_TIMEOUT_MS: 'soon' }, 'REDIS_CONNECT_TIMEOUT_MS'],
+      [{ REDIS_URL: 'redis://h', REDIS_KEY_PREFIX: 'x'.repeat(101) }, 'REDIS_KEY_PREFIX'],
     ] as const) {
       expect(() => loadConfig(env), name).toThrow(ConfigError);
       expect(() => loadConfig(env), name).toThrow(name);

@@ -83,6 +83,16 @@ export function rateLimitKey(req: FastifyRequest): string {
   }
 }
 
+/**
+ * Failed authentications counted across processes (Redis, platform/rate-limit.ts): `add`
+ * counts one failure of an address and resolves to its failures in the shared window (which
+ * starts with its first failure) and the time left in it, or to undefined when the shared
+ * count cannot be reached. It never rejects.
+ */
+export interface SharedFailureCount {
+  add(address: string, windowMs: number): Promise<{ failures: number; ttlMs: number } | undefined>;
+}
+
 interface AddressFailures {
   failures: number;
   /** When the window that began with this address's first counted failure ends. */
@@ -98,6 +108,15 @@ interface AddressFailures {
  * the first of them fails; it counts once per distinct credential, so a client sending many
  * requests with its one (valid) credential at once is never refused for it.
  *
+ * With a shared count (Redis, when several processes serve one address), each failure is
+ * also added there, and its answer (the address's failures in the shared window) raises this
+ * process's count. Only failures pay that round trip, not every request: the check before a
+ * lookup stays in memory, so a process learns of failures made elsewhere at its own next
+ * failure of that address. A guesser sending guesses one after another over N processes
+ * thus gets the budget plus at most one lookup per other process, instead of N budgets (a
+ * parallel burst to a process that has not seen the address fail yet can take up to the
+ * budget there). Without an answer (Redis away), the local count stands: fail open.
+ *
  * An address's entry stays after its lookups end (every credentialed request passes here,
  * and reusing the entry costs no allocation); idle entries are dropped when the table is full.
  */
@@ -109,6 +128,8 @@ export class AuthFailureBudget {
     readonly windowMs: number,
     /** Addresses remembered at most; see `evict`. */
     private readonly maxAddresses = 50_000,
+    /** Where failures are counted across processes, if anywhere. */
+    private readonly shared?: SharedFailureCount,
   ) {}
 
   /**
@@ -136,17 +157,35 @@ export class AuthFailureBudget {
     return 0;
   }
 
-  /** Called when the lookup `begin` allowed has ended; `failed` when the credential was not valid. */
-  end(address: string, credential: string, failed: boolean): void {
+  /**
+   * Called when the lookup `begin` allowed has ended; `failed` when the credential was not
+   * valid. With a shared count, a failure returns a promise that settles once the failure is
+   * counted there too (or could not be): answering the 401 after it means that the next
+   * request, whichever process it reaches, is checked against a count that includes it.
+   */
+  end(address: string, credential: string, failed: boolean): Promise<void> | undefined {
     const entry = this.addresses.get(address);
-    if (!entry) return; // evicted meanwhile
-    const same = entry.pending.get(credential) ?? 0;
-    if (same <= 1) entry.pending.delete(credential);
-    else entry.pending.set(credential, same - 1);
-    if (failed) {
-      if (entry.failures === 0) entry.windowEnd = Date.now() + this.windowMs;
-      entry.failures++;
-    }
+    if (entry) {
+      const same = entry.pending.get(credential) ?? 0;
+      if (same <= 1) entry.pending.delete(credential);
+      else entry.pending.set(credential, same - 1);
+      if (failed) {
+        if (entry.failures === 0) entry.windowEnd = Date.now() + this.windowMs;
+        entry.failures++;
+      }
+    } // else evicted meanwhile
+    if (!failed || !this.shared) return undefined;
+    return this.shared.add(address, this.windowMs).then((counted) => {
+      if (counted) this.merge(address, counted);
+    });
+  }
+
+  /** The shared count of an address's failures, when it is ahead of this process's own. */
+  private merge(address: string, shared: { failures: number; ttlMs: number }): void {
+    const entry = this.addresses.get(address);
+    if (!entry || shared.failures <= entry.failures) return; // evicted meanwhile, or nothing new
+    entry.failures = shared.failures;
+    entry.windowEnd = Date.now() + shared.ttlMs;
   }
 
   /** Addresses remembered now. */
@@ -204,14 +243,17 @@ export function registerAuth(
         ),
       );
     }
-    if (credential.length > 4096) {
-      failures.end(address, credential, true);
-      return done(unauthorized('The credential is not valid'));
-    }
+    // A failure is answered once it is counted (see AuthFailureBudget.end).
+    const refuse = (message: string) => {
+      const counted = failures.end(address, credential, true);
+      if (counted) void counted.then(() => done(unauthorized(message)));
+      else done(unauthorized(message));
+    };
+    if (credential.length > 4096) return refuse('The credential is not valid');
     resolve(credential).then(
       (principal) => {
-        failures.end(address, credential, !principal);
-        if (!principal) return done(unauthorized('The credential is not valid (unknown, revoked or expired)'));
+        if (!principal) return refuse('The credential is not valid (unknown, revoked or expired)');
+        failures.end(address, credential, false);
         req.principal = principal;
         done();
       },

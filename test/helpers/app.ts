@@ -2,6 +2,7 @@
  * Builds the real application on a real database for a test file, plus the few helpers
  * every suite needs: a collection with its admin key, user tokens, auth headers.
  */
+import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyServerOptions, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
@@ -72,6 +73,12 @@ export async function createTestApp(
     LOG_LEVEL: 'silent',
     PUBLIC_BASE_URL: 'http://short.test',
     RATE_LIMIT_MAX: '100000',
+    // With TEST_REDIS_URL (CI's PostgreSQL run), rate limits are counted in Redis, each app
+    // under keys of its own so that apps and runs never share a count by accident.
+    ...(process.env.TEST_REDIS_URL && {
+      REDIS_URL: process.env.TEST_REDIS_URL,
+      REDIS_KEY_PREFIX: `test:${randomUUID()}:`,
+    }),
     ...env,
   });
   const app = await buildApp({

@@ -59,6 +59,14 @@ export async function listApiKeys(db: Queryable, collectionId: string): Promise<
   return rows;
 }
 
+/** Where revocations are announced to every process (payload: the key's id). */
+export const KEYS_CHANNEL = 'api_keys_revoked';
+
+/** Announces a revoked key; inside a transaction PostgreSQL delivers it only on commit. */
+export async function notifyKeyRevoked(db: Queryable, keyId: string): Promise<void> {
+  await db.query('SELECT pg_notify($1, $2)', [KEYS_CHANNEL, keyId]);
+}
+
 export async function revokeApiKey(
   db: Queryable,
   collectionId: string,

@@ -11,6 +11,7 @@ import type { Principal } from '../../platform/auth.ts';
 import { conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { ConfigError, type Env, intFrom } from '../../platform/settings.ts';
+import { CredentialCache } from './collections.cache.ts';
 import * as repo from './collections.repository.ts';
 
 export interface CollectionsSettings {
@@ -20,7 +21,10 @@ export interface CollectionsSettings {
   superAdminFeatures: string[];
   /** AUTH_SECRET signs user tokens; when unset one is generated and stored on first start. */
   authSecret: string | undefined;
-  /** AUTH_CACHE_TTL_MS: how long this process trusts a resolved admin key (another process's revocation waits this long). */
+  /**
+   * AUTH_CACHE_TTL_MS: how long this process trusts a resolved admin key. Revocations reach
+   * every process at once by notification; this bounds a notification lost meanwhile.
+   */
   authCacheTtlMs: number;
   userTokenDefaultTtlSeconds: number;
   userTokenMaxTtlSeconds: number;
@@ -98,13 +102,30 @@ function sameSecret(a: string, b: string): boolean {
 
 export class CollectionsService {
   private tokenKey: Uint8Array | undefined;
-  /** Recently resolved admin keys; revocation in this process clears it at once. */
-  private readonly keyCache = new Map<string, { principal: Principal | null; until: number }>();
+  /** Recently resolved admin keys, dropped on revocation in every process (collections.cache.ts). */
+  readonly keyCache: CredentialCache;
+  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly settings: CollectionsSettings,
-  ) {}
+  ) {
+    this.keyCache = new CredentialCache(settings.authCacheTtlMs);
+  }
+
+  /** Follows revocations made by other processes. */
+  async start(): Promise<void> {
+    this.unlisten = await this.db.listen(
+      repo.KEYS_CHANNEL,
+      (keyId) => this.keyCache.dropKey(keyId),
+      // Revocations made elsewhere while the LISTEN connection was down were never announced.
+      () => this.keyCache.clear(),
+    );
+  }
+
+  async stop(): Promise<void> {
+    await this.unlisten?.().catch(() => {});
+  }
 
   async createCollection(input: { id?: string; name: string }): Promise<Collection> {
     const id = input.id ?? newId('col');
@@ -138,10 +159,19 @@ export class CollectionsService {
     return (await repo.listApiKeys(this.db, collectionId)).map(toApiKey);
   }
 
+  /**
+   * Revokes a key: refused from now on by this process at once, and by every other process
+   * as soon as the notification sent on commit reaches it.
+   */
   async revokeApiKey(collectionId: string, id: string): Promise<ApiKey> {
-    const row = await repo.revokeApiKey(this.db, collectionId, id);
+    const row = await this.db.transaction(async (tx) => {
+      const revoked = await repo.revokeApiKey(tx, collectionId, id);
+      if (revoked) await repo.notifyKeyRevoked(tx, revoked.id);
+      return revoked;
+    });
     if (!row) throw notFound('API key');
-    this.keyCache.delete(row.key_hash);
+    // Without waiting for our own notification to come back.
+    this.keyCache.dropKey(row.id);
     return toApiKey(row);
   }
 
@@ -179,14 +209,13 @@ export class CollectionsService {
   private async resolveApiKey(key: string): Promise<Principal | null> {
     const hash = hashKey(key);
     const now = Date.now();
-    const cached = this.keyCache.get(hash);
-    if (cached && cached.until > now) return cached.principal;
+    const cached = this.keyCache.get(hash, now);
+    if (cached !== undefined) return cached;
+    // Taken before the read: a revocation announced while it runs keeps its answer out of the cache.
+    const token = this.keyCache.token();
     const row = await repo.findActiveKeyByHash(this.db, hash);
     const principal: Principal | null = row ? { kind: 'admin', collectionId: row.collection_id, keyId: row.id } : null;
-    if (this.settings.authCacheTtlMs > 0) {
-      if (this.keyCache.size > 10_000) this.keyCache.clear();
-      this.keyCache.set(hash, { principal, until: now + this.settings.authCacheTtlMs });
-    }
+    this.keyCache.set(hash, principal, token, now);
     return principal;
   }
 

@@ -9,7 +9,9 @@
  * that delivery: a deadlock. Registration rows are locked FOR NO KEY UPDATE (or FOR SHARE),
  * never FOR UPDATE, so that writing deliveries (whose foreign key takes KEY SHARE on the
  * registration) is never held up by a PATCH. A DELETE takes FOR UPDATE by itself; it too
- * starts with the registration, and its cascade follows.
+ * starts with the registration, and its cascade follows. Publishing an event holds KEY SHARE
+ * on the active registrations it reads (`activeSubscriptions`), so a DELETE never removes a
+ * registration between that read and the deliveries written for it.
  */
 import sql, { join, raw } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
@@ -186,14 +188,23 @@ export async function deleteWebhook(db: Queryable, collectionId: string, id: str
   return rowCount > 0;
 }
 
-/** Active registrations of a collection with the event types each subscribes to. */
+/**
+ * Active registrations of a collection with the event types each subscribes to, held (KEY
+ * SHARE) until the caller's transaction ends. Without the lock, a registration deleted by a
+ * transaction committing between this read and the insert of its deliveries failed that
+ * insert's foreign key, and with it the change that published the event (a link created
+ * while another process deleted a registration answered 400). With it, a DELETE that came
+ * first is waited for and its row skipped, and one that comes later waits for this
+ * transaction and removes the deliveries it wrote. KEY SHARE does not conflict with the
+ * FOR NO KEY UPDATE of a PATCH or an attempt being recorded.
+ */
 export async function activeSubscriptions(
   db: Queryable,
   collectionId: string,
 ): Promise<{ id: string; events: string[] }[]> {
-  // In id order: the deliveries written for them take KEY SHARE on these rows in this order.
+  // In id order: the lock order of registrations (see the top of this file).
   const { rows } = await db.query<{ id: string; events: string[] }>(
-    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active ORDER BY id`,
+    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active ORDER BY id FOR KEY SHARE`,
   );
   return rows;
 }

@@ -1,0 +1,138 @@
+/**
+ * Where the rate-limit counts live. Without REDIS_URL, in process memory (@fastify/rate-limit's
+ * own store): each process counts on its own, so N processes behind a load balancer give a
+ * caller N times RATE_LIMIT_MAX, and a restart forgets every count. With REDIS_URL, in Redis
+ * (the plugin's built-in Redis store, one atomic script per request): every process counts
+ * against one budget per caller, and a restart forgets nothing.
+ *
+ * A Redis outage must not take the API down: a request whose count cannot be had (Redis away,
+ * or not answering within REDIS_COMMAND_TIMEOUT_MS) is served uncounted (the plugin's
+ * `skipOnError`), and the log says so once, then at most once a minute (FailOpenLog). The
+ * failed-authentication budget (platform/auth.ts) is shared the same way, with the same rule.
+ */
+import { createRequire } from 'node:module';
+import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { rateLimitKey, type SharedFailureCount } from './auth.ts';
+import { AppError } from './errors.ts';
+import { FailOpenLog, type RedisLog } from './redis.ts';
+
+type Store = Omit<FastifyRateLimitStore, 'child'> & { child(routeOptions: unknown): Store };
+type StoreCallback = Parameters<FastifyRateLimitStore['incr']>[1];
+
+// The plugin's Redis store is not among its typed exports; it is its own file of the package.
+const RedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/RedisStore.js') as new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  redis: Redis,
+  keyPrefix: string,
+) => Store;
+
+/**
+ * The plugin's Redis store, reporting each count it could not get to `outage` (the plugin
+ * itself drops the error silently under `skipOnError`).
+ */
+function sharedStore(redis: Redis, keyPrefix: string, outage: FailOpenLog): FastifyRateLimitStoreCtor {
+  return class SharedCounts implements Store {
+    private readonly inner: Store;
+
+    /** The plugin passes its options; `inner` is given only by `child`. */
+    constructor(params: { continueExceeding?: boolean; exponentialBackoff?: boolean }, inner?: Store) {
+      this.inner =
+        inner ??
+        new RedisStore(params.continueExceeding === true, params.exponentialBackoff === true, redis, keyPrefix);
+    }
+
+    incr(key: string, callback: StoreCallback, timeWindow: number, max: number): void {
+      this.inner.incr(
+        key,
+        (err, result) => {
+          if (err) outage.failed(err);
+          else outage.ok();
+          callback(err, result);
+        },
+        timeWindow,
+        max,
+      );
+    }
+
+    /** A route with limits of its own counts under keys of its own. */
+    child(routeOptions: unknown): Store {
+      return new SharedCounts({}, this.inner.child(routeOptions));
+    }
+  } as unknown as FastifyRateLimitStoreCtor;
+}
+
+export interface RateLimitSettings {
+  max: number;
+  windowMs: number;
+}
+
+/**
+ * The request limits of every route (routes opt out with `config: { rateLimit: false }`),
+ * counted per verified principal, else per client address (`rateLimitKey`).
+ */
+export async function registerRateLimit(
+  app: FastifyInstance,
+  settings: RateLimitSettings,
+  shared?: { redis: Redis; keyPrefix: string; log: RedisLog },
+): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    max: settings.max,
+    timeWindow: settings.windowMs,
+    // Per verified principal (admin key id, user and collection, super admin), else per
+    // client address. Failed authentications never reach this: they have their own budget.
+    keyGenerator: rateLimitKey,
+    errorResponseBuilder: (_req, ctx) =>
+      new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${ctx.max} requests per ${ctx.after}; retry later`),
+    ...(shared && {
+      store: sharedStore(
+        shared.redis,
+        `${shared.keyPrefix}rate:`,
+        new FailOpenLog(shared.log, 'rate limit', 'requests are served without being counted'),
+      ),
+      // Fail open: a request whose count cannot be had is served, not refused.
+      skipOnError: true,
+    }),
+  });
+}
+
+/** One failure more for a key, with the window starting at the first: [failures, ms left]. */
+const FAILURE_SCRIPT = `
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return {n, redis.call('PTTL', KEYS[1])}`;
+
+interface FailureCommand {
+  authFailure(key: string, windowMs: number): Promise<[number, number]>;
+}
+
+/** The failed-authentication budget's count in Redis (see AuthFailureBudget). */
+export class RedisFailureCount implements SharedFailureCount {
+  private readonly outage: FailOpenLog;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keyPrefix: string,
+    log: RedisLog,
+  ) {
+    redis.defineCommand('authFailure', { numberOfKeys: 1, lua: FAILURE_SCRIPT });
+    this.outage = new FailOpenLog(log, 'failed-authentication budget', 'failures are counted in this process only');
+  }
+
+  async add(address: string, windowMs: number): Promise<{ failures: number; ttlMs: number } | undefined> {
+    try {
+      const [failures, ttlMs] = await (this.redis as unknown as FailureCommand).authFailure(
+        `${this.keyPrefix}auth-failures:${address}`,
+        windowMs,
+      );
+      this.outage.ok();
+      return { failures, ttlMs: Math.max(0, ttlMs) };
+    } catch (err) {
+      this.outage.failed(err);
+      return undefined;
+    }
+  }
+}
