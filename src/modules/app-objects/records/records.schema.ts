@@ -208,7 +208,9 @@ export const RecordListQuery = Closed({
   sourceSystem: Type.Optional(text(100)),
   variantId: Type.Optional(text()),
   batchId: Type.Optional(text()),
-  q: Type.Optional(text(200, 'Substring of ref, customId or recordType')),
+  q: Type.Optional(
+    text(200, 'Case-insensitive substring of `data.label`, `ref`, `customId` or `recordType` (any of them)'),
+  ),
   authorId: Type.Optional(text()),
   parentType: Type.Optional(text(50)),
   parentId: Type.Optional(text()),
