@@ -98,17 +98,22 @@ describe('cases.bulkStatus', () => {
   it('changes the status of matching cases and records each change in its history', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const res = await post(cases(a), { category: i < 10 ? 'bulk' : 'other', status: i === 0 ? 'closed' : 'open' });
+      const res = await post(cases(a), {
+        category: i < 10 ? 'bulk' : 'other',
+        status: i === 0 ? 'closed' : 'open',
+        priority: i,
+      });
       expect(res.statusCode, res.body).toBe(200);
       ids.push(res.json().id);
     }
     const job = await enqueue(t, a, {
       task: 'cases.bulkStatus',
-      payload: { appId: 'desk', status: 'closed', filter: { category: 'bulk' } },
+      // The list's bounds work in a filter too: priorities 1..9, not the closed case 0.
+      payload: { appId: 'desk', status: 'closed', filter: { category: 'bulk', priority: 'gte:1,lt:10' } },
     });
     const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
     expect(done.status, JSON.stringify(done)).toBe('completed');
-    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 10, changed: 9, unchanged: 1 });
+    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 9, changed: 9, unchanged: 0 });
     const closed = await t.inject({ method: 'GET', url: `${cases(a)}?category=bulk&status=closed`, headers: a.auth });
     expect(closed.json().pagination.total).toBe(10);
     const others = await t.inject({ method: 'GET', url: `${cases(a)}?category=other&status=open`, headers: a.auth });
@@ -132,6 +137,7 @@ describe('cases.bulkStatus', () => {
       { appId: 'desk', status: '' },
       { appId: 'desk', status: 'x', filter: { password: 'x' } },
       { appId: 'desk', status: 'x', filter: { createdAt: 'soon' } },
+      { appId: 'desk', status: 'x', filter: { priority: 'gte:high' } },
     ]) {
       const res = await post(`/admin/collection/${a.id}/async/jobs`, { task: 'cases.bulkStatus', payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);
