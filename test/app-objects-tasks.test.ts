@@ -98,22 +98,17 @@ describe('cases.bulkStatus', () => {
   it('changes the status of matching cases and records each change in its history', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const res = await post(cases(a), {
-        category: i < 10 ? 'bulk' : 'other',
-        status: i === 0 ? 'closed' : 'open',
-        priority: i,
-      });
+      const res = await post(cases(a), { category: i < 10 ? 'bulk' : 'other', status: i === 0 ? 'closed' : 'open' });
       expect(res.statusCode, res.body).toBe(200);
       ids.push(res.json().id);
     }
     const job = await enqueue(t, a, {
       task: 'cases.bulkStatus',
-      // The list's bounds work in a filter too: priorities 1..9, not the closed case 0.
-      payload: { appId: 'desk', status: 'closed', filter: { category: 'bulk', priority: 'gte:1,lt:10' } },
+      payload: { appId: 'desk', status: 'closed', filter: { category: 'bulk' } },
     });
     const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
     expect(done.status, JSON.stringify(done)).toBe('completed');
-    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 9, changed: 9, unchanged: 0 });
+    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 10, changed: 9, unchanged: 1 });
     const closed = await t.inject({ method: 'GET', url: `${cases(a)}?category=bulk&status=closed`, headers: a.auth });
     expect(closed.json().pagination.total).toBe(10);
     const others = await t.inject({ method: 'GET', url: `${cases(a)}?category=other&status=open`, headers: a.auth });
@@ -129,6 +124,22 @@ describe('cases.bulkStatus', () => {
     expect(last.changedFields).toEqual(['status', 'closedAt']);
     const untouched = await t.inject({ method: 'GET', url: `${cases(a)}/${ids[0]}/history`, headers: a.auth });
     expect(untouched.json().data.map((e: { action: string }) => e.action)).toEqual(['create']);
+  });
+
+  it('takes the list filters, priority bounds included', async () => {
+    // An app of its own: the case reports below count the cases of `desk`.
+    const ranked = `/admin/collection/${a.id}/app/ranked/cases`;
+    for (let priority = 0; priority < 5; priority++) {
+      expect((await post(ranked, { priority })).statusCode).toBe(200);
+    }
+    const job = await enqueue(t, a, {
+      task: 'cases.bulkStatus',
+      payload: { appId: 'ranked', status: 'closed', filter: { priority: 'gte:1,lt:4' } },
+    });
+    const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
+    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 3, changed: 3, unchanged: 0 });
+    const open = await t.inject({ method: 'GET', url: `${ranked}?status=open&sort=priority:asc`, headers: a.auth });
+    expect(open.json().data.map((c: { priority: number }) => c.priority)).toEqual([0, 4]);
   });
 
   it('refuses a bad payload with 400', async () => {
