@@ -123,6 +123,14 @@ describe('a create with singletonPer finds or updates (the guide: "calling creat
     });
   });
 
+  it('a scopeId given is kept by the update, as by the create', async () => {
+    const body = { recordType: 'scoped', singletonPer: 'product', productId: 'p1', scopeId: 'shelf-1' };
+    const first = await ok(adminKey, body);
+    expect(first).toMatchObject({ scopeType: 'product', scopeId: 'shelf-1' });
+    const again = await ok(adminKey, body);
+    expect(again).toMatchObject({ id: first.id, scopeType: 'product', scopeId: 'shelf-1' });
+  });
+
   it('a soft-deleted singleton is revived with its id (deletedAt cleared); of several, the latest deleted', async () => {
     const first = await ok(adminKey, { recordType: 'card', singletonPer: 'product', productId: 'p1', data: { n: 1 } });
     const del = await t.inject({ method: 'DELETE', url: `${records('admin')}/${first.id}`, headers: adminKey });

@@ -131,7 +131,10 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     }
     const { patch } = patchOf(RECORD, withoutNulls(change));
     patch.reset = Object.keys(change).filter((k) => change[k] === null);
-    Object.assign(patch.fields, this.changedValues(collectionId, change, rederive));
+    const derived = this.changedValues(collectionId, change, rederive);
+    // A scopeId given is kept, as on the create that made the record.
+    if (typeof change.scopeId === 'string') delete derived.scopeId;
+    Object.assign(patch.fields, derived);
     return patch;
   }
 
