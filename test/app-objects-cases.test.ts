@@ -540,6 +540,12 @@ describe('list', () => {
     expect(await refs('?sort=ref:asc')).toEqual(['L1', 'L2', 'L3']);
     expect(await refs('?category=billing&sort=priority:desc')).toEqual(['L2', 'L1']);
     expect(await refs('?priority=2')).toEqual(['L3']);
+    // The original's SDK types the filter as a string: `gte:N` / `lte:N`; gt, lt and a comma too.
+    expect(await refs('?priority=gte:2&sort=ref:asc')).toEqual(['L2', 'L3']);
+    expect(await refs('?priority=lte:2&sort=ref:asc')).toEqual(['L1', 'L3']);
+    expect(await refs('?priority=gt:1,lt:3')).toEqual(['L3']);
+    expect(await refs('?priority=gte:1.5,lte:2.5')).toEqual(['L3']);
+    expect(await refs('?priority=gte:-1e3&category=tech')).toEqual(['L3']);
     expect(await refs('?assignedTo=ann&sort=ref:desc')).toEqual(['L3', 'L1']);
     expect(await refs('?ref=L2')).toEqual(['L2']);
     expect(await refs('?contactId=c1&status=in:open,pending&sort=ref:asc')).toEqual(['L1', 'L3']);
@@ -554,13 +560,21 @@ describe('list', () => {
     for (const qs of [
       '?sort=admin:asc',
       '?priority=high',
+      '?priority=gte:',
+      '?priority=gte:high',
+      '?priority=between:1',
+      '?priority=gte:1,',
+      '?priority=0x10',
+      '?priority=Infinity',
       '?closedAt=gte:nope',
       '?limit=0',
       '?offset=-1',
       '?status=in:',
       '?foo=1',
     ]) {
-      expect((await t.inject({ method: 'GET', url: `${app}${qs}`, headers: a.auth })).statusCode, qs).toBe(400);
+      const res = await t.inject({ method: 'GET', url: `${app}${qs}`, headers: a.auth });
+      expect(res.statusCode, qs).toBe(400);
+      if (qs.startsWith('?priority')) expect(res.json().details, qs).toEqual({ param: 'priority' });
     }
     expect((await t.inject({ method: 'GET', url: app })).statusCode).toBe(401);
     expect((await t.inject({ method: 'GET', url: app, headers: b.auth })).statusCode).toBe(401);

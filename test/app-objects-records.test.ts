@@ -116,15 +116,16 @@ describe('create and read', () => {
     );
   });
 
-  it('singletonPer keeps one live record per key', async () => {
-    await create(a.auth, { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' });
-    const again = await t.inject({
-      method: 'POST',
-      url: admin(a),
-      headers: a.auth,
-      payload: { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' },
+  it('singletonPer keeps one live record per key: a second create updates it and answers its id', async () => {
+    const first = await create(a.auth, { recordType: 'pref', contactId: 'c-s', singletonPer: 'contactId' });
+    const again = await create(a.auth, {
+      recordType: 'pref',
+      contactId: 'c-s',
+      singletonPer: 'contactId',
+      data: { lang: 'fr' },
     });
-    expect(again.statusCode).toBe(409);
+    expect(again).toMatchObject({ id: first.id, data: { lang: 'fr' } });
+    expect(await refs('?recordType=pref', a.auth)).toHaveLength(1);
   });
 });
 
@@ -303,13 +304,13 @@ describe("null as the original's SDK sends it (CreateRecordInput, UpsertRecordIn
       variantId: 'v1',
     });
     expect(one).toMatchObject({ productId: null, scopeType: 'variant', singletonKey: expect.any(String) });
-    const again = await t.inject({
-      method: 'POST',
-      url: admin(a),
-      headers: a.auth,
-      payload: { recordType: 'single-null', singletonPer: 'variantId', productId: null, variantId: 'v1' },
+    const again = await create(a.auth, {
+      recordType: 'single-null',
+      singletonPer: 'variantId',
+      productId: null,
+      variantId: 'v1',
     });
-    expect(again.statusCode).toBe(409);
+    expect(again.id).toBe(one.id);
   });
 
   it('an upsert that updates: null sets a field back to its default, a field left out is kept', async () => {
@@ -932,5 +933,52 @@ describe('migration 0102 (authorType of existing objects)', () => {
       rmSync(before, { recursive: true, force: true });
       await testDb.drop();
     }
+  });
+});
+
+describe('migration 0103 (the contact in singleton keys)', () => {
+  it('adds the contact to the keys of records that have one, and leaves the rest', async () => {
+    const testDb = await createTestDb({ migrate: false });
+    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0103-'));
+    try {
+      for (const file of migrationFiles().filter((f) => f < '0103')) {
+        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
+      }
+      const db = testDb.db;
+      await migrate(db, before);
+      await db.query("INSERT INTO collections (id, name) VALUES ('old', 'Old')");
+      await db.query(
+        `INSERT INTO app_records (collection_id, app_id, id, contact_id, singleton_key, deleted_at) VALUES
+         ('old', 'app', 'person', 'c1', 'reg|productId|p1', NULL),
+         ('old', 'app', 'person-deleted', 'c2', 'reg|productId|p1', now()),
+         ('old', 'app', 'settings', NULL, 'reg|productId|p2', NULL),
+         ('old', 'app', 'plain', 'c1', NULL, NULL),
+         -- A key whose own text already ends as the new key of the next row would: kept.
+         ('old', 'app', 'odd', NULL, 'x|productId|p|contact:c9', NULL),
+         ('old', 'app', 'odd-person', 'c9', 'x|productId|p', NULL)`,
+      );
+      expect(await migrate(db)).toContain('0103_app_record_singleton_contact.sql');
+      const { rows } = await db.query<{ id: string; singleton_key: string | null }>(
+        'SELECT id, singleton_key FROM app_records ORDER BY id',
+      );
+      expect(rows).toEqual([
+        { id: 'odd', singleton_key: 'x|productId|p|contact:c9' },
+        { id: 'odd-person', singleton_key: 'x|productId|p' },
+        { id: 'person', singleton_key: 'reg|productId|p1|contact:c1' },
+        { id: 'person-deleted', singleton_key: 'reg|productId|p1|contact:c2' },
+        { id: 'plain', singleton_key: null },
+        { id: 'settings', singleton_key: 'reg|productId|p2' },
+      ]);
+    } finally {
+      rmSync(before, { recursive: true, force: true });
+      await testDb.drop();
+    }
+  });
+
+  it('the keys it writes are the ones creates make now (so older singletons are found)', async () => {
+    const first = await create(alice, { recordType: 'reg-0103', singletonPer: 'product', productId: 'p1' }, pub(a));
+    expect(first.singletonKey).toBe('reg-0103|productId|p1|contact:contact-alice');
+    const shared = await create(a.auth, { recordType: 'reg-0103', singletonPer: 'product', productId: 'p1' });
+    expect(shared.singletonKey).toBe('reg-0103|productId|p1');
   });
 });

@@ -126,12 +126,29 @@ describe('cases.bulkStatus', () => {
     expect(untouched.json().data.map((e: { action: string }) => e.action)).toEqual(['create']);
   });
 
+  it('takes the list filters, priority bounds included', async () => {
+    // An app of its own: the case reports below count the cases of `desk`.
+    const ranked = `/admin/collection/${a.id}/app/ranked/cases`;
+    for (let priority = 0; priority < 5; priority++) {
+      expect((await post(ranked, { priority })).statusCode).toBe(200);
+    }
+    const job = await enqueue(t, a, {
+      task: 'cases.bulkStatus',
+      payload: { appId: 'ranked', status: 'closed', filter: { priority: 'gte:1,lt:4' } },
+    });
+    const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
+    expect(done.result, JSON.stringify(done)).toEqual({ status: 'closed', matched: 3, changed: 3, unchanged: 0 });
+    const open = await t.inject({ method: 'GET', url: `${ranked}?status=open&sort=priority:asc`, headers: a.auth });
+    expect(open.json().data.map((c: { priority: number }) => c.priority)).toEqual([0, 4]);
+  });
+
   it('refuses a bad payload with 400', async () => {
     for (const payload of [
       { appId: 'desk' },
       { appId: 'desk', status: '' },
       { appId: 'desk', status: 'x', filter: { password: 'x' } },
       { appId: 'desk', status: 'x', filter: { createdAt: 'soon' } },
+      { appId: 'desk', status: 'x', filter: { priority: 'gte:high' } },
     ]) {
       const res = await post(`/admin/collection/${a.id}/async/jobs`, { task: 'cases.bulkStatus', payload });
       expect(res.statusCode, JSON.stringify(payload)).toBe(400);

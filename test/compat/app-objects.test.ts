@@ -465,3 +465,60 @@ describe('aggregates and the case summary as the original shapes them', () => {
     expect(empty).toEqual({ count: 0, total_replies: 0 });
   });
 });
+
+describe('list filters as the SDK types them', () => {
+  /** The SDK's query string: each value through encodeURIComponent(String(value)). */
+  const qs = (params: Record<string, string | number>) =>
+    `?${Object.entries(params)
+      .map(([k, v]) => `${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`)
+      .join('&')}`;
+
+  it("cases.list priority as CaseListQueryParams types it ('gte:N' / 'lte:N', a string)", async () => {
+    for (const [ref, priority] of [
+      ['P1', 1],
+      ['P3', 3],
+      ['P5', 5],
+    ] as const) {
+      await ok('POST', path('admin', 'cases'), adminKey, { ref, priority, category: 'triage' });
+    }
+    const refs = async (params: Record<string, string | number>, zone: 'admin' | 'public' = 'admin') => {
+      const res = await ok(
+        'GET',
+        `${path(zone, 'cases')}${qs({ category: 'triage', sort: 'ref:asc', ...params })}`,
+        adminKey,
+      );
+      return res.data.map((x: { ref: string }) => x.ref);
+    };
+    expect(await refs({ priority: 'gte:3' })).toEqual(['P3', 'P5']);
+    expect(await refs({ priority: 'lte:3' })).toEqual(['P1', 'P3']);
+    expect(await refs({ priority: 3 })).toEqual(['P3']);
+    expect(await refs({ priority: 'gte:2,lte:4' })).toEqual(['P3']);
+    const bad = await call('GET', `${path('admin', 'cases')}${qs({ priority: 'gte:high' })}`, adminKey);
+    expect(bad.status).toBe(400);
+    expect(bad.body.details).toEqual({ param: 'priority' });
+  });
+
+  it("records.list q: the guide's case-insensitive substring of data.label, on both zones", async () => {
+    const made = [
+      { ref: 'label-1', visibility: 'public', data: { label: 'Premium Leather Wallet' } },
+      { ref: 'label-2', visibility: 'public', data: { label: 'Basic wallet' } },
+      { ref: 'label-3', visibility: 'public', data: { title: 'premium, but no label' } },
+      { ref: 'label-4', visibility: 'owner', contactId: otherUser.contactId, data: { label: 'SUPER PREMIUM' } },
+      { ref: 'label-5', visibility: 'public', data: { label: '100% premium_' } },
+    ];
+    for (const r of made) await ok('POST', path('admin', 'records'), adminKey, { recordType: 'product', ...r });
+    const refs = async (zone: 'admin' | 'public', headers: Record<string, string>, q: string) =>
+      (
+        await ok('GET', `${path(zone, 'records')}${qs({ recordType: 'product', q, sort: 'ref:asc' })}`, headers)
+      ).data.map((x: { ref: string }) => x.ref);
+    // The guide's call: app.records.list(collectionId, appId, {recordType: 'product', q: 'premium'}, true).
+    expect(await refs('admin', adminKey, 'premium')).toEqual(['label-1', 'label-4', 'label-5']);
+    // Public: the same match over what the caller may see.
+    expect(await refs('public', userAuth, 'premium')).toEqual(['label-1', 'label-5']);
+    expect(await refs('public', otherUserAuth, 'PREMIUM')).toEqual(['label-1', 'label-4', 'label-5']);
+    // % and _ are characters, not patterns; ref is still searched too.
+    expect(await refs('admin', adminKey, '100%')).toEqual(['label-5']);
+    expect(await refs('admin', adminKey, 'm_')).toEqual(['label-5']);
+    expect(await refs('admin', adminKey, 'label-2')).toEqual(['label-2']);
+  });
+});

@@ -52,7 +52,9 @@ export type UpdateCaseInput = Type.Static<typeof UpdateCaseInput>;
 export const CaseListQuery = Closed({
   ...commonListQuery,
   category: Type.Optional(text(100)),
-  priority: Type.Optional(Type.Number()),
+  priority: Type.Optional(
+    text(200, 'A number (equal), or `gte:<n>`, `lte:<n>`, `gt:<n>`, `lt:<n>`, combinable with a comma (`gte:2,lt:5`)'),
+  ),
   ref: Type.Optional(text()),
   assignedTo: Type.Optional(text()),
   closedAt: Type.Optional(text(200, '`gte:<date>`/`lte:<date>`, or `null` / `notnull`')),

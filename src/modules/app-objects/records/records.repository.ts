@@ -1,6 +1,7 @@
 /** SQL of records beyond the shared object SQL: upsert by ref, the scope a change leaves, bulk delete. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
+import { conflict } from '../../../platform/errors.ts';
 import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
 import { assignments, columnsOf, type Patch } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
@@ -30,6 +31,86 @@ export async function upsertByRef(
     DO UPDATE SET ${join(sets, ', ')}
     RETURNING *, (xmax = 0) AS created`);
   return rows[0];
+}
+
+/** The unique index that keeps one live record per singleton key (migrations/0100). */
+const SINGLETON_INDEX = 'app_records_singleton';
+/** Rounds of a singleton create that lost a race (another create of the key got in first). */
+const SINGLETON_ROUNDS = 5;
+
+const isSingletonClash = (err: unknown) => {
+  const e = err as { code?: unknown; constraint?: unknown } | null;
+  return e?.code === '23505' && e.constraint === SINGLETON_INDEX;
+};
+
+/**
+ * A create with `singletonPer`: the record holding `insert.singletonKey` is updated with
+ * `update` (fields set or reset, sections merged, as an upsert by ref does), else, for an
+ * admin, the most recently deleted record with that key is revived with it, else `insert`
+ * is inserted. Answers the record and whether it was inserted, or `undefined` when the live
+ * record with the key is one the caller may not change.
+ *
+ * `onlyContactId` (a user's create): only a live record of that contact, not admin-only,
+ * counts as theirs; a deleted one is never revived for them (they cannot see it), so they
+ * get a new record instead.
+ *
+ * Concurrent creates of one key end with one record: the unique index on live keys lets one
+ * insert (or revival) through; the others find nothing inserted (`ON CONFLICT DO NOTHING`)
+ * or hit the index, and look again, finding that record and updating it.
+ */
+export async function createSingleton(
+  q: Queryable,
+  collectionId: string,
+  appId: string,
+  id: string,
+  /** The new record's values by field name (sections included), `singletonKey` among them. */
+  insert: Record<string, unknown>,
+  update: Patch,
+  onlyContactId?: string,
+): Promise<(Row & { created: boolean }) | undefined> {
+  const key = insert.singletonKey as string;
+  const app = sql`collection_id = ${collectionId} AND app_id = ${appId}`;
+  const sets = [...assignments(RECORD, update), sql`updated_at = now()`];
+  for (let round = 1; round <= SINGLETON_ROUNDS; round++) {
+    try {
+      const { rows: live } = await q.query<{ id: string; contact_id: string | null; visibility: string }>(sql`
+        SELECT id, contact_id, visibility FROM app_records
+        WHERE ${app} AND singleton_key = ${key} AND deleted_at IS NULL`);
+      if (live[0]) {
+        const { contact_id, visibility } = live[0];
+        if (onlyContactId !== undefined && (contact_id !== onlyContactId || visibility === 'admin')) return undefined;
+        // Key and liveness checked again: the record may have changed since it was read.
+        const { rows } = await q.query<Row>(sql`
+          UPDATE app_records SET ${join(sets, ', ')}
+          WHERE ${app} AND id = ${live[0].id} AND singleton_key = ${key} AND deleted_at IS NULL
+          RETURNING *`);
+        if (rows[0]) return { ...rows[0], created: false };
+        continue;
+      }
+      if (onlyContactId === undefined) {
+        const { rows } = await q.query<Row>(sql`
+          UPDATE app_records SET ${join([...sets, sql`deleted_at = NULL`], ', ')}
+          WHERE ${app} AND deleted_at IS NOT NULL AND id = (
+            SELECT id FROM app_records WHERE ${app} AND singleton_key = ${key} AND deleted_at IS NOT NULL
+            ORDER BY deleted_at DESC, updated_at DESC, id DESC LIMIT 1)
+          RETURNING *`);
+        if (rows[0]) return { ...rows[0], created: false };
+      }
+      const rendered = columnsOf(RECORD, insert);
+      const { rows } = await q.query<Row>(sql`
+        INSERT INTO app_records (collection_id, app_id, id, ${raw([...rendered.keys()].join(', '))})
+        VALUES (${collectionId}, ${appId}, ${id}, ${join([...rendered.values()])})
+        ON CONFLICT (collection_id, app_id, singleton_key) WHERE singleton_key IS NOT NULL AND deleted_at IS NULL
+        DO NOTHING
+        RETURNING *`);
+      if (rows[0]) return { ...rows[0], created: true };
+    } catch (err) {
+      // A revival that met a record made live meanwhile: look again. Any other unique value
+      // (a ref another record holds) is the caller's conflict.
+      if (!isSingletonClash(err)) throw err;
+    }
+  }
+  throw conflict('Other requests keep changing the record holding this singletonPer value; try again');
 }
 
 /** A scope a record may have: the field that puts it there, and what that scope is worth. */

@@ -9,6 +9,9 @@ import type { RecordsService } from './records.service.ts';
 
 /** What a 409 of a record write means: a unique rule of records would be broken. */
 const UNIQUE = 'Conflict: another record holds this ref, or this singletonPer value';
+/** A create's 409s: a ref, or a singleton the caller may not change. */
+const CREATE_CONFLICT =
+  'Conflict: another record holds this ref, or a record the caller may not change (admin-only) holds this singletonPer value';
 
 const RECORDS = {
   kind: RECORD,
@@ -20,14 +23,15 @@ const RECORDS = {
     listQuery: S.RecordListQuery,
   },
   summaries: {
-    create: 'Create a record (status `active` by default). On the public zone the author and owner are the token’s.',
+    create:
+      'Create a record (status `active` by default). On the public zone the author and owner are the token’s. With `singletonPer`, the record already holding its key is updated in place and answered (its id) instead.',
     list: 'List records with filters, sorting and pagination. Public callers receive only active records inside their schedule window.',
     aggregate: 'Aggregate records: count, grouped and as a time series',
     get: 'Get a record',
     update: 'Update a record. Admins may change any field; the owner only data and owner (other fields: 400).',
     delete: 'Soft-delete a record (owner or admin)',
   },
-  conflicts: { create: UNIQUE, update: UNIQUE },
+  conflicts: { create: CREATE_CONFLICT, update: UNIQUE },
 };
 
 export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService }> = async (app, { service }) => {

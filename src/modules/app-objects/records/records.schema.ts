@@ -104,7 +104,10 @@ export const CreateRecordInput = Closed(
     singletonPer: Type.Optional(
       Type.Union(
         SINGLETON_PER.map((s) => Type.Literal(s)),
-        { description: 'At most one live record of this recordType per value of this field' },
+        {
+          description:
+            'Find or update: at most one live record of this recordType per value of this field (and per contact, when the record has one). A record already holding the key is updated in place (fields set, sections merged by top-level key; an admin’s deleted one revived) and its id answered; a user’s create finds only their own record and changes only data and owner',
+        },
       ),
     ),
     ...createSections,
@@ -205,7 +208,9 @@ export const RecordListQuery = Closed({
   sourceSystem: Type.Optional(text(100)),
   variantId: Type.Optional(text()),
   batchId: Type.Optional(text()),
-  q: Type.Optional(text(200, 'Substring of ref, customId or recordType')),
+  q: Type.Optional(
+    text(200, 'Case-insensitive substring of `data.label`, `ref`, `customId` or `recordType` (any of them)'),
+  ),
   authorId: Type.Optional(text()),
   parentType: Type.Optional(text(50)),
   parentId: Type.Optional(text()),

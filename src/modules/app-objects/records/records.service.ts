@@ -9,10 +9,11 @@
  * (see `upsertOne`).
  */
 import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
-import { AppError, badRequest, notFound, toAppError } from '../../../platform/errors.ts';
+import { AppError, badRequest, conflict, notFound, toAppError } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
+import type { Patch } from '../shared/objects.repository.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { createValues, ObjectService, patchOf } from '../shared/objects.service.ts';
 import { type Actor, type AppObject, isAdmin } from '../shared/sections.ts';
@@ -44,6 +45,21 @@ const SPECIFICITY = new Map<string, number>([
   ...SCOPE_TIERS.map((t): [string, number] => [t.type, t.specificity]),
   [COLLECTION_SCOPE.type, COLLECTION_SCOPE.specificity],
 ]);
+
+/** What a user's singleton create may change in their record: what their PATCH may. */
+const OWNER_FIELDS = RECORD.ownerUpdatable;
+
+/**
+ * The key that keeps one live record per singleton (a unique index on live records): the
+ * recordType, the field it is single per and that field's value, and the record's contact
+ * when it has one. The contact is part of it because a singleton of a person's record is one
+ * per person ("one registration per product per contact"): two customers registering the
+ * same product get a record each. A record without a contact (an admin's product settings)
+ * is single across the app. Records written before the contact joined the key were given it
+ * by migration 0103.
+ */
+export const singletonKey = (recordType: unknown, per: string, value: string, contactId: unknown) =>
+  `${typeof recordType === 'string' ? recordType : ''}|${per}|${value}${typeof contactId === 'string' ? `|contact:${contactId}` : ''}`;
 
 export const normaliseCustomId = (s: string) => s.trim().replace(/\s+/g, ' ').toLowerCase();
 
@@ -89,9 +105,37 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
           fields: ['singletonPer'],
         });
       }
-      values.singletonKey = `${values.recordType ?? ''}|${per}|${value}`;
+      values.singletonKey = singletonKey(values.recordType, per, value, values.contactId);
     }
     return values;
+  }
+
+  /**
+   * The change a create with `singletonPer` makes to the record already holding its key, as an
+   * upsert by ref makes it: an admin's fields are set (sections merged by top-level key, a
+   * key sent as null removed), a field sent as null is set back to its default (`scopeType`
+   * and `scopeId` as null: derived again from the anchors); the author is kept unless named.
+   * A user changes what their PATCH may change: `data` and `owner`; the other fields of
+   * their create are the record's key (recordType, the singleton field, their contact) or are
+   * left as they are (an owner may not change a record's status or schedule).
+   */
+  private singletonChange(collectionId: string, caller: Actor, input: CreateRecordInput): Patch {
+    const { singletonPer: _per, ...given } = input as Record<string, unknown>;
+    const change = isAdmin(caller)
+      ? given
+      : Object.fromEntries(OWNER_FIELDS.filter((k) => given[k] !== undefined).map((k) => [k, given[k]]));
+    const rederive = change.scopeType === null;
+    if (rederive) {
+      delete change.scopeType;
+      if (change.scopeId === null) delete change.scopeId;
+    }
+    const { patch } = patchOf(RECORD, withoutNulls(change));
+    patch.reset = Object.keys(change).filter((k) => change[k] === null);
+    const derived = this.changedValues(collectionId, change, rederive);
+    // A scopeId given is kept, as on the create that made the record.
+    if (typeof change.scopeId === 'string') delete derived.scopeId;
+    Object.assign(patch.fields, derived);
+    return patch;
   }
 
   /**
@@ -100,16 +144,21 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
    * or the facet rule (null included) and not the scopeType itself, the scope is derived again
    * from the record as the change leaves it (a change that clears `productId` of a record
    * that also has a variant leaves it variant-scoped; clearing its last anchor makes it
-   * collection-wide); a scopeType given sets the specificity.
+   * collection-wide); a scopeType given sets the specificity. `rederive`: the scope is derived
+   * again even when the change names no anchor (a scopeType sent as null on a singleton create).
    */
-  private changedValues(collectionId: string, change: Record<string, unknown>): Record<string, unknown> {
+  private changedValues(
+    collectionId: string,
+    change: Record<string, unknown>,
+    rederive = false,
+  ): Record<string, unknown> {
     const derived: Record<string, unknown> = {};
     if (change.customId !== undefined) {
       derived.customIdNormalized = typeof change.customId === 'string' ? normaliseCustomId(change.customId) : null;
     }
     if (typeof change.scopeType === 'string') {
       derived.specificity = SPECIFICITY.get(change.scopeType) ?? 0;
-    } else if (change.scopeType === undefined && SCOPE_TIERS.some((t) => change[t.field] !== undefined)) {
+    } else if (rederive || (change.scopeType === undefined && SCOPE_TIERS.some((t) => change[t.field] !== undefined))) {
       const named = Object.fromEntries(
         SCOPE_TIERS.filter((t) => change[t.field] !== undefined).map((t) => [t.field, change[t.field]]),
       );
@@ -120,6 +169,34 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
 
   protected override createValues(collectionId: string, caller: Actor, input: CreateRecordInput) {
     return this.newValues(collectionId, createValues(caller, withoutNulls(input)));
+  }
+
+  /**
+   * A create with `singletonPer` finds or updates: the record holding its key (see
+   * `singletonKey`) is updated in place (`singletonChange`), an admin's deleted one revived,
+   * and its id answered; only when there is none is a record created. Calling it twice is
+   * idempotent. A user's create finds only a live record they may change (their own, not
+   * admin-only); when the key is held by one they may not change, it is a 409.
+   */
+  override async create(collectionId: string, appId: string, caller: Actor, input: CreateRecordInput) {
+    if (input.singletonPer === undefined) return super.create(collectionId, appId, caller, input);
+    const values = this.createValues(collectionId, caller, input);
+    const change = this.singletonChange(collectionId, caller, input);
+    const row = await repo.createSingleton(
+      this.db,
+      collectionId,
+      appId,
+      newId(RECORD.idPrefix),
+      values,
+      change,
+      isAdmin(caller) ? undefined : caller.contactId,
+    );
+    if (!row) {
+      throw conflict('A record this caller may not change holds this singletonPer value', {
+        fields: ['singletonPer'],
+      });
+    }
+    return this.present(row, caller);
   }
 
   /** Public callers: active records inside the schedule window; customId compared normalised. */

@@ -293,7 +293,9 @@ export const RECORD: ObjectKind = {
     parentId: eq('parent_id'),
     startsAt: { col: 'starts_at', op: 'date' },
     expiresAt: { col: 'expires_at', op: 'date' },
-    q: { col: 'ref', op: 'search', cols: ['ref', 'custom_id', 'record_type'] },
+    // `data.label` is where the original's clients look (its guide: a case-insensitive
+    // substring of `data->>'label'`); ref, customId and recordType are ours, kept.
+    q: { col: 'ref', op: 'search', cols: ["data->>'label'", 'ref', 'custom_id', 'record_type'] },
   }),
   aggregate: {
     groups: columns(

@@ -4,6 +4,7 @@
  * - `status=open` (exact) or `status=in:open,pending`
  * - dates: `createdAt=gte:2024-01-01T00:00:00Z`, `lte:`, `gt:`, `lt:`, combinable with a comma
  *   (`gte:A,lte:B`), each an ISO 8601 date or date-time; `null` / `notnull` for nullable dates
+ * - numbers: `priority=3` (equal), `gte:3`, `lte:`, `gt:`, `lt:`, combinable with a comma
  * - `sort=field:asc|desc` over the kind's sortable fields (default `createdAt:desc`)
  */
 import { badRequest } from '../../../platform/errors.ts';
@@ -13,6 +14,8 @@ import { type ObjectKind, sortColumnOf } from './kinds.ts';
 export type Condition =
   | { col: string; op: 'eq' | 'prefix' | 'tag' | 'ne'; value: string }
   | { col: string; op: 'num'; value: number }
+  /** A bound on a number column (`priority=gte:3`). */
+  | { col: string; op: 'numGte' | 'numLte' | 'numGt' | 'numLt'; value: number }
   | { col: string; op: 'in'; value: string[] }
   | { col: string; op: 'gte' | 'lte' | 'gt' | 'lt'; value: Date }
   | { col: string; op: 'null' | 'notnull' }
@@ -70,6 +73,30 @@ export function dateConditions(param: string, col: string, raw: string, nullable
   return out;
 }
 
+/** A decimal number as a query string writes it: `3`, `-1`, `2.5`, `1e3`; not `0x10`, `Infinity` or an empty string. */
+const DECIMAL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+const NUMBER_OPS = { gte: 'numGte', lte: 'numLte', gt: 'numGt', lt: 'numLt' } as const;
+
+/**
+ * Conditions on a number column: `N` (equal), or bounds `gte:N`, `lte:N`, `gt:N`, `lt:N`,
+ * combinable with a comma as the date filters are (`gte:2,lt:5`). A part that is not one of
+ * these, or whose number is not a finite decimal, is a 400 naming the parameter.
+ */
+function numberConditions(param: string, col: string, raw: string): Condition[] {
+  const out: Condition[] = [];
+  for (const part of raw.split(',')) {
+    const m = /^(?:(gte|lte|gt|lt):)?(.*)$/.exec(part.trim()) as RegExpExecArray;
+    const text = m[2].trim();
+    const value = Number(text);
+    if (!DECIMAL.test(text) || !Number.isFinite(value)) {
+      throw badRequest(`${param} must be a number, or gte:<n>, lte:<n>, gt:<n>, lt:<n>, comma-separated`, { param });
+    }
+    const op = m[1] as keyof typeof NUMBER_OPS | undefined;
+    out.push(op ? { col, op: NUMBER_OPS[op], value } : { col, op: 'num', value });
+  }
+  return out;
+}
+
 export function statusCondition(col: string, raw: string): Condition {
   if (raw.startsWith('in:')) {
     const values = raw
@@ -112,12 +139,9 @@ export function parseList(kind: ObjectKind, query: Record<string, unknown>, canI
       case 'status':
         conditions.push(statusCondition(def.col, text));
         break;
-      case 'num': {
-        const n = Number(text);
-        if (!Number.isFinite(n)) throw badRequest(`${param} must be a number`, { param });
-        conditions.push({ col: def.col, op: 'num', value: n });
+      case 'num':
+        conditions.push(...numberConditions(param, def.col, text));
         break;
-      }
       case 'date':
         conditions.push(...dateConditions(param, def.col, text, !NOT_NULL_COLUMNS.has(def.col)));
         break;

@@ -73,6 +73,14 @@ export function renderCondition(c: Condition): Sql {
     case 'eq':
     case 'num':
       return sql`${col} = ${c.value}`;
+    case 'numGte':
+      return sql`${col} >= ${c.value}`;
+    case 'numLte':
+      return sql`${col} <= ${c.value}`;
+    case 'numGt':
+      return sql`${col} > ${c.value}`;
+    case 'numLt':
+      return sql`${col} < ${c.value}`;
     case 'ne':
       return sql`${col} IS DISTINCT FROM ${c.value}`;
     case 'in':
