@@ -642,7 +642,7 @@ export interface paths {
         /** List records with filters, sorting and pagination. Public callers receive only active records inside their schedule window. */
         get: operations["records_list"];
         put?: never;
-        /** Create a record (status `active` by default). On the public zone the author and owner are the token’s. */
+        /** Create a record (status `active` by default). On the public zone the author and owner are the token’s. With `singletonPer`, the record already holding its key is updated in place and answered (its id) instead. */
         post: operations["records_create"];
         delete?: never;
         options?: never;
@@ -1754,7 +1754,7 @@ export interface components {
             parentId?: string;
             scopeType?: string | null;
             scopeId?: string | null;
-            /** @description At most one live record of this recordType per value of this field */
+            /** @description Find or update: at most one live record of this recordType per value of this field (and per contact, when the record has one). A record already holding the key is updated in place (fields set, sections merged by top-level key; an admin’s deleted one revived) and its id answered; a user’s create finds only their own record and changes only data and owner */
             singletonPer?: "contactId" | "productId" | "proofId" | "variantId" | "batchId" | "collection" | "product" | "proof" | "variant" | "batch";
             owner?: {
                 [key: string]: unknown;
@@ -4640,7 +4640,8 @@ export interface operations {
                 /** @description Admins only: include soft-deleted objects */
                 includeDeleted?: boolean;
                 category?: string;
-                priority?: number;
+                /** @description A number (equal), or `gte:<n>`, `lte:<n>`, `gt:<n>`, `lt:<n>`, combinable with a comma (`gte:2,lt:5`) */
+                priority?: string;
                 ref?: string;
                 assignedTo?: string;
                 /** @description `gte:<date>`/`lte:<date>`, or `null` / `notnull` */
@@ -5909,7 +5910,7 @@ export interface operations {
                 sourceSystem?: string;
                 variantId?: string;
                 batchId?: string;
-                /** @description Substring of ref, customId or recordType */
+                /** @description Case-insensitive substring of `data.label`, `ref`, `customId` or `recordType` (any of them) */
                 q?: string;
                 authorId?: string;
                 parentType?: string;
@@ -6049,7 +6050,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Conflict: another record holds this ref, or this singletonPer value */
+            /** @description Conflict: another record holds this ref, or a record the caller may not change (admin-only) holds this singletonPer value */
             409: {
                 headers: {
                     [name: string]: unknown;
