@@ -421,6 +421,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/links/{linkId}/clicks/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A link’s clicks over a window: per hour or day, and by country, device type and referer
+         * @description Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets (hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. Breakdowns give the `top` values with the most clicks and the rest as `other`.
+         */
+        get: operations["links_clickStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/l/{code}": {
         parameters: {
             query?: never;
@@ -1369,6 +1389,55 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
+        };
+        ClickStats: {
+            linkId: string;
+            /** @description hour | day */
+            interval: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Clicks in the window */
+            total: number;
+            /** @description Every bucket of the window in order, empty ones included (count 0) */
+            series: {
+                /** @description The bucket, labelled as aggregates label them: `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day) */
+                bucket: string;
+                /** Format: date-time */
+                start: string;
+                count: number;
+            }[];
+            /** @description By country (ISO 3166-1 alpha-2) */
+            countries: {
+                /** @description The `top` values with the most clicks, most first; an empty value is unknown (no referer: a direct visit) */
+                items: {
+                    value: string;
+                    count: number;
+                }[];
+                /** @description Clicks of every value beyond the top ones */
+                other: number;
+            };
+            /** @description By device type (desktop, mobile, tablet, bot, …) */
+            deviceTypes: {
+                /** @description The `top` values with the most clicks, most first; an empty value is unknown (no referer: a direct visit) */
+                items: {
+                    value: string;
+                    count: number;
+                }[];
+                /** @description Clicks of every value beyond the top ones */
+                other: number;
+            };
+            /** @description By the referer’s host name (`news.example`) */
+            referers: {
+                /** @description The `top` values with the most clicks, most first; an empty value is unknown (no referer: a direct visit) */
+                items: {
+                    value: string;
+                    count: number;
+                }[];
+                /** @description Clicks of every value beyond the top ones */
+                other: number;
+            };
         };
         /** @description Filters may also be given at the top level (status, category, record_type, created_at, …) */
         AggregateRequest: {
@@ -4514,6 +4583,75 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClickPage"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_clickStats: {
+        parameters: {
+            query?: {
+                /** @description Bucket size of the series, in UTC */
+                interval?: "hour" | "day";
+                /** @description Inclusive start of the window; default `to` minus 48 hours (hour) or 30 days (day). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window; default now. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+                /** @description Entries per breakdown before "other" */
+                top?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClickStats"];
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

@@ -218,3 +218,62 @@ export async function listClicks(
   );
   return { rows, total: count.rows[0].total };
 }
+
+/**
+ * A referer's host name: after the scheme and any user info, up to the port, path, query or
+ * fragment. Per host rather than per address: full referers (paths, query strings) rarely
+ * repeat, so a breakdown by them would be all "other".
+ */
+const REFERER_HOST = '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#:]+)';
+
+export interface ClickStatsRow {
+  /** 0: the series (by `start`), 1: country, 2: device type, 3: referer host. */
+  dim: number;
+  start: Date | null;
+  value: string | null;
+  n: number;
+  /** The sum of a breakdown's values beyond its top ones. */
+  other: boolean;
+}
+
+/**
+ * Clicks of one link in [from, to): counts per hour or day bucket, and the `top` countries,
+ * device types and referer hosts with the rest summed as "other". One scan of the window
+ * (the primary key leads with collection, link and time): the four groupings are grouping
+ * sets of one GROUP BY, ranked per grouping in the same statement, so the answer stays small
+ * however many distinct referers the window holds.
+ */
+export async function clickStats(
+  db: Queryable,
+  collectionId: string,
+  linkId: string,
+  q: { interval: 'hour' | 'day'; from: Date; to: Date; top: number },
+): Promise<ClickStatsRow[]> {
+  const { rows } = await db.query<ClickStatsRow>(sql`
+    WITH c AS (
+      SELECT date_trunc(${q.interval}, clicked_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS start,
+        country, device_type,
+        CASE WHEN referer = '' THEN ''
+          ELSE coalesce(lower(substring(referer FROM ${REFERER_HOST}::text)), left(referer, 100)) END AS host
+      FROM link_clicks
+      WHERE collection_id = ${collectionId} AND link_id = ${linkId}
+        AND clicked_at >= ${q.from} AND clicked_at < ${q.to}
+    ), g AS (
+      SELECT
+        CASE WHEN GROUPING(start) = 0 THEN 0 WHEN GROUPING(country) = 0 THEN 1
+          WHEN GROUPING(device_type) = 0 THEN 2 ELSE 3 END AS dim,
+        start,
+        CASE WHEN GROUPING(country) = 0 THEN country WHEN GROUPING(device_type) = 0 THEN device_type
+          WHEN GROUPING(host) = 0 THEN host END AS value,
+        count(*) AS n
+      FROM c
+      GROUP BY GROUPING SETS ((start), (country), (device_type), (host))
+    ), ranked AS (
+      SELECT dim, start, value, n, row_number() OVER (PARTITION BY dim ORDER BY n DESC, value) AS rank FROM g
+    )
+    SELECT dim, start, value, n, false AS other FROM ranked WHERE dim = 0 OR rank <= ${q.top}
+    UNION ALL
+    SELECT dim, NULL, NULL, sum(n), true FROM ranked WHERE dim > 0 AND rank > ${q.top} GROUP BY dim
+    ORDER BY dim, start, n DESC, value`);
+  return rows;
+}

@@ -9,7 +9,7 @@ import type { LinksService } from './links.service.ts';
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
 
 export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> = async (app, { service }) => {
-  for (const schema of [S.CreateLinkBody, S.UpdateLinkBody, S.Link, S.LinkPage, S.Click, S.ClickPage]) {
+  for (const schema of [S.CreateLinkBody, S.UpdateLinkBody, S.Link, S.LinkPage, S.Click, S.ClickPage, S.ClickStats]) {
     app.addSchema(schema);
   }
   const tags = ['links'];
@@ -108,6 +108,26 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
       },
     },
     async (req) => service.clicks(req.params.collectionId, req.params.linkId, req.query),
+  );
+
+  app.get(
+    '/admin/collection/:collectionId/links/:linkId/clicks/stats',
+    {
+      onRequest: guard.admin,
+      schema: {
+        tags,
+        operationId: 'links_clickStats',
+        summary: 'A link’s clicks over a window: per hour or day, and by country, device type and referer',
+        description:
+          'Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets ' +
+          '(hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. ' +
+          'Breakdowns give the `top` values with the most clicks and the rest as `other`.',
+        params: S.LinkParams,
+        querystring: S.ClickStatsQuery,
+        response: { 200: ref(S.ClickStats), ...errorResponses },
+      },
+    },
+    async (req) => service.clickStats(req.params.collectionId, req.params.linkId, req.query),
   );
 
   app.get(

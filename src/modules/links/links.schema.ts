@@ -104,3 +104,59 @@ export const ClickPage = Closed(
   { items: Type.Array(Type.Ref('Click')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'ClickPage' },
 );
+
+/** Longest window of a stats request, in buckets (the same bound as the aggregates' 1000). */
+export const STATS_MAX_BUCKETS = 1000;
+
+export const ClickStatsQuery = Closed({
+  interval: Type.Optional(
+    Type.Union([Type.Literal('hour'), Type.Literal('day')], {
+      default: 'day',
+      description: 'Bucket size of the series, in UTC',
+    }),
+  ),
+  from: Type.Optional(Instant('Inclusive start of the window; default `to` minus 48 hours (hour) or 30 days (day)')),
+  to: Type.Optional(Instant('Exclusive end of the window; default now', 'end')),
+  top: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Entries per breakdown before "other"' }),
+  ),
+});
+export type ClickStatsQuery = Type.Static<typeof ClickStatsQuery>;
+
+const Breakdown = (description: string) =>
+  Closed(
+    {
+      items: Type.Array(Closed({ value: Type.String(), count: Type.Integer() }), {
+        description:
+          'The `top` values with the most clicks, most first; an empty value is unknown (no referer: a direct visit)',
+      }),
+      other: Type.Integer({ description: 'Clicks of every value beyond the top ones' }),
+    },
+    { description },
+  );
+
+export const ClickStats = Closed(
+  {
+    linkId: Type.String(),
+    interval: Type.String({ description: 'hour | day' }),
+    from: Timestamp,
+    to: Timestamp,
+    total: Type.Integer({ description: 'Clicks in the window' }),
+    series: Type.Array(
+      Closed({
+        bucket: Type.String({
+          description:
+            'The bucket, labelled as aggregates label them: `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day)',
+        }),
+        start: Timestamp,
+        count: Type.Integer(),
+      }),
+      { description: 'Every bucket of the window in order, empty ones included (count 0)' },
+    ),
+    countries: Breakdown('By country (ISO 3166-1 alpha-2)'),
+    deviceTypes: Breakdown('By device type (desktop, mobile, tablet, bot, …)'),
+    referers: Breakdown('By the referer’s host name (`news.example`)'),
+  },
+  { $id: 'ClickStats' },
+);
+export type ClickStats = Type.Static<typeof ClickStats>;

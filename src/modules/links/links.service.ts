@@ -15,7 +15,17 @@ import { parseTrustedProxies, type RawClick, type TrustedProxies } from './click
 import { type CachedLink, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
-import type { Click, ClickListQuery, CreateLinkBody, Link, LinkListQuery, UpdateLinkBody } from './links.schema.ts';
+import {
+  type Click,
+  type ClickListQuery,
+  type ClickStats,
+  type ClickStatsQuery,
+  type CreateLinkBody,
+  type Link,
+  type LinkListQuery,
+  STATS_MAX_BUCKETS,
+  type UpdateLinkBody,
+} from './links.schema.ts';
 
 export interface LinksSettings {
   codeLength: number;
@@ -67,6 +77,19 @@ function parseTime(raw: string, field: string): Date {
   const d = new Date(raw);
   if (Number.isNaN(d.getTime())) throw badRequest(`${field} is not a valid timestamp`, { field });
   return d;
+}
+
+const BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+/** The window a stats request without `from` covers: a useful first chart for each interval. */
+const DEFAULT_WINDOW_MS = { hour: 48 * 3_600_000, day: 30 * 86_400_000 } as const;
+
+/**
+ * A bucket's name as the aggregates of app objects give it (docs/app-objects.md, Aggregates):
+ * an RFC 3339 hour, or the date of a day.
+ */
+function bucketLabel(interval: 'hour' | 'day', start: Date): string {
+  const iso = start.toISOString();
+  return interval === 'day' ? iso.slice(0, 10) : `${iso.slice(0, 13)}:00:00Z`;
 }
 
 export class LinksService {
@@ -270,6 +293,64 @@ export class LinksService {
       deviceType: r.device_type,
     }));
     return { items, limit, offset, total };
+  }
+
+  /**
+   * Counts of a link's clicks over a window: a series of every hour or day bucket (empty
+   * ones as 0, so a chart needs no filling; the window is bounded, so the series is too) and
+   * the top countries, device types and referer hosts.
+   */
+  async clickStats(
+    collectionId: string,
+    linkId: string,
+    query: ClickStatsQuery,
+    now = new Date(),
+  ): Promise<ClickStats> {
+    const interval = query.interval ?? 'day';
+    const step = BUCKET_MS[interval];
+    const to = query.to ? parseTime(query.to, 'to') : now;
+    const from = query.from ? parseTime(query.from, 'from') : new Date(to.getTime() - DEFAULT_WINDOW_MS[interval]);
+    if (from.getTime() >= to.getTime()) throw badRequest('from must be before to', { field: 'from' });
+    // UTC hours and days are fixed lengths, so buckets are cut by arithmetic (as date_trunc
+    // cuts them in SQL); the first and the last may be partial.
+    const first = Math.floor(from.getTime() / step) * step;
+    const buckets = Math.ceil((to.getTime() - first) / step);
+    if (buckets > STATS_MAX_BUCKETS) {
+      throw badRequest(
+        `The window holds ${buckets} ${interval} buckets; at most ${STATS_MAX_BUCKETS} (a shorter window, or interval=day)`,
+        { field: 'from', buckets, max: STATS_MAX_BUCKETS },
+      );
+    }
+    if (!(await repo.findLink(this.db, collectionId, linkId))) throw notFound('Link');
+    const top = query.top ?? 10;
+    const rows = await repo.clickStats(this.db, collectionId, linkId, { interval, from, to, top });
+    const perBucket = new Map<number, number>();
+    const breakdowns = [1, 2, 3].map(() => ({ items: [] as { value: string; count: number }[], other: 0 }));
+    for (const r of rows) {
+      if (r.dim === 0 && r.start) perBucket.set(r.start.getTime(), r.n);
+      else if (r.dim > 0 && r.other) breakdowns[r.dim - 1].other = r.n;
+      else if (r.dim > 0) breakdowns[r.dim - 1].items.push({ value: r.value ?? '', count: r.n });
+    }
+    const series = [];
+    let total = 0;
+    for (let t = first; t < to.getTime(); t += step) {
+      const count = perBucket.get(t) ?? 0;
+      total += count;
+      const start = new Date(t);
+      series.push({ bucket: bucketLabel(interval, start), start: start.toISOString(), count });
+    }
+    const [countries, deviceTypes, referers] = breakdowns;
+    return {
+      linkId,
+      interval,
+      from: from.toISOString(),
+      to: to.toISOString(),
+      total,
+      series,
+      countries,
+      deviceTypes,
+      referers,
+    };
   }
 
   // --- the redirect ------------------------------------------------------------------------
