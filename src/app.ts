@@ -12,6 +12,7 @@ import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
 import { type AppObjectServices, appObjectsModule } from './modules/app-objects/index.ts';
 import { type CollectionsService, collectionsModule } from './modules/collections/index.ts';
+import { type ConsoleService, consoleModule } from './modules/console/index.ts';
 import { type InteractionsService, interactionsModule } from './modules/interactions/index.ts';
 import { type JobsService, jobsModule } from './modules/jobs/index.ts';
 import { type JourneysService, journeysModule } from './modules/journeys/index.ts';
@@ -49,6 +50,7 @@ const MODULES = [
   appObjectsModule,
   interactionsModule,
   journeysModule,
+  consoleModule,
 ] as const;
 
 /** Each module's service, by module name (tests reach them through `app.services`). */
@@ -61,6 +63,7 @@ export interface Services {
   appObjects: AppObjectServices;
   interactions: InteractionsService;
   journeys: JourneysService;
+  console: ConsoleService;
 }
 
 interface Built {
