@@ -1,0 +1,2 @@
+// Style sheets imported for their effect: Vite turns them into files of the build.
+declare module '*.css';
