@@ -17,8 +17,19 @@ export interface ChartSeries {
 }
 
 export type ChartSpec =
-  | { kind: 'time'; x: number[]; stepSeconds: number; series: ChartSeries[]; line?: boolean }
-  | { kind: 'category'; labels: string[]; series: ChartSeries[] };
+  | {
+      kind: 'time';
+      /** Each bucket's start, in seconds. */
+      x: number[];
+      stepSeconds: number;
+      series: ChartSeries[];
+      /**
+       * The time axis, in seconds: the window asked for, so that a window with one busy bucket
+       * still reads as that window. Default: the data's first and last bucket.
+       */
+      window?: [number, number];
+    }
+  | { kind: 'category'; labels: string[]; xLabel: string; series: ChartSeries[] };
 
 export const COLORS = { primary: '#2563eb', secondary: '#16a34a', muted: '#94a3b8' };
 
@@ -34,19 +45,25 @@ const COUNT_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4
 function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Options {
   const bars = (size: number) => U.paths.bars!({ size: [size, 80], gap: 1 });
   const series: uPlot.Series[] = [
-    {},
+    spec.kind === 'time'
+      ? {
+          label: 'From (UTC)',
+          value: (_u, v) =>
+            v === null ? '' : new Date((v - spec.stepSeconds / 2) * 1000).toISOString().slice(0, 16).replace('T', ' '),
+        }
+      : { label: spec.xLabel, value: (_u, i) => (i === null ? '' : (spec.labels[i] ?? '')) },
     ...spec.series.map((s) => ({
       label: s.label,
       stroke: s.color,
-      fill: spec.kind === 'time' && spec.line ? undefined : `${s.color}cc`,
-      width: spec.kind === 'time' && spec.line ? 2 : 0,
-      paths: spec.kind === 'time' && spec.line ? undefined : bars(s.width ?? 0.7),
-      points: { show: spec.kind === 'time' && !!spec.line },
+      fill: `${s.color}cc`,
+      width: 0,
+      paths: bars(s.width ?? 0.7),
+      points: { show: false },
     })),
   ];
   const yAxis: uPlot.Axis = { incrs: COUNT_STEPS, values: (_u, splits) => splits.map((v) => v.toLocaleString('en')) };
   if (spec.kind === 'time') {
-    const half = spec.stepSeconds / 2;
+    const [first, last] = spec.window ?? [spec.x[0] ?? 0, (spec.x.at(-1) ?? 0) + spec.stepSeconds];
     return {
       width,
       height: 240,
@@ -54,7 +71,7 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
       // Every time the console shows is UTC, as the service's buckets are.
       tzDate: (ts) => U.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: {
-        x: { time: true, range: (_u, min, max) => [min - half, max + half] },
+        x: { time: true, range: () => [first, last] },
         y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
       },
       axes: [{}, yAxis],
@@ -81,7 +98,8 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
 }
 
 function dataFor(spec: ChartSpec): uPlot.AlignedData {
-  const x = spec.kind === 'time' ? spec.x : spec.labels.map((_, i) => i);
+  // A bar is drawn centred on its x: a bucket's bar sits in the middle of the bucket.
+  const x = spec.kind === 'time' ? spec.x.map((t) => t + spec.stepSeconds / 2) : spec.labels.map((_, i) => i);
   return [x, ...spec.series.map((s) => s.values)];
 }
 

@@ -15,6 +15,12 @@ const byCount = (counts: Record<string, number>) =>
 const byPriority = (counts: Record<string, number>) =>
   Object.entries(counts).sort(([a], [b]) => (a === 'none' ? 1 : b === 'none' ? -1 : Number(a) - Number(b)));
 
+/** The Monday 00:00 UTC of the ISO week holding a date, in seconds. */
+function mondayOf(date: string): number {
+  const d = new Date(`${date}T00:00:00Z`);
+  return d.getTime() / 1000 - ((d.getUTCDay() + 6) % 7) * 86_400;
+}
+
 export default function CasesPage({ api, collectionId }: PageProps) {
   const [appId, setAppId] = useState(() => sessionStorage.getItem(APP_KEY) ?? '');
   const [from, setFrom] = useState(daysAgo(90));
@@ -39,21 +45,25 @@ export default function CasesPage({ api, collectionId }: PageProps) {
         status: {
           kind: 'category' as const,
           labels: status.map(([k]) => k),
+          xLabel: 'Status',
           series: [{ label: 'Cases', values: status.map(([, n]) => n), color: COLORS.primary }],
         },
         priority: {
           kind: 'category' as const,
           labels: priority.map(([k]) => k),
+          xLabel: 'Priority',
           series: [{ label: 'Cases', values: priority.map(([, n]) => n), color: COLORS.secondary }],
         },
         trend: {
           kind: 'time' as const,
           x: s.trend.map((w) => Date.parse(w.start) / 1000),
           stepSeconds: 7 * 86_400,
+          // The weeks of the period asked for, whole: from the Monday of its first to the end of its last.
+          window: [mondayOf(query!.from), mondayOf(query!.to) + 7 * 86_400] as [number, number],
           series: [{ label: 'Cases opened', values: s.trend.map((w) => w.count), color: COLORS.primary }],
         },
       },
-    [s, status, priority],
+    [s, status, priority, query],
   );
   return (
     <>

@@ -111,6 +111,7 @@ function Funnel({
     () => ({
       kind: 'category' as const,
       labels: steps.map((s) => s.stepId),
+      xLabel: 'Step',
       series: [
         { label: 'Entered', values: steps.map((s) => s.enteredCount), color: COLORS.muted, width: 0.7 },
         { label: 'Completed', values: steps.map((s) => s.completedCount), color: COLORS.secondary, width: 0.45 },

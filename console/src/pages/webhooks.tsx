@@ -298,7 +298,13 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
               <option value="cancelled">cancelled</option>
             </select>
           </label>
-          <button type="button" onClick={() => deliveries.reload()}>
+          <button
+            type="button"
+            onClick={() => {
+              hook.reload(true);
+              deliveries.reload();
+            }}
+          >
             Refresh
           </button>
         </form>
