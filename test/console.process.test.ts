@@ -88,6 +88,7 @@ async function until<T>(
 }
 
 /** What a person reads: rendered text (block elements apart), white space folded. */
+// biome-ignore lint/performance/useDomNodeTextContent: the rendered text is the point (textContent runs paragraphs together)
 const text = async (l: Locator) => (await l.innerText()).replace(/\s+/g, ' ').trim();
 
 /** The cells of a table's body rows, as text. */
