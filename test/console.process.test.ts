@@ -313,9 +313,9 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     linkId = new URL(page.url()).pathname.split('/').at(-1) ?? '';
     // Clicks are stored a moment after the redirect (CLICK_FLUSH_MS): refresh until they are.
     await until(
-      'clicks in the window',
-      () => text(page.locator('[data-total-clicks]')),
-      (t) => t === '5',
+      'clicks in the window, and on the link',
+      async () => [await text(page.locator('[data-total-clicks]')), await text(page.locator('dl.facts dd').nth(2))],
+      ([inWindow, allTime]) => inWindow === '5' && allTime === '5',
       { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
     );
     const figure = page.getByRole('figure', { name: 'Clicks per hour' });

@@ -210,7 +210,7 @@ function LinkDetail({ api, collectionId, linkId }: PageProps & { linkId: string 
             <dt>Expires</dt>
             <dd>{link.data.expiresAt ? when(link.data.expiresAt) : 'never'}</dd>
           </dl>
-          <ClickStats api={api} collectionId={collectionId} linkId={linkId} />
+          <ClickStats api={api} collectionId={collectionId} linkId={linkId} onRefresh={() => link.reload(true)} />
           <EditLink api={api} collectionId={collectionId} link={link.data} onSaved={() => link.reload(true)} />
         </>
       ) : null}
@@ -231,7 +231,18 @@ const WINDOWS = {
   ],
 } as const;
 
-function ClickStats({ api, collectionId, linkId }: { api: ServiceClient; collectionId: string; linkId: string }) {
+function ClickStats({
+  api,
+  collectionId,
+  linkId,
+  onRefresh,
+}: {
+  api: ServiceClient;
+  collectionId: string;
+  linkId: string;
+  /** Refresh reads the link again too (its all-time count). */
+  onRefresh: () => void;
+}) {
   const [interval, setBucket] = useState<'hour' | 'day'>('hour');
   const [windowIndex, setWindowIndex] = useState(0);
   const [refreshed, setRefreshed] = useState(0);
@@ -288,7 +299,13 @@ function ClickStats({ api, collectionId, linkId }: { api: ServiceClient; collect
             ))}
           </select>
         </label>
-        <button type="button" onClick={() => setRefreshed(refreshed + 1)}>
+        <button
+          type="button"
+          onClick={() => {
+            setRefreshed(refreshed + 1);
+            onRefresh();
+          }}
+        >
           Refresh
         </button>
       </form>
