@@ -3,7 +3,7 @@
  * send a test event) and, per registration, its delivery log: every attempt with its time,
  * status, duration, error and the receiver's answer, and redeliver.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import type { PageProps } from '../main.tsx';
 import { A, DataTable, Empty, ErrorNote, Loading, useAsync, usePolling, when } from '../ui.tsx';
@@ -165,6 +165,13 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
     deliveries.reload(true);
     hook.reload(true);
   });
+  // The attempt that ends the wait may also have disabled the registration, in the same
+  // transaction; the registration read next to the log's may have come just before it.
+  const wasWaiting = useRef(false);
+  useEffect(() => {
+    if (wasWaiting.current && !waiting) hook.reload(true);
+    wasWaiting.current = waiting;
+  }, [waiting]);
 
   const act = async (doing: string, call: () => Promise<unknown>, done?: string) => {
     setActionError(undefined);
