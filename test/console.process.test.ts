@@ -398,7 +398,7 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     expect(after.at(-1)?.[7]).toBe('ok, thanks');
     expect(hook.on('/hook')).toHaveLength(3);
     await shot('webhooks');
-  });
+  }, 90_000);
 
   it('enqueues a records.import job and follows its progress to done', async () => {
     await nav('Jobs');
@@ -438,7 +438,7 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     await row.getByText('Result and payload').click();
     expect(await text(row.locator('pre.json').first())).toMatch(/"total": 3000/);
     await shot('jobs');
-  });
+  }, 150_000);
 
   it('reads the funnel of a journey built from known events, and the recipients of a step', async () => {
     await nav('Journeys');
