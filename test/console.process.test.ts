@@ -438,6 +438,27 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     await row.getByText('Result and payload').click();
     expect(await text(row.locator('pre.json').first())).toMatch(/"total": 3000/);
     await shot('jobs');
+
+    // A job due tomorrow waits: cancelled from its row, then found by the state filter.
+    const later = await call(
+      'POST',
+      `/admin/collection/${A}/async/jobs`,
+      { task: 'records.import', payload: { appId: 'desk', items: [{ ref: 'later' }] }, runAt: '2099-01-01' },
+      keys.a,
+    );
+    await nav('Links');
+    await nav('Jobs');
+    const waiting = page
+      .locator('table.jobs tbody tr')
+      .filter({ has: page.locator(`td:first-child:text-is("${later.id}")`) });
+    await waiting.getByRole('button', { name: 'Cancel' }).click();
+    await waiting.locator('[data-job-status="cancelled"]').waitFor();
+    await page.getByLabel('State').selectOption('cancelled');
+    await until(
+      'only the cancelled job listed',
+      () => page.locator('table.jobs tbody tr td:first-child').allTextContents(),
+      (ids) => ids.length === 1 && ids[0] === String(later.id),
+    );
   }, 150_000);
 
   it('reads the funnel of a journey built from known events, and the recipients of a step', async () => {
