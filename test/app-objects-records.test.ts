@@ -439,6 +439,14 @@ describe("null as the original's SDK sends it (CreateRecordInput, UpsertRecordIn
     });
   });
 
+  it('a scopeId sent as null next to a facet rule, on a singleton create that updates, is derived from the rule', async () => {
+    // The fuzz test found this: the change both reset scope_id and derived it (a 500).
+    const body = { recordType: 'rule-null-scope', facetRule: { all: [] }, scopeId: null, singletonPer: 'collection' };
+    const first = await create(a.auth, body);
+    const again = await create(a.auth, body);
+    expect(again).toMatchObject({ id: first.id, scopeType: 'facet', scopeId: null, specificity: 10 });
+  });
+
   it('concurrent changes of different anchors leave the scope of the anchors that remain', async () => {
     for (let round = 0; round < 5; round++) {
       const ref = `NC-${round}`;

@@ -211,7 +211,11 @@ export interface Patch {
 export function assignments(kind: ObjectKind, patch: Patch): Sql[] {
   const columns = [...columnsOf(kind, patch.fields), ...closedAtOf(kind, patch.fields.status)];
   const sets: Sql[] = columns.map(([col, v]) => sql`${raw(col)} = ${v}`);
-  for (const name of patch.reset ?? []) sets.push(sql`${raw(columnOf(kind, name)[0])} = DEFAULT`);
+  // A field both reset and set (a scopeId sent as null that the anchors derive again) takes
+  // the value set: one column may be assigned once in an UPDATE.
+  for (const name of patch.reset ?? []) {
+    if (!Object.hasOwn(patch.fields, name)) sets.push(sql`${raw(columnOf(kind, name)[0])} = DEFAULT`);
+  }
   for (const [section, p] of Object.entries(patch.sections)) {
     if (!p) continue;
     const stored = raw(`${kind.table}.${section}`);
