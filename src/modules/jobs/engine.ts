@@ -188,6 +188,44 @@ export class JobEngine {
     collectionId: string,
     options: EnqueueOptions,
   ): Promise<{ id: number; task: string; runAt: Date; key: string | null }> {
+    const row = await repo.upsertJob(q, collectionId, this.newJob(options));
+    await this.announceAfterCommit(q, [row]);
+    return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+  }
+
+  /**
+   * Several jobs in one statement (an import, a fan-out), with the same rules as `enqueue`
+   * for each; answers in the order given. Jobs of the list that share a key end as one job
+   * (the last one's definition, as enqueuing them one after the other would), and each of
+   * them answers its id.
+   */
+  async enqueueMany(
+    q: Queryable,
+    collectionId: string,
+    list: EnqueueOptions[],
+  ): Promise<{ id: number; task: string; runAt: Date; key: string | null }[]> {
+    const jobs = list.map((o) => this.newJob(o));
+    // A key repeated in the list: one row, defined by its last occurrence.
+    const lastOfKey = new Map<string, number>();
+    jobs.forEach((j, i) => {
+      if (j.key !== null) lastOfKey.set(j.key, i);
+    });
+    const kept = jobs.flatMap((j, i) => (j.key === null || lastOfKey.get(j.key) === i ? [i] : []));
+    const rows = await repo.insertJobs(
+      q,
+      collectionId,
+      kept.map((i) => jobs[i]),
+    );
+    const rowOf = new Map(kept.map((i, n) => [i, rows[n]]));
+    await this.announceAfterCommit(q, rows);
+    return jobs.map((j, i) => {
+      const row = rowOf.get(j.key === null ? i : (lastOfKey.get(j.key) as number)) as (typeof rows)[number];
+      return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+    });
+  }
+
+  /** Checks an enqueue's options against the registered task; unknown task or bad values → 400. */
+  private newJob(options: EnqueueOptions): repo.NewJob {
     const def = this.tasks.get(options.task);
     if (!def) {
       const known = [...this.tasks.keys()].sort();
@@ -200,7 +238,7 @@ export class JobEngine {
     if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
     const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
-    const row = await repo.upsertJob(q, collectionId, {
+    return {
       task: def.name,
       payload: options.payload ?? null,
       runAt: options.runAt ?? null,
@@ -209,15 +247,31 @@ export class JobEngine {
       queueName: options.queueName ?? null,
       maxAttempts,
       visible: def.visible,
-    });
-    const due = row.run_at.getTime();
-    const inQueue = row.queue_name !== null;
-    const announce = () => this.announce(due, inQueue);
+    };
+  }
+
+  /** Wakes the workers for jobs just written through `q`, once they are committed. */
+  private async announceAfterCommit(q: Queryable, rows: { run_at: Date; queue_name: string | null }[]): Promise<void> {
+    if (rows.length === 0) return;
+    const dues = new Map<number, boolean>();
+    for (const r of rows) {
+      const due = r.run_at.getTime();
+      dues.set(due, (dues.get(due) ?? false) || r.queue_name !== null);
+    }
+    const announce = () => {
+      for (const [due, inQueue] of dues) this.announce(due, inQueue);
+    };
     if (q === this.db) announce();
     else if (typeof (q as Partial<Tx>).afterCommit === 'function') (q as Tx).afterCommit(announce);
-    // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
-    else await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${due}${inQueue ? ':q' : ''}`]);
-    return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+    else {
+      // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
+      const inQueue = [...dues.values()].some(Boolean);
+      const payload = [...dues.keys()]
+        .sort((x, y) => x - y)
+        .slice(0, 50)
+        .join(',');
+      await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${payload}${inQueue ? ':q' : ''}`]);
+    }
   }
 
   /** Begins claiming with the configured concurrency (no-op if already started). */

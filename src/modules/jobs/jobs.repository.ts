@@ -95,6 +95,59 @@ export async function upsertJob(
   return rows[0];
 }
 
+/**
+ * Inserts several jobs in one statement (the same rule per job as `upsertJob`). Keys must be
+ * unique within the batch (the engine folds repeated keys first). Answers one row per input
+ * row, in input order: ids are drawn from the sequence up front, so each row is found again
+ * by its id, or by its key when it replaced a pending job.
+ */
+export async function insertJobs(
+  q: Queryable,
+  collectionId: string,
+  jobs: NewJob[],
+): Promise<{ id: number; task: string; run_at: Date; key: string | null; queue_name: string | null }[]> {
+  if (jobs.length === 0) return [];
+  const input = jobs.map((j, i) => ({
+    i,
+    task: j.task,
+    payload: j.payload ?? null,
+    run_at: j.runAt?.toISOString() ?? null,
+    priority: j.priority,
+    key: j.key,
+    queue_name: j.queueName,
+    max_attempts: j.maxAttempts,
+    visible: j.visible,
+  }));
+  const { rows } = await q.query<{
+    i: number;
+    id: number;
+    task: string;
+    run_at: Date;
+    key: string | null;
+    queue_name: string | null;
+  }>(sql`
+    WITH input AS MATERIALIZED (
+      SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, x.*
+      FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, task text, payload jsonb,
+        run_at timestamptz, priority int, key text, queue_name text, max_attempts int, visible boolean)
+    ), ins AS (
+      INSERT INTO jobs (collection_id, id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
+      SELECT ${collectionId}, id, task, payload, coalesce(run_at, now()), priority, key, queue_name, max_attempts,
+        visible
+      FROM input ORDER BY i
+      ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
+      DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
+        priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
+        visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
+        updated_at = now()
+      RETURNING id, task, run_at, key, queue_name
+    )
+    SELECT input.i, ins.id, ins.task, ins.run_at, ins.key, ins.queue_name
+    FROM ins JOIN input ON ins.id = input.id OR ins.key = input.key
+    ORDER BY input.i`);
+  return rows;
+}
+
 /** The end of both claims: the jobs picked in `next` start running, locked by this worker. */
 const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
