@@ -155,6 +155,15 @@ const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
     RETURNING ${J_COLUMNS}`;
 
+/**
+ * Due jobs outside named queues, most urgent first, that no one else holds right now, locked
+ * (`next` of a claim): `jobs_pick_free` (migration 0303), the one query of the module kept in
+ * a function, so that its plan is the ordered scan of `jobs_pending` whatever the statistics
+ * say (a sort of the whole backlog otherwise, see the migration).
+ */
+const nextFree = (tasks: string[], limit: number) => sql`
+    SELECT collection_id, id FROM jobs_pick_free(${tasks}::text[], ${limit}::integer)`;
+
 /** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
 export async function claimFree(
   q: Queryable,
@@ -164,14 +173,7 @@ export async function claimFree(
   limit: number,
 ): Promise<JobRow[]> {
   const { rows } = await q.query<JobRow>(sql`
-    WITH next AS (
-      SELECT collection_id, id FROM jobs
-      WHERE status IN ('queued', 'errored') AND run_at <= now() AND queue_name IS NULL
-        AND task = ANY(${tasks}::text[])
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
+    WITH next AS (${nextFree(tasks, limit)})
     ${startRunning(workerId, lockTimeoutMs)}`);
   return rows;
 }
