@@ -67,9 +67,19 @@ export interface NewJob {
   visible: boolean;
 }
 
+/** A job with the key of a pending job of its collection replaces that job's definition (attempts reset). */
+const REPLACE_PENDING = sql`
+    ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
+    DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
+      priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
+      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
+      updated_at = now()`;
+
 /**
  * Inserts a job, or, when a pending (queued or errored) job of the collection has the same
- * key, replaces that job's definition and makes it fresh again (attempts reset).
+ * key, replaces that job's definition and makes it fresh again (attempts reset). Without a
+ * key it is a plain INSERT: the ON CONFLICT arbiter costs the server about a sixth of the
+ * insert (pgbench, 16 clients, two runs: 9,600–10,200 against 11,600–12,600 inserts a second).
  */
 export async function upsertJob(
   q: Queryable,
@@ -86,11 +96,7 @@ export async function upsertJob(
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
       ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
-    ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
-    DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
-      priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
-      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
-      updated_at = now()
+    ${j.key === null ? sql`` : REPLACE_PENDING}
     RETURNING id, task, run_at, key, queue_name`);
   return rows[0];
 }
@@ -135,11 +141,7 @@ export async function insertJobs(
       SELECT ${collectionId}, id, task, payload, coalesce(run_at, now()), priority, key, queue_name, max_attempts,
         visible
       FROM input ORDER BY i
-      ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
-      DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
-        priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
-        visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
-        updated_at = now()
+      ${REPLACE_PENDING}
       RETURNING id, task, run_at, key, queue_name
     )
     SELECT input.i, ins.id, ins.task, ins.run_at, ins.key, ins.queue_name
