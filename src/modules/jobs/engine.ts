@@ -5,9 +5,17 @@
  * - Life cycle: queued → running → completed; a throwing handler makes the job `errored`
  *   (retried after an exponential backoff) until `maxAttempts`, then `failed`. A pending
  *   (queued/errored) job can be `cancelled`. Finished jobs are deleted after the retention.
- * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) per round flips due rows to
- *   `running`, stamping `locked_by` (this engine's random id) and `locked_at`. Workers in
- *   any number of processes share the table without ever claiming one row twice.
+ * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) flips up to as many due
+ *   rows as the engine has free slots to `running`, stamping `locked_by` (this engine's
+ *   random id) and `locked_at`. Workers in any number of processes share the table without
+ *   ever claiming one row twice. The pick (which rows, most urgent first) is the function
+ *   `jobs_pick_free` (migration 0303), so that its plan stays the ordered index scan whatever
+ *   the statistics say. One claim is in flight per engine at a time; a claim that brings
+ *   fewer jobs than asked ends the round (jobs committed meanwhile are announced).
+ * - Per-job cost: a batch of successes (those finishing in one turn of the event loop, or
+ *   while the previous batch was being written) is recorded by one statement, which also
+ *   claims jobs for the slots it frees: with short jobs a worker spends one round trip and
+ *   one commit per batch of up to `concurrency` jobs (completeAndClaim in the repository).
  * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
  *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
  *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
@@ -18,14 +26,18 @@
  *   a worker that lost its claim cannot overwrite the new owner's outcome.
  * - Wake-up: once an enqueue has committed (right away on the db, after commit through
  *   `tx.afterCommit` inside the caller's transaction) the engine sends NOTIFY `jobs_new` with
- *   the due times, one NOTIFY per event-loop turn however many jobs; every engine LISTENs and
+ *   the due times, one NOTIFY at a time per process (those asked for meanwhile are merged into
+ *   the next), however many jobs; every engine LISTENs and
  *   claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
  *   is the safety net (a process that dies between commit and NOTIFY) and also runs the
  *   lock-timeout sweep, retention and arms the timer for the next future job.
  * - Liveness details: each claim carries its own expiry (`lock_expires_at` = claim or last
  *   heartbeat + the claiming worker's lock timeout), so workers with different settings agree.
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
- *   their signal and releases their claims (queued again, attempt not counted).
+ *   their signal and releases their claims (queued again, attempt not counted). Jobs of a
+ *   claim that was in flight when stop() began were claimed before it: they start and get the
+ *   same grace period, so a job the database shows running when stop() begins is run within
+ *   it (handing such jobs back, as before, made a test of that flaky on PostgreSQL).
  * - Contention: multi-row statements lock their rows in id order (jobs.repository.ts), and a
  *   deadlock or serialization failure is retried (src/db/retry.ts). A finished job's outcome
  *   is kept in memory until written: a failed completion write is retried with a bounded
@@ -136,6 +148,7 @@ export class JobEngine {
   private stopping = false;
   /** stop() has returned: nothing is written any more (the database may be closing). */
   private stopped = false;
+  /** A claim is in flight (a pump round, or a completion batch that claims): one at a time. */
   private pumping = false;
   private pumpAgain = false;
   private readonly abort = new AbortController();
@@ -154,8 +167,17 @@ export class JobEngine {
   private roundFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
-  private completions: { row: repo.JobRow; result: unknown; progress: repo.JobProgress | null; done: () => void }[] =
-    [];
+  private notifyScheduled = false;
+  private notifying = false;
+  /** Successes waiting to be written; `done(refilled)` once written (refilled: their slots were claimed again). */
+  private completions: {
+    row: repo.JobRow;
+    result: unknown;
+    progress: repo.JobProgress | null;
+    done: (refilled: boolean) => void;
+  }[] = [];
+  /** A completion batch is being written: the next one waits for it (and grows meanwhile). */
+  private flushing = false;
 
   constructor(
     private readonly db: Db,
@@ -308,7 +330,7 @@ export class JobEngine {
     clearTimeout(this.wakeTimer);
     clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
-    // A claim round in flight hands back what it claimed once it sees `stopping`.
+    // A claim in flight now was made before the stop: its jobs start and get the grace period.
     while (this.pumping) await new Promise((resolve) => setTimeout(resolve, 5));
     const finished = this.whenIdle();
     let timer: NodeJS.Timeout | undefined;
@@ -445,30 +467,48 @@ export class JobEngine {
   }
 
   /**
-   * Tells every engine that jobs were committed: this one directly, the others through one
-   * NOTIFY per turn of the event loop however many jobs were enqueued in it. (A NOTIFY inside
-   * each enqueuing transaction would serialise their commits on PostgreSQL's notify lock.)
+   * Tells every engine that jobs were committed: this one directly, the others through NOTIFY.
+   * One NOTIFY at a time per process: announcements made while one is on its way are merged
+   * into the next, so a burst of enqueues costs a NOTIFY per round trip, not per job (and
+   * each NOTIFY wakes every worker process). A NOTIFY inside each enqueuing transaction would
+   * serialise their commits on PostgreSQL's notify lock.
    */
   private announce(due: number, inQueue: boolean): void {
     if (inQueue) this.queueHint = true;
     this.wake(due);
+    this.pendingNotify ??= { dues: new Set(), queued: false };
     const pending = this.pendingNotify;
-    if (pending) {
-      pending.dues.add(due);
-      pending.queued ||= inQueue;
-      return;
-    }
-    this.pendingNotify = { dues: new Set([due]), queued: inQueue };
+    pending.dues.add(due);
+    pending.queued ||= inQueue;
+    this.scheduleNotify();
+  }
+
+  private scheduleNotify(): void {
+    if (this.notifyScheduled || this.notifying || !this.pendingNotify) return;
+    this.notifyScheduled = true;
     setImmediate(() => {
-      const p = this.pendingNotify as { dues: Set<number>; queued: boolean };
-      this.pendingNotify = undefined;
-      const now = Date.now();
-      const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
-      // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
-      const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
-      const payload = `${dues.join(',')}${p.queued ? ':q' : ''}`;
-      this.db.notify(JOBS_CHANNEL, payload).catch((err) => this.log.warn({ err }, 'jobs: NOTIFY failed'));
+      this.notifyScheduled = false;
+      void this.sendNotify();
     });
+  }
+
+  private async sendNotify(): Promise<void> {
+    const p = this.pendingNotify;
+    if (!p || this.notifying) return;
+    this.pendingNotify = undefined;
+    this.notifying = true;
+    const now = Date.now();
+    const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
+    // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
+    const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
+    try {
+      await this.db.notify(JOBS_CHANNEL, `${dues.join(',')}${p.queued ? ':q' : ''}`);
+    } catch (err) {
+      this.log.warn({ err }, 'jobs: NOTIFY failed');
+    } finally {
+      this.notifying = false;
+      this.scheduleNotify();
+    }
   }
 
   /** Coalesces a burst of wake-ups (notifications, finished jobs) into one claim round. */
@@ -481,7 +521,12 @@ export class JobEngine {
     });
   }
 
-  /** Claims while there are free slots and due jobs. Re-entrant calls fold into one more round. */
+  /**
+   * Claims while there are free slots and due jobs. Re-entrant calls fold into one more round.
+   * A claim that brings fewer jobs than asked ends the round: nothing more is due now, and jobs
+   * committed meanwhile are announced (and fold into `pumpAgain`), so no empty claim is sent
+   * to find that out.
+   */
   private async pump(): Promise<void> {
     if (!this.started || this.stopping) return;
     if (this.pumping) {
@@ -493,20 +538,25 @@ export class JobEngine {
       if (this.claimsInDoubt) await this.releaseUnknownClaims();
       do {
         this.pumpAgain = false;
-        while (!this.stopping && this.running.size < this.settings.concurrency && this.tasks.size > 0) {
-          const rows = await this.claim(this.settings.concurrency - this.running.size);
-          if (this.stopping) {
-            // Claimed while stop() began: hand them straight back.
-            if (rows.length > 0)
-              await repo.release(
-                this.db,
-                this.workerId,
-                rows.map((r) => r.id),
-              );
+        while (!this.stopping && this.tasks.size > 0) {
+          const free = this.settings.concurrency - this.running.size;
+          if (free <= 0) break;
+          const rows = await repo.claimFree(
+            this.db,
+            this.workerId,
+            this.settings.lockTimeoutMs,
+            this.taskNames(),
+            free,
+          );
+          // Started even if stop() began meanwhile: they were claimed before it, and get its grace period.
+          for (const row of rows) this.run(row);
+          if (this.stopping) break;
+          if (rows.length < free) {
+            // Free jobs ran out (started first: a named queue's look-up must not delay them).
+            const queued = await this.claimFromQueues(free - rows.length);
+            for (const row of queued) this.run(row);
             break;
           }
-          for (const row of rows) this.run(row);
-          if (rows.length === 0) break;
         }
       } while (this.pumpAgain && !this.stopping);
       this.roundFailures = 0;
@@ -538,17 +588,21 @@ export class JobEngine {
     }
   }
 
-  private async claim(limit: number): Promise<repo.JobRow[]> {
-    const tasks = [...this.tasks.keys()];
-    const rows = await repo.claimFree(this.db, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
-    // Named-queue jobs are looked at once free ones run out (the pump loops until a round is
-    // empty), and only when one may be due: hinted by a notification, a finished queue job or the poll.
-    if (rows.length > 0 || !this.queueHint) return rows;
+  private taskNames(): string[] {
+    return [...this.tasks.keys()];
+  }
+
+  /**
+   * Named-queue heads, for slots the free jobs did not fill; looked at only when one may be
+   * due: hinted by a notification, a finished queue job, the timer or the poll.
+   */
+  private async claimFromQueues(limit: number): Promise<repo.JobRow[]> {
+    if (!this.queueHint) return [];
     this.queueHint = false;
-    if (!(await repo.hasQueuedInQueues(this.db))) return rows;
+    if (!(await repo.hasQueuedInQueues(this.db))) return [];
     const queued = await this.db.transaction(async (tx) => {
       await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
+      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, this.taskNames(), limit);
     });
     if (queued.length > 0) this.queueHint = true;
     return queued;
@@ -557,16 +611,20 @@ export class JobEngine {
   private run(row: repo.JobRow): void {
     const entry: Running = { row, lastProgress: row.progress, done: Promise.resolve() };
     this.running.set(row.id, entry);
-    entry.done = this.execute(entry).finally(() => {
-      this.running.delete(row.id);
-      if (this.running.size === 0) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
-      }
-      this.schedulePump();
-    });
+    entry.done = this.execute(entry)
+      .catch(() => false)
+      .then((refilled) => {
+        this.running.delete(row.id);
+        if (this.running.size === 0) {
+          for (const resolve of this.idleWaiters.splice(0)) resolve();
+        }
+        // A slot is free, unless the statement that recorded this job claimed its successor.
+        if (!refilled) this.schedulePump();
+      });
   }
 
-  private async execute(entry: Running): Promise<void> {
+  /** Runs the handler and records the outcome; true when the slot was claimed again with it. */
+  private async execute(entry: Running): Promise<boolean> {
     const { row } = entry;
     const def = this.tasks.get(row.task);
     let lastWrite = 0;
@@ -602,9 +660,10 @@ export class JobEngine {
     } catch (err) {
       outcome = { ok: false, error: describeError(err) };
     }
+    let refilled = false;
     try {
       if (outcome.ok) {
-        await this.complete(row, outcome.value, entry.lastProgress);
+        refilled = await this.complete(row, outcome.value, entry.lastProgress);
       } else if (this.abort.signal.aborted) {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
@@ -621,31 +680,42 @@ export class JobEngine {
         if (r?.status === 'errored') this.wake(r.run_at.getTime());
       }
       // The next job of a named queue is now claimable, possibly by another process.
-      if (row.queue_name !== null) await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`);
+      if (row.queue_name !== null) {
+        this.queueHint = true;
+        if (refilled) this.schedulePump();
+        await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`);
+      }
     } catch (err) {
       // The lock timeout will hand the job to another worker.
       this.log.error({ err, jobId: row.id }, 'jobs: could not record the outcome');
     }
+    return refilled;
   }
 
   /**
-   * Successes finishing in the same turn of the event loop are recorded in one statement:
-   * with many short jobs this halves the round trips per job.
+   * Successes are recorded in batches: those finishing in the same turn of the event loop, or
+   * while the previous batch is being written, go in one statement. Resolves once written,
+   * with whether that statement also claimed the slot again.
    */
-  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<void> {
+  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<boolean> {
     return new Promise((done) => {
       this.completions.push({ row, result, progress, done });
-      if (this.completions.length === 1) setImmediate(() => void this.flushCompletions());
+      if (this.completions.length === 1 && !this.flushing) setImmediate(() => void this.flushCompletions());
     });
   }
 
   /**
-   * Writes a batch of completions. A failed write is tried again (bounded, jittered backoff)
-   * until it succeeds: the jobs stay in `running` meanwhile, so the heartbeat keeps their
-   * claims, and no other worker runs them again. Only a stopped engine gives up; the lock
-   * timeout then hands the jobs on (at least once).
+   * Writes a batch of completions, one batch at a time. When no claim is in flight, the same
+   * statement claims jobs for the slots the batch frees (and the slots still free): with short
+   * jobs, one round trip and one commit per batch instead of two. A failed write is tried
+   * again (bounded, jittered backoff; completions only) until it succeeds: the jobs stay in
+   * `running` meanwhile, so the heartbeat keeps their claims, and no other worker runs them
+   * again. Only a stopped engine gives up; the lock timeout then hands the jobs on (at least
+   * once).
    */
   private async flushCompletions(): Promise<void> {
+    if (this.flushing) return;
+    this.flushing = true;
     const batch = this.completions.splice(0);
     const done = batch.map((c) => ({
       collectionId: c.row.collection_id,
@@ -654,17 +724,62 @@ export class JobEngine {
       progress: c.progress,
     }));
     const jobIds = batch.map((c) => c.row.id);
+    const canClaim = this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.tasks.size > 0;
+    let claimLimit = canClaim ? this.settings.concurrency - this.running.size + batch.length : 0;
+    if (claimLimit > 0) this.pumping = true;
+    let refilled = false;
     try {
-      const kept = await this.untilWritten(jobIds, 'completions', () =>
-        repo.completeMany(this.db, this.workerId, done),
-      );
+      const kept = await this.untilWritten(jobIds, 'completions', async () => {
+        // Only the first attempt claims; a retry records the completions alone.
+        const limit = claimLimit;
+        claimLimit = 0;
+        if (limit <= 0) return repo.completeMany(this.db, this.workerId, done);
+        try {
+          const r = await repo.completeAndClaim(this.db, this.workerId, done, {
+            lockTimeoutMs: this.settings.lockTimeoutMs,
+            tasks: this.taskNames(),
+            limit,
+          });
+          refilled = true;
+          this.startClaimed(r.claimed, limit);
+          return r.completed;
+        } catch (err) {
+          if (!refilled) {
+            // The claim may have committed with its answer lost (a dropped connection).
+            if (!isConflictError(err)) this.claimsInDoubt = true;
+            this.pumping = false;
+          }
+          throw err;
+        }
+      });
       for (const c of batch)
         if (!kept.has(c.row.id))
           this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
     } catch {
       // Logged by untilWritten: the engine stopped before the write went through.
+    } finally {
+      this.flushing = false;
+      if (this.completions.length > 0) setImmediate(() => void this.flushCompletions());
     }
-    for (const c of batch) c.done();
+    for (const c of batch) c.done(refilled);
+  }
+
+  /**
+   * Jobs claimed along with a completion batch: started (even if stop() began meanwhile, as in
+   * `pump`); ends the claim.
+   */
+  private startClaimed(rows: repo.JobRow[], asked: number): void {
+    try {
+      for (const row of rows) this.run(row);
+      if (this.stopping) return;
+      // Wake-ups that came meanwhile (a slot freed by a failed attempt, jobs announced), or
+      // free jobs ran out and a named queue may have a due head: a pump round looks (and
+      // sends nothing when no slot is free).
+      if (this.pumpAgain || (rows.length < asked && (this.queueHint || this.claimsInDoubt))) this.schedulePump();
+      this.roundFailures = 0;
+    } finally {
+      this.pumping = false;
+    }
   }
 
   /**

@@ -46,12 +46,32 @@ export interface JobRow {
   finished_at: Date | null;
 }
 
-const COLUMNS = raw(
-  'collection_id, id, task, payload, priority, run_at, key, queue_name, status, attempts, max_attempts, last_error, progress, result, visible, locked_at, locked_by, created_at, updated_at, finished_at',
-);
-const J_COLUMNS = raw(
-  'j.collection_id, j.id, j.task, j.payload, j.priority, j.run_at, j.key, j.queue_name, j.status, j.attempts, j.max_attempts, j.last_error, j.progress, j.result, j.visible, j.locked_at, j.locked_by, j.created_at, j.updated_at, j.finished_at',
-);
+const COLUMN_NAMES = [
+  'collection_id',
+  'id',
+  'task',
+  'payload',
+  'priority',
+  'run_at',
+  'key',
+  'queue_name',
+  'status',
+  'attempts',
+  'max_attempts',
+  'last_error',
+  'progress',
+  'result',
+  'visible',
+  'locked_at',
+  'locked_by',
+  'created_at',
+  'updated_at',
+  'finished_at',
+];
+const COLUMNS = raw(COLUMN_NAMES.join(', '));
+const J_COLUMNS = raw(COLUMN_NAMES.map((c) => `j.${c}`).join(', '));
+/** A NULL for each column: the completion half of `completeAndClaim`'s answer has no job row. */
+const CLAIMED_NULLS = raw(COLUMN_NAMES.map(() => 'NULL').join(', '));
 
 const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
@@ -278,19 +298,16 @@ export async function setProgress(
     WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
 }
 
-/**
- * Records successes, several in one statement. Returns the ids recorded; a missing one had
- * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
- */
-export async function completeMany(
-  q: Queryable,
-  workerId: string,
-  done: { collectionId: string; id: number; result: unknown; progress: JobProgress | null }[],
-): Promise<Set<number>> {
-  // The batch's rows are locked in id order before any is changed (see the top of the file):
-  // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
-  const { rows } = await q.query<{ id: number }>(sql`
-    WITH d AS MATERIALIZED (
+export interface Completion {
+  collectionId: string;
+  id: number;
+  result: unknown;
+  progress: JobProgress | null;
+}
+
+/** The completions of a batch, as rows `d`, and those of them this worker still holds, as `mine`, locked in id order. */
+const completionsOf = (workerId: string, done: Completion[]) => sql`
+    d AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
         AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
     ), mine AS MATERIALIZED (
@@ -298,13 +315,57 @@ export async function completeMany(
       WHERE j.locked_by = ${workerId} AND j.status = 'running'
       ORDER BY j.id
       FOR UPDATE OF j
-    )
+    )`;
+
+const recordCompletions = sql`
     UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
       finished_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     FROM mine JOIN d ON d."collectionId" = mine.collection_id AND d.id = mine.id
     WHERE j.collection_id = mine.collection_id AND j.id = mine.id
-    RETURNING j.id`);
+    RETURNING j.id`;
+
+/**
+ * Records successes, several in one statement. Returns the ids recorded; a missing one had
+ * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
+ */
+export async function completeMany(q: Queryable, workerId: string, done: Completion[]): Promise<Set<number>> {
+  // The batch's rows are locked in id order before any is changed (see the top of the file):
+  // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
+  const { rows } = await q.query<{ id: number }>(sql`
+    WITH ${completionsOf(workerId, done)}
+    ${recordCompletions}`);
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Records successes and claims up to `limit` due jobs outside named queues, in one statement
+ * and one commit: a worker whose jobs finish together frees their slots and fills them again
+ * in one round trip. The two halves touch different rows (running ones of this worker;
+ * queued or errored ones), and only the first waits for locks (in id order, as
+ * `completeMany`); the claim skips what is locked, so the statement adds no lock cycle.
+ * Atomic: if it fails, neither the completions nor the claims happened.
+ */
+export async function completeAndClaim(
+  q: Queryable,
+  workerId: string,
+  done: Completion[],
+  claim: { lockTimeoutMs: number; tasks: string[]; limit: number },
+): Promise<{ completed: Set<number>; claimed: JobRow[] }> {
+  const { rows } = await q.query<JobRow & { completed_id: number | null }>(sql`
+    WITH ${completionsOf(workerId, done)},
+    completed AS (${recordCompletions}),
+    next AS (${nextFree(claim.tasks, claim.limit)}),
+    claimed AS (${startRunning(workerId, claim.lockTimeoutMs)})
+    SELECT NULL::bigint AS completed_id, claimed.* FROM claimed
+    UNION ALL
+    SELECT completed.id, ${CLAIMED_NULLS} FROM completed`);
+  const completed = new Set<number>();
+  const claimed: JobRow[] = [];
+  for (const { completed_id, ...row } of rows) {
+    if (completed_id !== null) completed.add(completed_id);
+    else claimed.push(row);
+  }
+  return { completed, claimed };
 }
 
 /** Records a failed attempt: errored (retry after `delayMs`) or failed (attempts exhausted). */
