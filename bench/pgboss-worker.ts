@@ -5,6 +5,9 @@
  * batches: `batchSize` 100 for no-op throughput (PGBOSS_BATCH), 1 for pickup latency.
  */
 import PgBoss from 'pg-boss';
+import { installQueryCounter } from './query-count.ts';
+
+installQueryCounter();
 
 const say = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const boss = new PgBoss({
