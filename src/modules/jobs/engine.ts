@@ -178,6 +178,8 @@ export class JobEngine {
   }[] = [];
   /** A completion batch is being written: the next one waits for it (and grows meanwhile). */
   private flushing = false;
+  /** Completions wait for the claim in flight to end, to be written with the next claim. */
+  private flushAfterClaim = false;
 
   constructor(
     private readonly db: Db,
@@ -533,12 +535,13 @@ export class JobEngine {
       this.pumpAgain = true;
       return;
     }
+    if (this.completionsClaim()) return;
     this.pumping = true;
     try {
       if (this.claimsInDoubt) await this.releaseUnknownClaims();
       do {
         this.pumpAgain = false;
-        while (!this.stopping && this.tasks.size > 0) {
+        while (!this.stopping && this.tasks.size > 0 && !this.completionsClaim()) {
           const free = this.settings.concurrency - this.running.size;
           if (free <= 0) break;
           const rows = await repo.claimFree(
@@ -558,7 +561,7 @@ export class JobEngine {
             break;
           }
         }
-      } while (this.pumpAgain && !this.stopping);
+      } while (this.pumpAgain && !this.stopping && !this.completionsClaim());
       this.roundFailures = 0;
     } catch (err) {
       // While stopping, the database may already be closing: nothing to report.
@@ -568,7 +571,24 @@ export class JobEngine {
         this.retryRound();
       }
     } finally {
-      this.pumping = false;
+      this.claimEnded();
+    }
+  }
+
+  /**
+   * Successes are waiting to be written, and their statement will claim for every free slot:
+   * a claim of its own now would be a second round trip for the same slots.
+   */
+  private completionsClaim(): boolean {
+    return this.completions.length > 0 && !this.flushing && !this.claimsInDoubt && !this.stopping;
+  }
+
+  /** The claim in flight has ended; completions that waited for it are written now (with the next claim). */
+  private claimEnded(): void {
+    this.pumping = false;
+    if (this.flushAfterClaim) {
+      this.flushAfterClaim = false;
+      setImmediate(() => void this.flushCompletions());
     }
   }
 
@@ -714,7 +734,12 @@ export class JobEngine {
    * once).
    */
   private async flushCompletions(): Promise<void> {
-    if (this.flushing) return;
+    if (this.flushing || this.completions.length === 0) return;
+    if (this.pumping && !this.stopping) {
+      // A claim is in flight: these go with the next one, one statement instead of two.
+      this.flushAfterClaim = true;
+      return;
+    }
     this.flushing = true;
     const batch = this.completions.splice(0);
     const done = batch.map((c) => ({
@@ -747,7 +772,7 @@ export class JobEngine {
           if (!refilled) {
             // The claim may have committed with its answer lost (a dropped connection).
             if (!isConflictError(err)) this.claimsInDoubt = true;
-            this.pumping = false;
+            this.claimEnded();
           }
           throw err;
         }
@@ -778,7 +803,7 @@ export class JobEngine {
       if (this.pumpAgain || (rows.length < asked && (this.queueHint || this.claimsInDoubt))) this.schedulePump();
       this.roundFailures = 0;
     } finally {
-      this.pumping = false;
+      this.claimEnded();
     }
   }
 
