@@ -12,7 +12,7 @@
  * `setProgress`, `cancel`, `upsertJob`) hold one row and wait for nothing else.
  */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { prepared, type Queryable } from '../../db/index.ts';
 
 export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
@@ -112,12 +112,17 @@ export async function upsertJob(
     run_at: Date;
     key: string | null;
     queue_name: string | null;
-  }>(sql`
+  }>(
+    prepared(
+      j.key === null ? 'jobs.insert' : 'jobs.upsert',
+      sql`
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
       ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
     ${j.key === null ? sql`` : REPLACE_PENDING}
-    RETURNING id, task, run_at, key, queue_name`);
+    RETURNING id, task, run_at, key, queue_name`,
+    ),
+  );
   return rows[0];
 }
 
@@ -194,9 +199,14 @@ export async function claimFree(
   tasks: string[],
   limit: number,
 ): Promise<JobRow[]> {
-  const { rows } = await q.query<JobRow>(sql`
+  const { rows } = await q.query<JobRow>(
+    prepared(
+      'jobs.claimFree',
+      sql`
     WITH next AS (${nextFree(tasks, limit)})
-    ${startRunning(workerId, lockTimeoutMs)}`);
+    ${startRunning(workerId, lockTimeoutMs)}`,
+    ),
+  );
   return rows;
 }
 
@@ -331,9 +341,14 @@ const recordCompletions = sql`
 export async function completeMany(q: Queryable, workerId: string, done: Completion[]): Promise<Set<number>> {
   // The batch's rows are locked in id order before any is changed (see the top of the file):
   // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
-  const { rows } = await q.query<{ id: number }>(sql`
+  const { rows } = await q.query<{ id: number }>(
+    prepared(
+      'jobs.completeMany',
+      sql`
     WITH ${completionsOf(workerId, done)}
-    ${recordCompletions}`);
+    ${recordCompletions}`,
+    ),
+  );
   return new Set(rows.map((r) => r.id));
 }
 
@@ -351,14 +366,19 @@ export async function completeAndClaim(
   done: Completion[],
   claim: { lockTimeoutMs: number; tasks: string[]; limit: number },
 ): Promise<{ completed: Set<number>; claimed: JobRow[] }> {
-  const { rows } = await q.query<JobRow & { completed_id: number | null }>(sql`
+  const { rows } = await q.query<JobRow & { completed_id: number | null }>(
+    prepared(
+      'jobs.completeAndClaim',
+      sql`
     WITH ${completionsOf(workerId, done)},
     completed AS (${recordCompletions}),
     next AS (${nextFree(claim.tasks, claim.limit)}),
     claimed AS (${startRunning(workerId, claim.lockTimeoutMs)})
     SELECT NULL::bigint AS completed_id, claimed.* FROM claimed
     UNION ALL
-    SELECT completed.id, ${CLAIMED_NULLS} FROM completed`);
+    SELECT completed.id, ${CLAIMED_NULLS} FROM completed`,
+    ),
+  );
   const completed = new Set<number>();
   const claimed: JobRow[] = [];
   for (const { completed_id, ...row } of rows) {
