@@ -133,6 +133,24 @@ describe('enqueue', () => {
     expect((await getJob(t, a, res[4].id)).status).toBe('queued');
   });
 
+  it('an enqueue from another engine wakes a worker through the NOTIFY its INSERT sends (no poll)', async () => {
+    // Ten minutes of poll: only the wake-up can start these. The enqueuing engine is not
+    // started and alone, so its enqueue carries the NOTIFY in the INSERT; one job is in a
+    // named queue (the payload's ":q").
+    const ran: number[] = [];
+    const worker = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
+    const enqueuer = engineWith();
+    for (const e of [worker, enqueuer])
+      e.registerTask({ name: 'notified.one', visible: true, handler: async (ctx) => void ran.push(ctx.job.id) });
+    await worker.start();
+    await sleep(50);
+    const free = await enqueuer.enqueue(t.testDb.db, a.id, { task: 'notified.one' });
+    await waitForStatus(t, a, free.id, ['completed'], 5000);
+    const queued = await enqueuer.enqueue(t.testDb.db, a.id, { task: 'notified.one', queueName: 'notified' });
+    await waitForStatus(t, a, queued.id, ['completed'], 5000);
+    expect(ran).toEqual([free.id, queued.id]);
+  });
+
   it('refuses an unknown task naming the known ones; refuses bad task names and duplicates', async () => {
     const e = engineWith();
     e.registerTask({ name: 'known.task', visible: false, handler: async () => null });

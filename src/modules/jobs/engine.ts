@@ -168,6 +168,8 @@ export class JobEngine {
   private retryTimer: NodeJS.Timeout | undefined;
   private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
   private notifyScheduled = false;
+  /** Enqueue statements of this engine on their way (see `enqueue`). */
+  private enqueuing = 0;
   private notifying = false;
   /** Successes waiting to be written; `done(refilled)` once written (refilled: their slots were claimed again). */
   private completions: {
@@ -212,8 +214,23 @@ export class JobEngine {
     collectionId: string,
     options: EnqueueOptions,
   ): Promise<{ id: number; task: string; runAt: Date; key: string | null }> {
-    const row = await repo.upsertJob(q, collectionId, this.newJob(options));
-    await this.announceAfterCommit(q, [row]);
+    // Alone (no other enqueue or NOTIFY of this process on its way) on the db, the wake-up goes
+    // in the INSERT itself and is delivered at its commit: a round trip less between commit
+    // and pickup. Under load it goes after the commit, merged (see `announce`): a NOTIFY
+    // inside every enqueuing transaction would serialise their commits.
+    const inline =
+      q === this.db && this.enqueuing === 0 && !this.pendingNotify && !this.notifying && !this.notifyScheduled;
+    this.enqueuing++;
+    let row: Awaited<ReturnType<typeof repo.upsertJob>>;
+    try {
+      row = await repo.upsertJob(q, collectionId, this.newJob(options), inline ? JOBS_CHANNEL : undefined);
+    } finally {
+      this.enqueuing--;
+    }
+    if (inline) {
+      if (row.queue_name !== null) this.queueHint = true;
+      this.wake(row.run_at.getTime());
+    } else await this.announceAfterCommit(q, [row]);
     return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
   }
 
