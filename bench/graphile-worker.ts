@@ -22,7 +22,12 @@ const runner = await run({
   taskList: {
     noop: async () => {},
     sleep: async (_payload, helpers) => {
-      say({ event: 'start', id: Number(helpers.job.id), at: Date.now() });
+      say({
+        event: 'start',
+        id: Number(helpers.job.id),
+        at: Date.now(),
+        atHr: performance.timeOrigin + performance.now(),
+      });
     },
   },
 });

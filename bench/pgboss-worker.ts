@@ -27,7 +27,12 @@ await boss.work(
   async () => {},
 );
 await boss.work('sleep', { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
-  say({ event: 'start', id: (job.data as { n: number }).n, at: Date.now() });
+  say({
+    event: 'start',
+    id: (job.data as { n: number }).n,
+    at: Date.now(),
+    atHr: performance.timeOrigin + performance.now(),
+  });
 });
 process.on('SIGTERM', () => {
   void boss.stop({ graceful: true, wait: true, close: true }).then(() => process.exit(0));
