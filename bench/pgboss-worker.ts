@@ -5,6 +5,9 @@
  * batches: `batchSize` 100 for no-op throughput (PGBOSS_BATCH), 1 for pickup latency.
  */
 import PgBoss from 'pg-boss';
+import { installQueryCounter } from './query-count.ts';
+
+installQueryCounter();
 
 const say = (event: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(event)}\n`);
 const boss = new PgBoss({
@@ -24,7 +27,12 @@ await boss.work(
   async () => {},
 );
 await boss.work('sleep', { batchSize: 1, pollingIntervalSeconds: 0.5 }, async ([job]) => {
-  say({ event: 'start', id: (job.data as { n: number }).n, at: Date.now() });
+  say({
+    event: 'start',
+    id: (job.data as { n: number }).n,
+    at: Date.now(),
+    atHr: performance.timeOrigin + performance.now(),
+  });
 });
 process.on('SIGTERM', () => {
   void boss.stop({ graceful: true, wait: true, close: true }).then(() => process.exit(0));

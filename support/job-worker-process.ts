@@ -13,6 +13,8 @@ export interface WorkerEvent {
   attempt?: number;
   worker?: string;
   at?: number;
+  /** `at` with a fraction of a millisecond (performance.timeOrigin + performance.now()), on start events. */
+  atHr?: number;
 }
 
 export interface WorkerProcess {

@@ -87,6 +87,70 @@ describe('enqueue', () => {
     expect(calls).toEqual(['committed']);
   });
 
+  it('enqueueMany: one statement, answers in order; a repeated key is one job; a pending key is replaced', async () => {
+    const ran: number[] = [];
+    const e = engineWith();
+    e.registerTask({ name: 'bulk.one', visible: true, handler: async (ctx) => void ran.push(ctx.job.id) });
+    const db = t.testDb.db;
+    const pending = await e.enqueue(db, a.id, { task: 'bulk.one', key: 'k0', runAt: new Date(Date.now() + 600_000) });
+    // Rolled back with the transaction: nothing stays.
+    await db
+      .transaction(async (tx) => {
+        await e.enqueueMany(tx, a.id, [{ task: 'bulk.one' }, { task: 'bulk.one' }]);
+        throw new Error('abort');
+      })
+      .catch(() => {});
+    const later = new Date(Date.now() + 60_000);
+    const res = await db.transaction((tx) =>
+      e.enqueueMany(tx, a.id, [
+        { task: 'bulk.one', payload: { n: 1 } },
+        { task: 'bulk.one', key: 'k1', payload: { n: 2 } },
+        { task: 'bulk.one', key: 'k0', payload: { n: 3 } },
+        { task: 'bulk.one', key: 'k1', payload: { n: 4 }, priority: 5 },
+        { task: 'bulk.one', runAt: later },
+      ]),
+    );
+    expect(res.map((r) => r.key)).toEqual([null, 'k1', 'k0', 'k1', null]);
+    expect(res[1].id).toBe(res[3].id);
+    expect(res[2].id).toBe(pending.id);
+    expect(new Set(res.map((r) => r.id)).size).toBe(4);
+    expect(res[4].runAt.getTime()).toBe(later.getTime());
+    const k1 = await getJob(t, a, res[1].id);
+    expect(k1).toMatchObject({ payload: { n: 4 }, priority: 5, key: 'k1' });
+    expect(await getJob(t, a, pending.id)).toMatchObject({ payload: { n: 3 }, status: 'queued' });
+    expect(await e.enqueueMany(db, a.id, [])).toEqual([]);
+    await expect(e.enqueueMany(db, a.id, [{ task: 'bulk.one' }, { task: 'nope' }])).rejects.toMatchObject({
+      statusCode: 400,
+    });
+    const { rows } = await db.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1 AND task = 'bulk.one'",
+      [a.id],
+    );
+    expect(rows[0].n).toBe(4);
+    await e.start();
+    for (const id of [res[0].id, res[1].id, res[2].id]) await waitForStatus(t, a, id, ['completed']);
+    expect(ran.sort()).toEqual([res[0].id, res[1].id, res[2].id].sort());
+    expect((await getJob(t, a, res[4].id)).status).toBe('queued');
+  });
+
+  it('an enqueue from another engine wakes a worker through the NOTIFY its INSERT sends (no poll)', async () => {
+    // Ten minutes of poll: only the wake-up can start these. The enqueuing engine is not
+    // started and alone, so its enqueue carries the NOTIFY in the INSERT; one job is in a
+    // named queue (the payload's ":q").
+    const ran: number[] = [];
+    const worker = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
+    const enqueuer = engineWith();
+    for (const e of [worker, enqueuer])
+      e.registerTask({ name: 'notified.one', visible: true, handler: async (ctx) => void ran.push(ctx.job.id) });
+    await worker.start();
+    await sleep(50);
+    const free = await enqueuer.enqueue(t.testDb.db, a.id, { task: 'notified.one' });
+    await waitForStatus(t, a, free.id, ['completed'], 5000);
+    const queued = await enqueuer.enqueue(t.testDb.db, a.id, { task: 'notified.one', queueName: 'notified' });
+    await waitForStatus(t, a, queued.id, ['completed'], 5000);
+    expect(ran).toEqual([free.id, queued.id]);
+  });
+
   it('refuses an unknown task naming the known ones; refuses bad task names and duplicates', async () => {
     const e = engineWith();
     e.registerTask({ name: 'known.task', visible: false, handler: async () => null });

@@ -91,6 +91,26 @@ function split(text: string | Sql, params?: unknown[]): [string, unknown[]] {
   return [text.text, text.values];
 }
 
+/** A statement marked by `prepared`. */
+export type PreparedSql = Sql & { readonly preparedName: string };
+
+/**
+ * Marks a statement to be prepared once per connection under `name` (PostgreSQL; PGlite runs
+ * it as any other): parsed and planned once, then only bound and executed. For the hottest
+ * statements (the job engine's enqueue, claims and completions), where parsing and planning
+ * cost as much as running them. The text must be the same every time a name is used (node-
+ * postgres refuses a name reused for another text). PostgreSQL keeps a custom plan for the
+ * first executions and then a generic one when it is no dearer; an ANALYZE of a table the
+ * statement reads makes it plan again.
+ */
+export function prepared(name: string, statement: Sql): PreparedSql {
+  return Object.assign(statement, { preparedName: name });
+}
+
+function preparedName(text: string | Sql): string | undefined {
+  return typeof text === 'string' ? undefined : (text as Partial<PreparedSql>).preparedName;
+}
+
 export interface PgliteOptions {
   /** Directory for the data files; omit for an in-memory database (tests). */
   dataDir?: string;
@@ -230,7 +250,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   const wrap = (q: pg.Pool | pg.PoolClient, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
       const [t, p] = split(text, params);
-      const res = await q.query(t, p);
+      const name = preparedName(text);
+      const res = await (name ? q.query({ name, text: t, values: p }) : q.query(t, p));
       return { rows: res.rows as T[], rowCount: res.rowCount ?? res.rows.length };
     },
     async exec(text: string) {

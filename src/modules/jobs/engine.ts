@@ -5,9 +5,17 @@
  * - Life cycle: queued → running → completed; a throwing handler makes the job `errored`
  *   (retried after an exponential backoff) until `maxAttempts`, then `failed`. A pending
  *   (queued/errored) job can be `cancelled`. Finished jobs are deleted after the retention.
- * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) per round flips due rows to
- *   `running`, stamping `locked_by` (this engine's random id) and `locked_at`. Workers in
- *   any number of processes share the table without ever claiming one row twice.
+ * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) flips up to as many due
+ *   rows as the engine has free slots to `running`, stamping `locked_by` (this engine's
+ *   random id) and `locked_at`. Workers in any number of processes share the table without
+ *   ever claiming one row twice. The pick (which rows, most urgent first) is the function
+ *   `jobs_pick_free` (migration 0303), so that its plan stays the ordered index scan whatever
+ *   the statistics say. One claim is in flight per engine at a time; a claim that brings
+ *   fewer jobs than asked ends the round (jobs committed meanwhile are announced).
+ * - Per-job cost: a batch of successes (those finishing in one turn of the event loop, or
+ *   while the previous batch was being written) is recorded by one statement, which also
+ *   claims jobs for the slots it frees: with short jobs a worker spends one round trip and
+ *   one commit per batch of up to `concurrency` jobs (completeAndClaim in the repository).
  * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
  *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
  *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
@@ -18,14 +26,18 @@
  *   a worker that lost its claim cannot overwrite the new owner's outcome.
  * - Wake-up: once an enqueue has committed (right away on the db, after commit through
  *   `tx.afterCommit` inside the caller's transaction) the engine sends NOTIFY `jobs_new` with
- *   the due times, one NOTIFY per event-loop turn however many jobs; every engine LISTENs and
+ *   the due times, one NOTIFY at a time per process (those asked for meanwhile are merged into
+ *   the next), however many jobs; every engine LISTENs and
  *   claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
  *   is the safety net (a process that dies between commit and NOTIFY) and also runs the
  *   lock-timeout sweep, retention and arms the timer for the next future job.
  * - Liveness details: each claim carries its own expiry (`lock_expires_at` = claim or last
  *   heartbeat + the claiming worker's lock timeout), so workers with different settings agree.
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
- *   their signal and releases their claims (queued again, attempt not counted).
+ *   their signal and releases their claims (queued again, attempt not counted). Jobs of a
+ *   claim that was in flight when stop() began were claimed before it: they start and get the
+ *   same grace period, so a job the database shows running when stop() begins is run within
+ *   it (handing such jobs back, as before, made a test of that flaky on PostgreSQL).
  * - Contention: multi-row statements lock their rows in id order (jobs.repository.ts), and a
  *   deadlock or serialization failure is retried (src/db/retry.ts). A finished job's outcome
  *   is kept in memory until written: a failed completion write is retried with a bounded
@@ -136,6 +148,7 @@ export class JobEngine {
   private stopping = false;
   /** stop() has returned: nothing is written any more (the database may be closing). */
   private stopped = false;
+  /** A claim is in flight (a pump round, or a completion batch that claims): one at a time. */
   private pumping = false;
   private pumpAgain = false;
   private readonly abort = new AbortController();
@@ -154,8 +167,21 @@ export class JobEngine {
   private roundFailures = 0;
   private retryTimer: NodeJS.Timeout | undefined;
   private pendingNotify: { dues: Set<number>; queued: boolean } | undefined;
-  private completions: { row: repo.JobRow; result: unknown; progress: repo.JobProgress | null; done: () => void }[] =
-    [];
+  private notifyScheduled = false;
+  /** Enqueue statements of this engine on their way (see `enqueue`). */
+  private enqueuing = 0;
+  private notifying = false;
+  /** Successes waiting to be written; `done(refilled)` once written (refilled: their slots were claimed again). */
+  private completions: {
+    row: repo.JobRow;
+    result: unknown;
+    progress: repo.JobProgress | null;
+    done: (refilled: boolean) => void;
+  }[] = [];
+  /** A completion batch is being written: the next one waits for it (and grows meanwhile). */
+  private flushing = false;
+  /** Completions wait for the claim in flight to end, to be written with the next claim. */
+  private flushAfterClaim = false;
 
   constructor(
     private readonly db: Db,
@@ -188,6 +214,59 @@ export class JobEngine {
     collectionId: string,
     options: EnqueueOptions,
   ): Promise<{ id: number; task: string; runAt: Date; key: string | null }> {
+    // Alone (no other enqueue or NOTIFY of this process on its way) on the db, the wake-up goes
+    // in the INSERT itself and is delivered at its commit: a round trip less between commit
+    // and pickup. Under load it goes after the commit, merged (see `announce`): a NOTIFY
+    // inside every enqueuing transaction would serialise their commits.
+    const inline =
+      q === this.db && this.enqueuing === 0 && !this.pendingNotify && !this.notifying && !this.notifyScheduled;
+    this.enqueuing++;
+    let row: Awaited<ReturnType<typeof repo.upsertJob>>;
+    try {
+      row = await repo.upsertJob(q, collectionId, this.newJob(options), inline ? JOBS_CHANNEL : undefined);
+    } finally {
+      this.enqueuing--;
+    }
+    if (inline) {
+      if (row.queue_name !== null) this.queueHint = true;
+      this.wake(row.run_at.getTime());
+    } else await this.announceAfterCommit(q, [row]);
+    return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+  }
+
+  /**
+   * Several jobs in one statement (an import, a fan-out), with the same rules as `enqueue`
+   * for each; answers in the order given. Jobs of the list that share a key end as one job
+   * (the last one's definition, as enqueuing them one after the other would), and each of
+   * them answers its id.
+   */
+  async enqueueMany(
+    q: Queryable,
+    collectionId: string,
+    list: EnqueueOptions[],
+  ): Promise<{ id: number; task: string; runAt: Date; key: string | null }[]> {
+    const jobs = list.map((o) => this.newJob(o));
+    // A key repeated in the list: one row, defined by its last occurrence.
+    const lastOfKey = new Map<string, number>();
+    jobs.forEach((j, i) => {
+      if (j.key !== null) lastOfKey.set(j.key, i);
+    });
+    const kept = jobs.flatMap((j, i) => (j.key === null || lastOfKey.get(j.key) === i ? [i] : []));
+    const rows = await repo.insertJobs(
+      q,
+      collectionId,
+      kept.map((i) => jobs[i]),
+    );
+    const rowOf = new Map(kept.map((i, n) => [i, rows[n]]));
+    await this.announceAfterCommit(q, rows);
+    return jobs.map((j, i) => {
+      const row = rowOf.get(j.key === null ? i : (lastOfKey.get(j.key) as number)) as (typeof rows)[number];
+      return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+    });
+  }
+
+  /** Checks an enqueue's options against the registered task; unknown task or bad values → 400. */
+  private newJob(options: EnqueueOptions): repo.NewJob {
     const def = this.tasks.get(options.task);
     if (!def) {
       const known = [...this.tasks.keys()].sort();
@@ -200,7 +279,7 @@ export class JobEngine {
     if (!Number.isInteger(priority)) throw badRequest('priority must be an integer');
     const maxAttempts = options.maxAttempts ?? def.maxAttempts ?? this.settings.maxAttempts;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw badRequest('maxAttempts must be a positive integer');
-    const row = await repo.upsertJob(q, collectionId, {
+    return {
       task: def.name,
       payload: options.payload ?? null,
       runAt: options.runAt ?? null,
@@ -209,15 +288,31 @@ export class JobEngine {
       queueName: options.queueName ?? null,
       maxAttempts,
       visible: def.visible,
-    });
-    const due = row.run_at.getTime();
-    const inQueue = row.queue_name !== null;
-    const announce = () => this.announce(due, inQueue);
+    };
+  }
+
+  /** Wakes the workers for jobs just written through `q`, once they are committed. */
+  private async announceAfterCommit(q: Queryable, rows: { run_at: Date; queue_name: string | null }[]): Promise<void> {
+    if (rows.length === 0) return;
+    const dues = new Map<number, boolean>();
+    for (const r of rows) {
+      const due = r.run_at.getTime();
+      dues.set(due, (dues.get(due) ?? false) || r.queue_name !== null);
+    }
+    const announce = () => {
+      for (const [due, inQueue] of dues) this.announce(due, inQueue);
+    };
     if (q === this.db) announce();
     else if (typeof (q as Partial<Tx>).afterCommit === 'function') (q as Tx).afterCommit(announce);
-    // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
-    else await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${due}${inQueue ? ':q' : ''}`]);
-    return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
+    else {
+      // Some other handle (a client inside its own transaction): NOTIFY in it, delivered at commit.
+      const inQueue = [...dues.values()].some(Boolean);
+      const payload = [...dues.keys()]
+        .sort((x, y) => x - y)
+        .slice(0, 50)
+        .join(',');
+      await q.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, `${payload}${inQueue ? ':q' : ''}`]);
+    }
   }
 
   /** Begins claiming with the configured concurrency (no-op if already started). */
@@ -254,7 +349,7 @@ export class JobEngine {
     clearTimeout(this.wakeTimer);
     clearTimeout(this.retryTimer);
     await this.unlisten?.().catch(() => {});
-    // A claim round in flight hands back what it claimed once it sees `stopping`.
+    // A claim in flight now was made before the stop: its jobs start and get the grace period.
     while (this.pumping) await new Promise((resolve) => setTimeout(resolve, 5));
     const finished = this.whenIdle();
     let timer: NodeJS.Timeout | undefined;
@@ -391,30 +486,48 @@ export class JobEngine {
   }
 
   /**
-   * Tells every engine that jobs were committed: this one directly, the others through one
-   * NOTIFY per turn of the event loop however many jobs were enqueued in it. (A NOTIFY inside
-   * each enqueuing transaction would serialise their commits on PostgreSQL's notify lock.)
+   * Tells every engine that jobs were committed: this one directly, the others through NOTIFY.
+   * One NOTIFY at a time per process: announcements made while one is on its way are merged
+   * into the next, so a burst of enqueues costs a NOTIFY per round trip, not per job (and
+   * each NOTIFY wakes every worker process). A NOTIFY inside each enqueuing transaction would
+   * serialise their commits on PostgreSQL's notify lock.
    */
   private announce(due: number, inQueue: boolean): void {
     if (inQueue) this.queueHint = true;
     this.wake(due);
+    this.pendingNotify ??= { dues: new Set(), queued: false };
     const pending = this.pendingNotify;
-    if (pending) {
-      pending.dues.add(due);
-      pending.queued ||= inQueue;
-      return;
-    }
-    this.pendingNotify = { dues: new Set([due]), queued: inQueue };
+    pending.dues.add(due);
+    pending.queued ||= inQueue;
+    this.scheduleNotify();
+  }
+
+  private scheduleNotify(): void {
+    if (this.notifyScheduled || this.notifying || !this.pendingNotify) return;
+    this.notifyScheduled = true;
     setImmediate(() => {
-      const p = this.pendingNotify as { dues: Set<number>; queued: boolean };
-      this.pendingNotify = undefined;
-      const now = Date.now();
-      const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
-      // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
-      const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
-      const payload = `${dues.join(',')}${p.queued ? ':q' : ''}`;
-      this.db.notify(JOBS_CHANNEL, payload).catch((err) => this.log.warn({ err }, 'jobs: NOTIFY failed'));
+      this.notifyScheduled = false;
+      void this.sendNotify();
     });
+  }
+
+  private async sendNotify(): Promise<void> {
+    const p = this.pendingNotify;
+    if (!p || this.notifying) return;
+    this.pendingNotify = undefined;
+    this.notifying = true;
+    const now = Date.now();
+    const future = [...p.dues].filter((d) => d > now).sort((x, y) => x - y);
+    // The earliest future times (a NOTIFY payload is small); later ones are found by the poll.
+    const dues = (future.length < p.dues.size ? [now] : []).concat(future.slice(0, 50));
+    try {
+      await this.db.notify(JOBS_CHANNEL, `${dues.join(',')}${p.queued ? ':q' : ''}`);
+    } catch (err) {
+      this.log.warn({ err }, 'jobs: NOTIFY failed');
+    } finally {
+      this.notifying = false;
+      this.scheduleNotify();
+    }
   }
 
   /** Coalesces a burst of wake-ups (notifications, finished jobs) into one claim round. */
@@ -427,34 +540,45 @@ export class JobEngine {
     });
   }
 
-  /** Claims while there are free slots and due jobs. Re-entrant calls fold into one more round. */
+  /**
+   * Claims while there are free slots and due jobs. Re-entrant calls fold into one more round.
+   * A claim that brings fewer jobs than asked ends the round: nothing more is due now, and jobs
+   * committed meanwhile are announced (and fold into `pumpAgain`), so no empty claim is sent
+   * to find that out.
+   */
   private async pump(): Promise<void> {
     if (!this.started || this.stopping) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;
     }
+    if (this.completionsClaim()) return;
     this.pumping = true;
     try {
       if (this.claimsInDoubt) await this.releaseUnknownClaims();
       do {
         this.pumpAgain = false;
-        while (!this.stopping && this.running.size < this.settings.concurrency && this.tasks.size > 0) {
-          const rows = await this.claim(this.settings.concurrency - this.running.size);
-          if (this.stopping) {
-            // Claimed while stop() began: hand them straight back.
-            if (rows.length > 0)
-              await repo.release(
-                this.db,
-                this.workerId,
-                rows.map((r) => r.id),
-              );
+        while (!this.stopping && this.tasks.size > 0 && !this.completionsClaim()) {
+          const free = this.settings.concurrency - this.running.size;
+          if (free <= 0) break;
+          const rows = await repo.claimFree(
+            this.db,
+            this.workerId,
+            this.settings.lockTimeoutMs,
+            this.taskNames(),
+            free,
+          );
+          // Started even if stop() began meanwhile: they were claimed before it, and get its grace period.
+          for (const row of rows) this.run(row);
+          if (this.stopping) break;
+          if (rows.length < free) {
+            // Free jobs ran out (started first: a named queue's look-up must not delay them).
+            const queued = await this.claimFromQueues(free - rows.length);
+            for (const row of queued) this.run(row);
             break;
           }
-          for (const row of rows) this.run(row);
-          if (rows.length === 0) break;
         }
-      } while (this.pumpAgain && !this.stopping);
+      } while (this.pumpAgain && !this.stopping && !this.completionsClaim());
       this.roundFailures = 0;
     } catch (err) {
       // While stopping, the database may already be closing: nothing to report.
@@ -464,7 +588,24 @@ export class JobEngine {
         this.retryRound();
       }
     } finally {
-      this.pumping = false;
+      this.claimEnded();
+    }
+  }
+
+  /**
+   * Successes are waiting to be written, and their statement will claim for every free slot:
+   * a claim of its own now would be a second round trip for the same slots.
+   */
+  private completionsClaim(): boolean {
+    return this.completions.length > 0 && !this.flushing && !this.claimsInDoubt && !this.stopping;
+  }
+
+  /** The claim in flight has ended; completions that waited for it are written now (with the next claim). */
+  private claimEnded(): void {
+    this.pumping = false;
+    if (this.flushAfterClaim) {
+      this.flushAfterClaim = false;
+      setImmediate(() => void this.flushCompletions());
     }
   }
 
@@ -484,17 +625,21 @@ export class JobEngine {
     }
   }
 
-  private async claim(limit: number): Promise<repo.JobRow[]> {
-    const tasks = [...this.tasks.keys()];
-    const rows = await repo.claimFree(this.db, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
-    // Named-queue jobs are looked at once free ones run out (the pump loops until a round is
-    // empty), and only when one may be due: hinted by a notification, a finished queue job or the poll.
-    if (rows.length > 0 || !this.queueHint) return rows;
+  private taskNames(): string[] {
+    return [...this.tasks.keys()];
+  }
+
+  /**
+   * Named-queue heads, for slots the free jobs did not fill; looked at only when one may be
+   * due: hinted by a notification, a finished queue job, the timer or the poll.
+   */
+  private async claimFromQueues(limit: number): Promise<repo.JobRow[]> {
+    if (!this.queueHint) return [];
     this.queueHint = false;
-    if (!(await repo.hasQueuedInQueues(this.db))) return rows;
+    if (!(await repo.hasQueuedInQueues(this.db))) return [];
     const queued = await this.db.transaction(async (tx) => {
       await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, tasks, limit);
+      return repo.claimQueued(tx, this.workerId, this.settings.lockTimeoutMs, this.taskNames(), limit);
     });
     if (queued.length > 0) this.queueHint = true;
     return queued;
@@ -503,16 +648,20 @@ export class JobEngine {
   private run(row: repo.JobRow): void {
     const entry: Running = { row, lastProgress: row.progress, done: Promise.resolve() };
     this.running.set(row.id, entry);
-    entry.done = this.execute(entry).finally(() => {
-      this.running.delete(row.id);
-      if (this.running.size === 0) {
-        for (const resolve of this.idleWaiters.splice(0)) resolve();
-      }
-      this.schedulePump();
-    });
+    entry.done = this.execute(entry)
+      .catch(() => false)
+      .then((refilled) => {
+        this.running.delete(row.id);
+        if (this.running.size === 0) {
+          for (const resolve of this.idleWaiters.splice(0)) resolve();
+        }
+        // A slot is free, unless the statement that recorded this job claimed its successor.
+        if (!refilled) this.schedulePump();
+      });
   }
 
-  private async execute(entry: Running): Promise<void> {
+  /** Runs the handler and records the outcome; true when the slot was claimed again with it. */
+  private async execute(entry: Running): Promise<boolean> {
     const { row } = entry;
     const def = this.tasks.get(row.task);
     let lastWrite = 0;
@@ -548,9 +697,10 @@ export class JobEngine {
     } catch (err) {
       outcome = { ok: false, error: describeError(err) };
     }
+    let refilled = false;
     try {
       if (outcome.ok) {
-        await this.complete(row, outcome.value, entry.lastProgress);
+        refilled = await this.complete(row, outcome.value, entry.lastProgress);
       } else if (this.abort.signal.aborted) {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
@@ -567,31 +717,47 @@ export class JobEngine {
         if (r?.status === 'errored') this.wake(r.run_at.getTime());
       }
       // The next job of a named queue is now claimable, possibly by another process.
-      if (row.queue_name !== null) await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`);
+      if (row.queue_name !== null) {
+        this.queueHint = true;
+        if (refilled) this.schedulePump();
+        await this.db.notify(JOBS_CHANNEL, `${Date.now()}:q`);
+      }
     } catch (err) {
       // The lock timeout will hand the job to another worker.
       this.log.error({ err, jobId: row.id }, 'jobs: could not record the outcome');
     }
+    return refilled;
   }
 
   /**
-   * Successes finishing in the same turn of the event loop are recorded in one statement:
-   * with many short jobs this halves the round trips per job.
+   * Successes are recorded in batches: those finishing in the same turn of the event loop, or
+   * while the previous batch is being written, go in one statement. Resolves once written,
+   * with whether that statement also claimed the slot again.
    */
-  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<void> {
+  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<boolean> {
     return new Promise((done) => {
       this.completions.push({ row, result, progress, done });
-      if (this.completions.length === 1) setImmediate(() => void this.flushCompletions());
+      if (this.completions.length === 1 && !this.flushing) setImmediate(() => void this.flushCompletions());
     });
   }
 
   /**
-   * Writes a batch of completions. A failed write is tried again (bounded, jittered backoff)
-   * until it succeeds: the jobs stay in `running` meanwhile, so the heartbeat keeps their
-   * claims, and no other worker runs them again. Only a stopped engine gives up; the lock
-   * timeout then hands the jobs on (at least once).
+   * Writes a batch of completions, one batch at a time. When no claim is in flight, the same
+   * statement claims jobs for the slots the batch frees (and the slots still free): with short
+   * jobs, one round trip and one commit per batch instead of two. A failed write is tried
+   * again (bounded, jittered backoff; completions only) until it succeeds: the jobs stay in
+   * `running` meanwhile, so the heartbeat keeps their claims, and no other worker runs them
+   * again. Only a stopped engine gives up; the lock timeout then hands the jobs on (at least
+   * once).
    */
   private async flushCompletions(): Promise<void> {
+    if (this.flushing || this.completions.length === 0) return;
+    if (this.pumping && !this.stopping) {
+      // A claim is in flight: these go with the next one, one statement instead of two.
+      this.flushAfterClaim = true;
+      return;
+    }
+    this.flushing = true;
     const batch = this.completions.splice(0);
     const done = batch.map((c) => ({
       collectionId: c.row.collection_id,
@@ -600,17 +766,62 @@ export class JobEngine {
       progress: c.progress,
     }));
     const jobIds = batch.map((c) => c.row.id);
+    const canClaim = this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.tasks.size > 0;
+    let claimLimit = canClaim ? this.settings.concurrency - this.running.size + batch.length : 0;
+    if (claimLimit > 0) this.pumping = true;
+    let refilled = false;
     try {
-      const kept = await this.untilWritten(jobIds, 'completions', () =>
-        repo.completeMany(this.db, this.workerId, done),
-      );
+      const kept = await this.untilWritten(jobIds, 'completions', async () => {
+        // Only the first attempt claims; a retry records the completions alone.
+        const limit = claimLimit;
+        claimLimit = 0;
+        if (limit <= 0) return repo.completeMany(this.db, this.workerId, done);
+        try {
+          const r = await repo.completeAndClaim(this.db, this.workerId, done, {
+            lockTimeoutMs: this.settings.lockTimeoutMs,
+            tasks: this.taskNames(),
+            limit,
+          });
+          refilled = true;
+          this.startClaimed(r.claimed, limit);
+          return r.completed;
+        } catch (err) {
+          if (!refilled) {
+            // The claim may have committed with its answer lost (a dropped connection).
+            if (!isConflictError(err)) this.claimsInDoubt = true;
+            this.claimEnded();
+          }
+          throw err;
+        }
+      });
       for (const c of batch)
         if (!kept.has(c.row.id))
           this.log.warn({ jobId: c.row.id }, 'jobs: finished a job whose claim was lost; outcome dropped');
     } catch {
       // Logged by untilWritten: the engine stopped before the write went through.
+    } finally {
+      this.flushing = false;
+      if (this.completions.length > 0) setImmediate(() => void this.flushCompletions());
     }
-    for (const c of batch) c.done();
+    for (const c of batch) c.done(refilled);
+  }
+
+  /**
+   * Jobs claimed along with a completion batch: started (even if stop() began meanwhile, as in
+   * `pump`); ends the claim.
+   */
+  private startClaimed(rows: repo.JobRow[], asked: number): void {
+    try {
+      for (const row of rows) this.run(row);
+      if (this.stopping) return;
+      // Wake-ups that came meanwhile (a slot freed by a failed attempt, jobs announced), or
+      // free jobs ran out and a named queue may have a due head: a pump round looks (and
+      // sends nothing when no slot is free).
+      if (this.pumpAgain || (rows.length < asked && (this.queueHint || this.claimsInDoubt))) this.schedulePump();
+      this.roundFailures = 0;
+    } finally {
+      this.claimEnded();
+    }
   }
 
   /**

@@ -12,7 +12,7 @@
  * `setProgress`, `cancel`, `upsertJob`) hold one row and wait for nothing else.
  */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { prepared, type Queryable } from '../../db/index.ts';
 
 export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
@@ -46,12 +46,32 @@ export interface JobRow {
   finished_at: Date | null;
 }
 
-const COLUMNS = raw(
-  'collection_id, id, task, payload, priority, run_at, key, queue_name, status, attempts, max_attempts, last_error, progress, result, visible, locked_at, locked_by, created_at, updated_at, finished_at',
-);
-const J_COLUMNS = raw(
-  'j.collection_id, j.id, j.task, j.payload, j.priority, j.run_at, j.key, j.queue_name, j.status, j.attempts, j.max_attempts, j.last_error, j.progress, j.result, j.visible, j.locked_at, j.locked_by, j.created_at, j.updated_at, j.finished_at',
-);
+const COLUMN_NAMES = [
+  'collection_id',
+  'id',
+  'task',
+  'payload',
+  'priority',
+  'run_at',
+  'key',
+  'queue_name',
+  'status',
+  'attempts',
+  'max_attempts',
+  'last_error',
+  'progress',
+  'result',
+  'visible',
+  'locked_at',
+  'locked_by',
+  'created_at',
+  'updated_at',
+  'finished_at',
+];
+const COLUMNS = raw(COLUMN_NAMES.join(', '));
+const J_COLUMNS = raw(COLUMN_NAMES.map((c) => `j.${c}`).join(', '));
+/** A NULL for each column: the completion half of `completeAndClaim`'s answer has no job row. */
+const CLAIMED_NULLS = raw(COLUMN_NAMES.map(() => 'NULL').join(', '));
 
 const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
@@ -67,14 +87,31 @@ export interface NewJob {
   visible: boolean;
 }
 
+/** A job with the key of a pending job of its collection replaces that job's definition (attempts reset). */
+const REPLACE_PENDING = sql`
+    ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
+    DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
+      priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
+      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
+      updated_at = now()`;
+
+/** The engine's wake-up for the inserted job ("<due epoch ms>[:q]"), sent when its statement commits. */
+const notifyOf = (channel: string) => sql`pg_notify(${channel},
+      (floor(extract(epoch FROM run_at) * 1000))::bigint::text || CASE WHEN queue_name IS NULL THEN '' ELSE ':q' END)
+      AS notified`;
+
 /**
  * Inserts a job, or, when a pending (queued or errored) job of the collection has the same
- * key, replaces that job's definition and makes it fresh again (attempts reset).
+ * key, replaces that job's definition and makes it fresh again (attempts reset). Without a
+ * key it is a plain INSERT: the ON CONFLICT arbiter costs the server about a sixth of the
+ * insert (pgbench, 16 clients, two runs: 9,600–10,200 against 11,600–12,600 inserts a second).
+ * With `notifyChannel`, the statement also sends the engine's wake-up for the job.
  */
 export async function upsertJob(
   q: Queryable,
   collectionId: string,
   j: NewJob,
+  notifyChannel?: string,
 ): Promise<{ id: number; task: string; run_at: Date; key: string | null; queue_name: string | null }> {
   const { rows } = await q.query<{
     id: number;
@@ -82,17 +119,67 @@ export async function upsertJob(
     run_at: Date;
     key: string | null;
     queue_name: string | null;
-  }>(sql`
+  }>(
+    prepared(
+      `${j.key === null ? 'jobs.insert' : 'jobs.upsert'}${notifyChannel ? '.notify' : ''}`,
+      sql`
     INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
       ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
-    ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
-    DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
-      priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
-      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
-      updated_at = now()
-    RETURNING id, task, run_at, key, queue_name`);
+    ${j.key === null ? sql`` : REPLACE_PENDING}
+    RETURNING id, task, run_at, key, queue_name${notifyChannel ? sql`, ${notifyOf(notifyChannel)}` : sql``}`,
+    ),
+  );
   return rows[0];
+}
+
+/**
+ * Inserts several jobs in one statement (the same rule per job as `upsertJob`). Keys must be
+ * unique within the batch (the engine folds repeated keys first). Answers one row per input
+ * row, in input order: ids are drawn from the sequence up front, so each row is found again
+ * by its id, or by its key when it replaced a pending job.
+ */
+export async function insertJobs(
+  q: Queryable,
+  collectionId: string,
+  jobs: NewJob[],
+): Promise<{ id: number; task: string; run_at: Date; key: string | null; queue_name: string | null }[]> {
+  if (jobs.length === 0) return [];
+  const input = jobs.map((j, i) => ({
+    i,
+    task: j.task,
+    payload: j.payload ?? null,
+    run_at: j.runAt?.toISOString() ?? null,
+    priority: j.priority,
+    key: j.key,
+    queue_name: j.queueName,
+    max_attempts: j.maxAttempts,
+    visible: j.visible,
+  }));
+  const { rows } = await q.query<{
+    i: number;
+    id: number;
+    task: string;
+    run_at: Date;
+    key: string | null;
+    queue_name: string | null;
+  }>(sql`
+    WITH input AS MATERIALIZED (
+      SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, x.*
+      FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, task text, payload jsonb,
+        run_at timestamptz, priority int, key text, queue_name text, max_attempts int, visible boolean)
+    ), ins AS (
+      INSERT INTO jobs (collection_id, id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
+      SELECT ${collectionId}, id, task, payload, coalesce(run_at, now()), priority, key, queue_name, max_attempts,
+        visible
+      FROM input ORDER BY i
+      ${REPLACE_PENDING}
+      RETURNING id, task, run_at, key, queue_name
+    )
+    SELECT input.i, ins.id, ins.task, ins.run_at, ins.key, ins.queue_name
+    FROM ins JOIN input ON ins.id = input.id OR ins.key = input.key
+    ORDER BY input.i`);
+  return rows;
 }
 
 /** The end of both claims: the jobs picked in `next` start running, locked by this worker. */
@@ -102,6 +189,15 @@ const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
     RETURNING ${J_COLUMNS}`;
 
+/**
+ * Due jobs outside named queues, most urgent first, that no one else holds right now, locked
+ * (`next` of a claim): `jobs_pick_free` (migration 0303), the one query of the module kept in
+ * a function, so that its plan is the ordered scan of `jobs_pending` whatever the statistics
+ * say (a sort of the whole backlog otherwise, see the migration).
+ */
+const nextFree = (tasks: string[], limit: number) => sql`
+    SELECT collection_id, id FROM jobs_pick_free(${tasks}::text[], ${limit}::integer)`;
+
 /** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
 export async function claimFree(
   q: Queryable,
@@ -110,16 +206,14 @@ export async function claimFree(
   tasks: string[],
   limit: number,
 ): Promise<JobRow[]> {
-  const { rows } = await q.query<JobRow>(sql`
-    WITH next AS (
-      SELECT collection_id, id FROM jobs
-      WHERE status IN ('queued', 'errored') AND run_at <= now() AND queue_name IS NULL
-        AND task = ANY(${tasks}::text[])
-      ORDER BY priority DESC, run_at, id
-      LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED
-    )
-    ${startRunning(workerId, lockTimeoutMs)}`);
+  const { rows } = await q.query<JobRow>(
+    prepared(
+      'jobs.claimFree',
+      sql`
+    WITH next AS (${nextFree(tasks, limit)})
+    ${startRunning(workerId, lockTimeoutMs)}`,
+    ),
+  );
   return rows;
 }
 
@@ -221,19 +315,16 @@ export async function setProgress(
     WHERE collection_id = ${collectionId} AND id = ${id} AND locked_by = ${workerId} AND status = 'running'`);
 }
 
-/**
- * Records successes, several in one statement. Returns the ids recorded; a missing one had
- * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
- */
-export async function completeMany(
-  q: Queryable,
-  workerId: string,
-  done: { collectionId: string; id: number; result: unknown; progress: JobProgress | null }[],
-): Promise<Set<number>> {
-  // The batch's rows are locked in id order before any is changed (see the top of the file):
-  // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
-  const { rows } = await q.query<{ id: number }>(sql`
-    WITH d AS MATERIALIZED (
+export interface Completion {
+  collectionId: string;
+  id: number;
+  result: unknown;
+  progress: JobProgress | null;
+}
+
+/** The completions of a batch, as rows `d`, and those of them this worker still holds, as `mine`, locked in id order. */
+const completionsOf = (workerId: string, done: Completion[]) => sql`
+    d AS MATERIALIZED (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
         AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
     ), mine AS MATERIALIZED (
@@ -241,13 +332,67 @@ export async function completeMany(
       WHERE j.locked_by = ${workerId} AND j.status = 'running'
       ORDER BY j.id
       FOR UPDATE OF j
-    )
+    )`;
+
+const recordCompletions = sql`
     UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
       finished_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     FROM mine JOIN d ON d."collectionId" = mine.collection_id AND d.id = mine.id
     WHERE j.collection_id = mine.collection_id AND j.id = mine.id
-    RETURNING j.id`);
+    RETURNING j.id`;
+
+/**
+ * Records successes, several in one statement. Returns the ids recorded; a missing one had
+ * lost its claim (lock timed out and another worker took it), and its outcome is dropped.
+ */
+export async function completeMany(q: Queryable, workerId: string, done: Completion[]): Promise<Set<number>> {
+  // The batch's rows are locked in id order before any is changed (see the top of the file):
+  // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
+  const { rows } = await q.query<{ id: number }>(
+    prepared(
+      'jobs.completeMany',
+      sql`
+    WITH ${completionsOf(workerId, done)}
+    ${recordCompletions}`,
+    ),
+  );
   return new Set(rows.map((r) => r.id));
+}
+
+/**
+ * Records successes and claims up to `limit` due jobs outside named queues, in one statement
+ * and one commit: a worker whose jobs finish together frees their slots and fills them again
+ * in one round trip. The two halves touch different rows (running ones of this worker;
+ * queued or errored ones), and only the first waits for locks (in id order, as
+ * `completeMany`); the claim skips what is locked, so the statement adds no lock cycle.
+ * Atomic: if it fails, neither the completions nor the claims happened.
+ */
+export async function completeAndClaim(
+  q: Queryable,
+  workerId: string,
+  done: Completion[],
+  claim: { lockTimeoutMs: number; tasks: string[]; limit: number },
+): Promise<{ completed: Set<number>; claimed: JobRow[] }> {
+  const { rows } = await q.query<JobRow & { completed_id: number | null }>(
+    prepared(
+      'jobs.completeAndClaim',
+      sql`
+    WITH ${completionsOf(workerId, done)},
+    completed AS (${recordCompletions}),
+    next AS (${nextFree(claim.tasks, claim.limit)}),
+    claimed AS (${startRunning(workerId, claim.lockTimeoutMs)})
+    SELECT NULL::bigint AS completed_id, claimed.* FROM claimed
+    UNION ALL
+    SELECT completed.id, ${CLAIMED_NULLS} FROM completed`,
+    ),
+  );
+  const completed = new Set<number>();
+  const claimed: JobRow[] = [];
+  for (const { completed_id, ...row } of rows) {
+    if (completed_id !== null) completed.add(completed_id);
+    else claimed.push(row);
+  }
+  return { completed, claimed };
 }
 
 /** Records a failed attempt: errored (retry after `delayMs`) or failed (attempts exhausted). */
