@@ -16,6 +16,9 @@
  *   while the previous batch was being written) is recorded by one statement, which also
  *   claims jobs for the slots it frees: with short jobs a worker spends one round trip and
  *   one commit per batch of up to `concurrency` jobs (completeAndClaim in the repository).
+ *   Completions that finish while a claim is in flight wait for it and go with the next
+ *   claim; a claim round waits for completions about to claim. The hot statements are
+ *   prepared once per connection (`prepared`, src/db/client.ts). Figures: docs/benchmarks.md.
  * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
  *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
  *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
@@ -27,8 +30,9 @@
  * - Wake-up: once an enqueue has committed (right away on the db, after commit through
  *   `tx.afterCommit` inside the caller's transaction) the engine sends NOTIFY `jobs_new` with
  *   the due times, one NOTIFY at a time per process (those asked for meanwhile are merged into
- *   the next), however many jobs; every engine LISTENs and
- *   claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
+ *   the next), however many jobs. An enqueue on the db while nothing else of the process is on
+ *   its way sends it in its INSERT instead (delivered at commit, a round trip sooner). Every
+ *   engine LISTENs and claims at once, or arms a timer for a future `runAt`. A slow poll (JOBS_POLL_INTERVAL_MS)
  *   is the safety net (a process that dies between commit and NOTIFY) and also runs the
  *   lock-timeout sweep, retention and arms the timer for the next future job.
  * - Liveness details: each claim carries its own expiry (`lock_expires_at` = claim or last
