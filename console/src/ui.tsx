@@ -249,6 +249,32 @@ export function duration(seconds: number | null | undefined): string {
 }
 
 /** A date as `YYYY-MM-DD` (UTC), for date inputs and window bounds. */
+/** A window form's From and To (included) day pickers (the cases and journeys pages). */
+export function DayRangeFields({
+  from,
+  to,
+  onFrom,
+  onTo,
+}: {
+  from: string;
+  to: string;
+  onFrom: (value: string) => void;
+  onTo: (value: string) => void;
+}) {
+  return (
+    <>
+      <label>
+        From
+        <input name="from" type="date" required value={from} onInput={(e) => onFrom(e.currentTarget.value)} />
+      </label>
+      <label>
+        To (included)
+        <input name="to" type="date" required value={to} onInput={(e) => onTo(e.currentTarget.value)} />
+      </label>
+    </>
+  );
+}
+
 export const day = (d: Date) => d.toISOString().slice(0, 10);
 export const daysAgo = (n: number) => day(new Date(Date.now() - n * 86_400_000));
 

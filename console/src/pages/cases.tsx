@@ -5,7 +5,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
-import { DataTable, daysAgo, Empty, ErrorNote, Figure, Loading, useAsync } from '../ui.tsx';
+import { DataTable, DayRangeFields, daysAgo, Empty, ErrorNote, Figure, Loading, useAsync } from '../ui.tsx';
 
 const APP_KEY = 'console.casesApp';
 
@@ -88,14 +88,7 @@ export default function CasesPage({ api, collectionId }: PageProps) {
             onInput={(e) => setAppId(e.currentTarget.value)}
           />
         </label>
-        <label>
-          From
-          <input name="from" type="date" required value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-        </label>
-        <label>
-          To (included)
-          <input name="to" type="date" required value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-        </label>
+        <DayRangeFields from={from} to={to} onFrom={setFrom} onTo={setTo} />
         <button type="submit">Show</button>
       </form>
       {!query ? <Empty>Name an app to see its cases.</Empty> : null}

@@ -7,7 +7,18 @@ import { useMemo, useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
-import { DataTable, daysAgo, duration, Empty, ErrorNote, Figure, Loading, percent, useAsync } from '../ui.tsx';
+import {
+  DataTable,
+  DayRangeFields,
+  daysAgo,
+  duration,
+  Empty,
+  ErrorNote,
+  Figure,
+  Loading,
+  percent,
+  useAsync,
+} from '../ui.tsx';
 
 type FunnelStep = Schemas['JourneyFunnelReportResponse']['steps'][number];
 
@@ -54,14 +65,7 @@ export default function JourneysPage({ api, collectionId }: PageProps) {
               ))}
             </select>
           </label>
-          <label>
-            From
-            <input name="from" type="date" required value={from} onInput={(e) => setFrom(e.currentTarget.value)} />
-          </label>
-          <label>
-            To (included)
-            <input name="to" type="date" required value={to} onInput={(e) => setTo(e.currentTarget.value)} />
-          </label>
+          <DayRangeFields from={from} to={to} onFrom={setFrom} onTo={setTo} />
           <button type="submit">Show</button>
         </form>
       ) : null}
