@@ -322,7 +322,7 @@ export async function countsByOutcome(
         WHERE ${where} AND ${id} IS NOT NULL
         ORDER BY interaction_id, ${id}, occurred_at DESC, id DESC
       ) latest GROUP BY outcome`;
-  } else if (rollupAnswers(f)) {
+  } else if (hourlyRollupAnswers(f)) {
     source = rollupSource(collectionId, f);
   }
   source ??= sql`SELECT outcome, count(*) AS n FROM interaction_events WHERE ${where} GROUP BY outcome`;
@@ -334,7 +334,7 @@ export async function countsByOutcome(
 }
 
 /** The rollup knows interaction, app, hour and outcome: any other filter needs the events. */
-function rollupAnswers(f: EventFilter): boolean {
+export function hourlyRollupAnswers(f: EventFilter): boolean {
   return (
     f.userId === undefined &&
     f.contactId === undefined &&
@@ -371,6 +371,53 @@ function rollupSource(collectionId: string, f: EventFilter): Sql | null {
   if (to !== undefined && endHour !== undefined && endHour < to)
     parts.push(edge(new Date(endHour).toISOString(), f.to));
   return join(parts, ' UNION ALL ');
+}
+
+const DAY_MS = 86400_000;
+
+/**
+ * Counts by outcome of each identity's latest event per interaction, from interaction_latest
+ * (migration 0203): whole UTC days from its counters, the part-day at `from` from its rows.
+ * Answers only what that table knows: a filter on interaction and a window whose end lies
+ * after every identity's latest event (else an identity's latest in the window may be an
+ * earlier event); `undefined` when it cannot answer and the events must be read.
+ */
+export async function latestCountsByOutcome(
+  db: Queryable,
+  collectionId: string,
+  f: { interactionId?: string; from?: string; to?: string; idField: IdField; limit: number },
+): Promise<{ outcome: string | null; count: number }[] | undefined> {
+  const idField = f.idField === 'contactId' ? 'contactId' : 'userId';
+  const interactions = f.interactionId
+    ? sql`ARRAY[${f.interactionId}]::text[]`
+    : sql`ARRAY(SELECT DISTINCT interaction_id FROM interaction_latest_counts
+                WHERE collection_id = ${collectionId} AND id_field = ${idField})`;
+  const latest = sql`interaction_latest WHERE collection_id = ${collectionId} AND id_field = ${idField}
+    AND interaction_id = ANY(${interactions})`;
+  if (f.to !== undefined) {
+    const { rows } = await db.query<{ after: boolean }>(
+      sql`SELECT EXISTS (SELECT 1 FROM ${latest} AND occurred_at >= ${f.to}::timestamptz) AS after`,
+    );
+    if (rows[0].after) return undefined;
+  }
+  const from = f.from === undefined ? undefined : Date.parse(f.from);
+  const firstDay = from === undefined ? undefined : Math.ceil(from / DAY_MS) * DAY_MS;
+  const where = [sql`collection_id = ${collectionId}`, sql`id_field = ${idField}`];
+  if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
+  if (firstDay !== undefined) where.push(sql`day >= ${new Date(firstDay).toISOString().slice(0, 10)}::date`);
+  const parts = [
+    sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_latest_counts WHERE ${join(where, ' AND ')}`,
+  ];
+  if (from !== undefined && firstDay !== undefined && from < firstDay) {
+    parts.push(sql`SELECT outcome, count(*) AS n FROM ${latest}
+      AND occurred_at >= ${f.from}::timestamptz AND occurred_at < ${new Date(firstDay).toISOString()}::timestamptz
+      GROUP BY outcome`);
+  }
+  const { rows } = await db.query<{ outcome: string | null; count: number }>(sql`
+    SELECT outcome, sum(n)::bigint AS count FROM (${join(parts, ' UNION ALL ')}) x
+    GROUP BY outcome HAVING sum(n) > 0
+    ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`);
+  return rows;
 }
 
 /** A Map, not an object: groupBy is the caller's text, and `constructor` must not be found. */

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ANALYTICS_SOURCE_HEADER } from '../../platform/analytics.ts';
 import { guard } from '../../platform/auth.ts';
 import { errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './interactions.schema.ts';
@@ -215,7 +216,11 @@ export const interactionsRoutes: FastifyPluginAsyncTypebox<{ service: Interactio
         response: countsReply,
       },
     },
-    async (req) => service.countsByOutcome(req.params.collectionId, req.body),
+    async (req, reply) => {
+      const { answer, source } = await service.countsByOutcome(req.params.collectionId, req.body);
+      reply.header(ANALYTICS_SOURCE_HEADER, source);
+      return answer;
+    },
   );
 
   app.post(

@@ -6,6 +6,7 @@
  * docs/interactions.md for the list).
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
@@ -523,15 +524,31 @@ export class InteractionsService {
     return events;
   }
 
-  async countsByOutcome(collectionId: string, q: AdminInteractionsCountsByOutcomeRequest): Promise<OutcomeCount[]> {
+  /**
+   * Plain counts read the hourly rollup where the filters allow (the repository decides).
+   * dedupeLatest counts by interaction and window read the maintained latest events
+   * (interaction_latest) when they can answer, and otherwise sort the window's events.
+   */
+  async countsByOutcome(
+    collectionId: string,
+    q: AdminInteractionsCountsByOutcomeRequest,
+  ): Promise<Analysed<OutcomeCount[]>> {
     const filter = {
       ...q,
       limit: q.limit ?? 100,
       dedupeLatest: q.dedupeLatest ?? false,
       idField: q.idField ?? 'userId',
     };
-    if (!filter.dedupeLatest) return repo.countsByOutcome(this.db, collectionId, filter);
-    return this.analytics((tx) => repo.countsByOutcome(tx, collectionId, filter));
+    if (!filter.dedupeLatest) {
+      const answer = await repo.countsByOutcome(this.db, collectionId, filter);
+      return { answer, source: repo.hourlyRollupAnswers(filter) ? 'maintained' : 'events' };
+    }
+    if (q.appId === undefined && q.scope === undefined) {
+      const answer = await repo.latestCountsByOutcome(this.db, collectionId, filter);
+      if (answer) return { answer, source: 'maintained' };
+    }
+    const answer = await this.analytics((tx) => repo.countsByOutcome(tx, collectionId, filter));
+    return { answer, source: 'events' };
   }
 
   /** `field` and `ops` come from the top level, else from `aggregate` (the top-level ones win). */

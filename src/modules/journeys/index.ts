@@ -8,11 +8,16 @@
  *   count from it: a recipient enters step 1 on entry and step k on completing step k−1,
  *   and completes a step at its first mapped event at or after entering it, in the period
  *   (docs/journeys.md, Semantics, has a worked example).
+ * - maintained progress: per recipient, its entry and step completions, kept by triggers for
+ *   journeys whose steps are all mapped, rebuilt by the `journeys.progress` task when the
+ *   steps change; funnel, stats and recipients without a period read it once it is ready.
  * - a step taken on its own: recipients of a step after one with no mapping, where the chain
  *   cannot be followed: entered the journey, with or without a matching event in the period.
  */
 import { defineModule } from '../../platform/module.ts';
 import { interactionsSettings } from '../interactions/index.ts';
+import type { JobsService } from '../jobs/index.ts';
+import { progressTask } from './journeys.progress.ts';
 import { journeysRoutes } from './journeys.routes.ts';
 import { JourneysService } from './journeys.service.ts';
 
@@ -20,9 +25,11 @@ export { definedSteps, JourneysService, resolveSteps } from './journeys.service.
 
 export const journeysModule = defineModule({
   name: 'journeys',
-  needs: [],
+  needs: ['jobs'],
   // The funnel queries run with the interactions module's analytics work_mem.
   settings: interactionsSettings,
-  create: ({ db }, settings) => new JourneysService(db, settings),
+  // Progress rebuilds queue on the job engine.
+  create: ({ db }, settings, deps: { jobs: JobsService }) => new JourneysService(db, settings, deps.jobs.engine),
   routes: journeysRoutes,
+  tasks: () => [progressTask()],
 });

@@ -1,6 +1,6 @@
 /** All SQL of the journeys module: journey CRUD and the funnel over interaction_events. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
 
 export interface JourneyRow {
@@ -221,4 +221,188 @@ export async function standaloneStepRecipients(
     sql`WITH ${entryCte(collectionId, f)} SELECT e.rid FROM entry e ${cond} ORDER BY e.rid LIMIT ${limit}`,
   );
   return rows.map((r) => r.rid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maintained progress (migration 0204): journey_progress_state, journey_progress, their counters
+
+/** A step as progress follows it: the interaction and outcome that complete it. */
+export interface KeptStep {
+  interactionId: string;
+  outcome: string;
+}
+
+export interface ProgressState {
+  version: number;
+  /** null: a step has no mapping, nothing is kept. */
+  steps: KeptStep[] | null;
+  ready: boolean;
+}
+
+export async function findProgressState(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+): Promise<ProgressState | undefined> {
+  const { rows } = await db.query<ProgressState>(sql`
+    SELECT version, steps, ready FROM journey_progress_state
+    WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}`);
+  return rows[0];
+}
+
+/**
+ * Records the steps progress follows (null: none): a new version, not ready, when they differ
+ * from those recorded. True when the rows must be rebuilt (or removed).
+ */
+export async function followSteps(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  steps: KeptStep[] | null,
+): Promise<boolean> {
+  const json = steps === null ? null : JSON.stringify(steps);
+  const { rowCount } = await db.query(sql`
+    INSERT INTO journey_progress_state AS s (collection_id, journey_id, version, steps)
+    SELECT ${collectionId}, ${journeyId}, 1, ${json}::jsonb WHERE ${json}::jsonb IS NOT NULL
+    ON CONFLICT (collection_id, journey_id) DO UPDATE
+      SET version = s.version + 1, steps = excluded.steps, ready = false
+      WHERE s.steps IS DISTINCT FROM excluded.steps`);
+  if (rowCount > 0 || json !== null) return rowCount > 0;
+  // No steps to keep: an existing state stops keeping (new version, rows to remove).
+  const dropped = await db.query(sql`
+    UPDATE journey_progress_state SET version = version + 1, steps = NULL, ready = false
+    WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND steps IS NOT NULL`);
+  return dropped.rowCount > 0;
+}
+
+/**
+ * Waits until every transaction writing interaction_events has ended, holding new writers back
+ * for that long: after it, every writer sees the progress state committed before it, so the
+ * rebuild's reading of entrants misses no event the triggers did not handle.
+ */
+export async function waitForEventWriters(db: Db, lockTimeoutMs: number): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+    await tx.query('LOCK TABLE interaction_events IN SHARE MODE');
+  });
+}
+
+export interface RecipientKey {
+  idField: IdField;
+  rid: string;
+}
+
+/** Every identity with a live event carrying the journey id, by idField. */
+export async function journeyEntrants(db: Queryable, collectionId: string, journeyId: string): Promise<RecipientKey[]> {
+  const { rows } = await db.query<RecipientKey>(sql`
+    SELECT DISTINCT v.f AS "idField", v.rid FROM interaction_events e,
+      LATERAL (VALUES ('userId', e.user_id), ('contactId', e.contact_id)) AS v(f, rid)
+    WHERE e.collection_id = ${collectionId} AND e.journey_id = ${journeyId} AND e.deleted_at IS NULL
+      AND v.rid IS NOT NULL`);
+  return rows;
+}
+
+/** Recomputes these recipients' progress (the function the triggers use). */
+export async function refreshProgress(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  keys: RecipientKey[],
+): Promise<void> {
+  const json = keys.map((k) => ({ c: collectionId, j: journeyId, f: k.idField, rid: k.rid }));
+  await db.query(sql`SELECT journey_progress_refresh(${JSON.stringify(json)}::jsonb)`);
+}
+
+/** Removes rows and counters of versions older than `current` (all of them when null). */
+export async function sweepProgress(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  current: number | null,
+): Promise<void> {
+  const older = current === null ? sql`` : sql`AND version < ${current}`;
+  await db.query(
+    sql`DELETE FROM journey_progress WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} ${older}`,
+  );
+  await db.query(
+    sql`DELETE FROM journey_progress_counts WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} ${older}`,
+  );
+}
+
+export async function markProgressReady(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  version: number,
+): Promise<boolean> {
+  const { rowCount } = await db.query(sql`
+    UPDATE journey_progress_state SET ready = true
+    WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND version = ${version}`);
+  return rowCount > 0;
+}
+
+/** Rows only while `version` is the journey's ready one (it may change between two statements). */
+const stillReady = (collectionId: string, journeyId: string, version: number) => sql`EXISTS (
+  SELECT 1 FROM journey_progress_state
+  WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND version = ${version} AND ready)`;
+
+/**
+ * funnelCounts from the counters of one version (no period: progress has none); undefined
+ * when that version is no longer the ready one.
+ */
+export async function keptFunnelCounts(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  version: number,
+  idField: IdField,
+  stepCount: number,
+): Promise<{ totalEntered: number; steps: StepCounts[] } | undefined> {
+  const { rows } = await db.query<StepCounts>(sql`
+    SELECT s.k - 1 AS idx, coalesce(sum(c.entered), 0)::bigint AS entered,
+      coalesce(sum(c.completed), 0)::bigint AS completed,
+      (sum(c.seconds) / nullif(sum(c.completed), 0))::float8 AS avg_seconds
+    FROM generate_series(1, ${stepCount}) AS s(k)
+    LEFT JOIN journey_progress_counts c ON c.collection_id = ${collectionId} AND c.journey_id = ${journeyId}
+      AND c.version = ${version} AND c.id_field = ${idField === 'contactId' ? 'contactId' : 'userId'} AND c.step = s.k
+    WHERE ${stillReady(collectionId, journeyId, version)}
+    GROUP BY s.k ORDER BY s.k`);
+  if (rows.length === 0) return undefined;
+  return { totalEntered: rows[0].entered, steps: rows };
+}
+
+/**
+ * Recipients of step `index` (0-based) from progress rows: entered it = completed `index`
+ * steps or more; completed it = more than `index`; pending = exactly `index`. One ordered
+ * index range per number of steps completed, merged: the cost is the limit's, not the
+ * journey's size.
+ */
+export async function keptRecipients(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  state: { version: number; stepCount: number },
+  idField: IdField,
+  index: number,
+  status: 'entered' | 'completed' | 'pending',
+  limit: number,
+): Promise<string[] | undefined> {
+  const lowest = status === 'completed' ? index + 1 : index;
+  const highest = status === 'pending' ? index : state.stepCount;
+  const ranges = [];
+  for (let reached = lowest; reached <= highest; reached++) {
+    ranges.push(sql`(SELECT rid FROM journey_progress
+      WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}
+        AND id_field = ${idField === 'contactId' ? 'contactId' : 'userId'} AND version = ${state.version}
+        AND cardinality(completed_at) = ${reached}
+      ORDER BY rid LIMIT ${limit})`);
+  }
+  if (ranges.length === 0) return [];
+  // The first row says whether the version is still the ready one.
+  const { rows } = await db.query<{ rid: string | null }>(sql`
+    SELECT NULL AS rid, 0 AS o WHERE ${stillReady(collectionId, journeyId, state.version)}
+    UNION ALL (SELECT rid, 1 FROM (${join(ranges, ' UNION ALL ')}) r ORDER BY rid LIMIT ${limit})
+    ORDER BY o, rid`);
+  if (rows[0]?.rid !== null) return undefined;
+  return rows.slice(1).map((r) => r.rid as string);
 }

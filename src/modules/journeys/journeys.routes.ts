@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ANALYTICS_SOURCE_HEADER } from '../../platform/analytics.ts';
 import { guard } from '../../platform/auth.ts';
 import { errorResponses, ref } from '../../platform/schemas.ts';
 import * as S from './journeys.schema.ts';
@@ -117,7 +118,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         response: { 200: ref(S.JourneyFunnelReportResponse), ...errorResponses },
       },
     },
-    async (req) => service.funnelReport(req.params.collectionId, req.params.journeyId, req.body),
+    async (req, reply) => {
+      const { answer, source } = await service.funnelReport(req.params.collectionId, req.params.journeyId, req.body);
+      reply.header(ANALYTICS_SOURCE_HEADER, source);
+      return answer;
+    },
   );
 
   app.post(
@@ -133,7 +138,11 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         response: { 200: ref(S.JourneyStatsResponse), ...errorResponses },
       },
     },
-    async (req) => service.stats(req.params.collectionId, req.params.journeyId, req.body),
+    async (req, reply) => {
+      const { answer, source } = await service.stats(req.params.collectionId, req.params.journeyId, req.body);
+      reply.header(ANALYTICS_SOURCE_HEADER, source);
+      return answer;
+    },
   );
 
   app.post(
@@ -149,6 +158,15 @@ export const journeysRoutes: FastifyPluginAsyncTypebox<{ service: JourneysServic
         response: { 200: ref(S.JourneyStepRecipientsResponse), ...errorResponses },
       },
     },
-    async (req) => service.recipients(req.params.collectionId, req.params.journeyId, req.params.stepId, req.body),
+    async (req, reply) => {
+      const { answer, source } = await service.recipients(
+        req.params.collectionId,
+        req.params.journeyId,
+        req.params.stepId,
+        req.body,
+      );
+      reply.header(ANALYTICS_SOURCE_HEADER, source);
+      return answer;
+    },
   );
 };

@@ -7,9 +7,11 @@
  * period; written out with a worked example in docs/journeys.md (Semantics).
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
-import { badRequest, notFound } from '../../platform/errors.ts';
+import type { Analysed } from '../../platform/analytics.ts';
+import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { InteractionsSettings } from '../interactions/index.ts';
+import { followSteps, type JobQueue, queueRebuild } from './journeys.progress.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   CreateJourneyBody,
@@ -119,6 +121,24 @@ export function resolveSteps(
   });
 }
 
+/** The steps maintained progress follows: the journey's own, fully mapped; null when it cannot. */
+function keptSteps(data: Record<string, unknown>): repo.KeptStep[] | null {
+  try {
+    return resolveSteps(data, undefined).map((s) => ({ interactionId: s.interactionId, outcome: s.outcome }));
+  } catch (err) {
+    if (err instanceof AppError) return null;
+    throw err;
+  }
+}
+
+/** Whether `steps` are the first steps kept by `state` (and it is ready to answer). */
+function followsKept(state: repo.ProgressState | undefined, steps: repo.ResolvedStep[]): state is KeptState {
+  if (!state?.ready || !state.steps || steps.length > state.steps.length) return false;
+  const kept = state.steps;
+  return steps.every((s, k) => s.interactionId === kept[k].interactionId && s.outcome === kept[k].outcome);
+}
+type KeptState = repo.ProgressState & { steps: repo.KeptStep[] };
+
 function checkWindow(start?: string, end?: string) {
   if (start && end && Date.parse(start) >= Date.parse(end)) throw badRequest('The window start must be before its end');
 }
@@ -128,6 +148,8 @@ export class JourneysService {
     private readonly db: Db,
     /** Journeys' funnels are analytics queries of interaction events: they share that module's work_mem setting. */
     private readonly settings: InteractionsSettings,
+    /** Where the progress rebuilds go: the job engine (modules/jobs). */
+    private readonly jobs: JobQueue,
   ) {}
 
   /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
@@ -136,13 +158,18 @@ export class JourneysService {
   }
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
-    const row = await repo.insertJourney(this.db, collectionId, {
-      id: newId('jrn'),
-      appId: body.appId ?? null,
-      name: body.name,
-      active: body.active ?? true,
-      journeyType: body.journeyType,
-      data: body.data ?? {},
+    const data = body.data ?? {};
+    const row = await this.db.transaction(async (tx) => {
+      const created = await repo.insertJourney(tx, collectionId, {
+        id: newId('jrn'),
+        appId: body.appId ?? null,
+        name: body.name,
+        active: body.active ?? true,
+        journeyType: body.journeyType,
+        data,
+      });
+      await followSteps(tx, this.jobs, collectionId, created.id, keptSteps(data));
+      return created;
     });
     return toJourney(row);
   }
@@ -159,13 +186,24 @@ export class JourneysService {
   }
 
   async update(collectionId: string, id: string, body: UpdateJourneyBody): Promise<JourneyRecord> {
-    const row = await repo.updateJourney(this.db, collectionId, id, body);
+    const row = await this.db.transaction(async (tx) => {
+      const updated = await repo.updateJourney(tx, collectionId, id, body);
+      if (updated) await followSteps(tx, this.jobs, collectionId, id, keptSteps(updated.data));
+      return updated;
+    });
     if (!row) throw notFound('Journey');
     return toJourney(row);
   }
 
   async remove(collectionId: string, id: string): Promise<{ success: boolean; id: string }> {
-    if (!(await repo.deleteJourney(this.db, collectionId, id))) throw notFound('Journey');
+    const deleted = await this.db.transaction(async (tx) => {
+      // The state goes with the journey (foreign key); its rows go in the background.
+      const kept = await repo.findProgressState(tx, collectionId, id);
+      if (!(await repo.deleteJourney(tx, collectionId, id))) return false;
+      if (kept) await queueRebuild(tx, this.jobs, collectionId, id);
+      return true;
+    });
+    if (!deleted) throw notFound('Journey');
     return { success: true, id };
   }
 
@@ -179,21 +217,19 @@ export class JourneysService {
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
-  ): Promise<JourneyFunnelReportResponse> {
+  ): Promise<Analysed<JourneyFunnelReportResponse>> {
     checkWindow(q.periodStart, q.periodEnd);
     const journey = await this.row(collectionId, journeyId);
     const steps = resolveSteps(journey.data, q.stepMappings);
     const idField = q.idField ?? 'userId';
-    const counts = await this.analytics((tx) =>
-      repo.funnelCounts(tx, collectionId, {
-        journeyId,
-        steps,
-        idField,
-        start: q.periodStart,
-        end: q.periodEnd,
-      }),
-    );
-    return {
+    const { answer: counts, source } = await this.funnelCounts(collectionId, {
+      journeyId,
+      steps,
+      idField,
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+    const answer: JourneyFunnelReportResponse = {
       journeyId,
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
       periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
@@ -209,9 +245,14 @@ export class JourneysService {
         };
       }),
     };
+    return { answer, source };
   }
 
-  async stats(collectionId: string, journeyId: string, q: JourneyStatsRequest): Promise<JourneyStatsResponse> {
+  async stats(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyStatsRequest,
+  ): Promise<Analysed<JourneyStatsResponse>> {
     checkWindow(q.from, q.to);
     const journey = await this.row(collectionId, journeyId);
     const steps = resolveSteps(journey.data, q.stepMappings, q.outcome ?? DEFAULT_OUTCOME);
@@ -219,15 +260,13 @@ export class JourneysService {
     if (q.finalStepId !== undefined && finalIndex < 0) {
       throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
     }
-    const counts = await this.analytics((tx) =>
-      repo.funnelCounts(tx, collectionId, {
-        journeyId,
-        steps,
-        idField: q.idField ?? 'userId',
-        start: q.from,
-        end: q.to,
-      }),
-    );
+    const { answer: counts, source } = await this.funnelCounts(collectionId, {
+      journeyId,
+      steps,
+      idField: q.idField ?? 'userId',
+      start: q.from,
+      end: q.to,
+    });
     const res: JourneyStatsResponse = {
       journeyId,
       totalEntered: counts.totalEntered,
@@ -243,7 +282,59 @@ export class JourneysService {
       res.completed = counts.steps[finalIndex].completed;
       res.currentlyActive = counts.totalEntered - res.completed;
     }
-    return res;
+    return { answer: res, source };
+  }
+
+  /**
+   * Funnel counts from maintained progress when it can answer (no period, the journey's own
+   * steps or the first of them, progress ready), else from the events.
+   */
+  private async funnelCounts(
+    collectionId: string,
+    f: repo.FunnelInput,
+  ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
+    if (f.start === undefined && f.end === undefined) {
+      const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
+      if (followsKept(state, f.steps)) {
+        const answer = await repo.keptFunnelCounts(
+          this.db,
+          collectionId,
+          f.journeyId,
+          state.version,
+          f.idField,
+          f.steps.length,
+        );
+        if (answer) return { answer, source: 'maintained' };
+      }
+    }
+    return { answer: await this.analytics((tx) => repo.funnelCounts(tx, collectionId, f)), source: 'events' };
+  }
+
+  /** stepRecipients from maintained progress when it can answer, else from the events. */
+  private async chainRecipients(
+    collectionId: string,
+    f: repo.FunnelInput,
+    status: 'entered' | 'completed' | 'pending',
+    limit: number,
+  ): Promise<Analysed<string[]>> {
+    if (f.start === undefined && f.end === undefined) {
+      const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
+      if (followsKept(state, f.steps)) {
+        const answer = await repo.keptRecipients(
+          this.db,
+          collectionId,
+          f.journeyId,
+          { version: state.version, stepCount: state.steps.length },
+          f.idField,
+          f.steps.length - 1,
+          status,
+          limit,
+        );
+        if (answer) return { answer, source: 'maintained' };
+      }
+    }
+    const answer = await this.analytics((tx) => repo.stepRecipients(tx, collectionId, f, status, limit));
+    return { answer, source: 'events' };
   }
 
   /**
@@ -264,7 +355,7 @@ export class JourneysService {
     journeyId: string,
     stepId: string,
     q: JourneyStepRecipientsRequest,
-  ): Promise<string[]> {
+  ): Promise<Analysed<string[]>> {
     checkWindow(q.from, q.to);
     const journey = await this.row(collectionId, journeyId);
     const defined = definedSteps(journey.data);
@@ -284,22 +375,24 @@ export class JourneysService {
     for (const s of earlier) {
       if (!s.interactionId) {
         const match = interactionId ? { interactionId, outcome } : undefined;
-        return this.analytics((tx) =>
+        const answer = await this.analytics((tx) =>
           repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
         );
+        return { answer, source: 'events' };
       }
       chain.push({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? DEFAULT_OUTCOME });
     }
     if (!interactionId) {
       // Entered this step = completed the one before it (or entered the journey, for the first).
       if (chain.length === 0) {
-        return this.analytics((tx) => repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit));
+        const answer = await this.analytics((tx) =>
+          repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit),
+        );
+        return { answer, source: 'events' };
       }
-      return this.analytics((tx) =>
-        repo.stepRecipients(tx, collectionId, { ...base, steps: chain }, 'completed', limit),
-      );
+      return this.chainRecipients(collectionId, { ...base, steps: chain }, 'completed', limit);
     }
     chain.push({ stepId, interactionId, outcome });
-    return this.analytics((tx) => repo.stepRecipients(tx, collectionId, { ...base, steps: chain }, status, limit));
+    return this.chainRecipients(collectionId, { ...base, steps: chain }, status, limit);
   }
 }

@@ -1,0 +1,89 @@
+/**
+ * Maintained progress: the rows and counters that answer a journey's funnel report, stats and
+ * step recipients without reading its entrants' events (tables in migration 0204, design in
+ * docs/journeys.md "Maintained progress").
+ *
+ * States of a journey's progress:
+ * - none: the journey has a step without an interaction mapping (or no steps); every query
+ *   reads the events.
+ * - building (version v, not ready): the steps changed (or the journey is new). Triggers on
+ *   interaction_events already keep every touched recipient in version v; the rebuild task
+ *   `journeys.progress` recomputes every entrant, a chunk per transaction, then removes the
+ *   other versions' rows and marks v ready. Queries read the events meanwhile.
+ * - ready: queries without a period, whose steps are the kept ones, read the counters.
+ *
+ * Trade-offs: every event of a kept journey's interactions (or carrying its id) costs its
+ * writer the recomputation of that recipient, a handful of index lookups; the rebuild holds
+ * event writers back only for the moment it waits for those already running; a journey with
+ * a million entrants is rebuilt in the background in minutes, with the events path answering
+ * until then.
+ */
+import { type Static, Type } from 'typebox';
+import type { Queryable } from '../../db/index.ts';
+import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
+import * as repo from './journeys.repository.ts';
+
+export const PROGRESS_TASK = 'journeys.progress';
+/** Recipients recomputed per transaction: short locks, and progress reported as it goes. */
+const CHUNK = 2000;
+/** How long the rebuild waits for running event writers before it fails and is retried. */
+const WRITERS_WAIT_MS = 5000;
+
+/** The part of the job engine this module needs (see src/modules/jobs). */
+export interface JobQueue {
+  enqueue(q: Queryable, collectionId: string, options: { task: string; payload?: unknown }): Promise<unknown>;
+}
+
+export const ProgressPayload = Type.Object({ journeyId: Type.String({ maxLength: 200 }) });
+type ProgressPayload = Static<typeof ProgressPayload>;
+
+/**
+ * Keeps the journey's progress in step with its steps (`null`: it has none that can be kept),
+ * inside the caller's transaction, and queues the rebuild when the rows must change.
+ */
+export async function followSteps(
+  tx: Queryable,
+  jobs: JobQueue,
+  collectionId: string,
+  journeyId: string,
+  steps: repo.KeptStep[] | null,
+): Promise<void> {
+  if (await repo.followSteps(tx, collectionId, journeyId, steps)) await queueRebuild(tx, jobs, collectionId, journeyId);
+}
+
+/** Queues the rebuild (or, for a deleted journey, the removal) of a journey's progress rows. */
+export async function queueRebuild(tx: Queryable, jobs: JobQueue, collectionId: string, journeyId: string) {
+  await jobs.enqueue(tx, collectionId, { task: PROGRESS_TASK, payload: { journeyId } });
+}
+
+async function rebuild(p: ProgressPayload, ctx: TaskContext): Promise<{ recipients: number; ready: boolean }> {
+  const { db } = ctx;
+  const collectionId = ctx.job.collectionId;
+  await repo.waitForEventWriters(db, WRITERS_WAIT_MS);
+  const state = await repo.findProgressState(db, collectionId, p.journeyId);
+  if (!state?.steps) {
+    // Nothing kept any more (or the journey is gone): the older versions' rows go.
+    await repo.sweepProgress(db, collectionId, p.journeyId, state ? state.version : null);
+    return { recipients: 0, ready: false };
+  }
+  const keys = await repo.journeyEntrants(db, collectionId, p.journeyId);
+  for (let done = 0; done < keys.length; done += CHUNK) {
+    ctx.signal.throwIfAborted();
+    await db.transaction((tx) => repo.refreshProgress(tx, collectionId, p.journeyId, keys.slice(done, done + CHUNK)));
+    await ctx.progress({ done: Math.min(keys.length, done + CHUNK), total: keys.length });
+  }
+  await repo.sweepProgress(db, collectionId, p.journeyId, state.version);
+  // A newer version (the steps changed again meanwhile) has its own job queued.
+  const ready = await repo.markProgressReady(db, collectionId, p.journeyId, state.version);
+  return { recipients: keys.length, ready };
+}
+
+export function progressTask(): TaskDefinition {
+  return defineTask({
+    name: PROGRESS_TASK,
+    payload: ProgressPayload,
+    visible: false,
+    maxAttempts: 10,
+    handler: rebuild,
+  });
+}
