@@ -1,0 +1,288 @@
+/**
+ * Maintained analytics (migrations 0203, 0204) against the events they are kept from. Each
+ * answer the service gives from its counters (`X-Analytics-Source: maintained`) is compared
+ * with the same question asked so that the events are read: a period that holds every event
+ * (journeys), an appId filter every event matches (dedupeLatest counts). Equal answers through
+ * appends given out of order, concurrent appends for the same people, outcome changes, deletes
+ * and restores, a change of the journey's steps, and the journey's deletion.
+ * test/analytics-exact.test.ts checks both paths against a brute-force computation.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { waitFor } from './helpers/jobs.ts';
+
+let t: TestApp;
+let c: TestCollection;
+let journeyId: string;
+
+const DAY = 86400_000;
+const B = Date.parse('2026-03-01T00:00:00.000Z');
+/** A window that holds every event: the same question, answered from the events. */
+const ALL = { start: '2000-01-01T00:00:00.000Z', end: '2100-01-01T00:00:00.000Z' };
+const STEPS = [
+  { id: 's1', config: { interactionId: 'view' } },
+  { id: 's2', config: { interactionId: 'cart' } },
+  { id: 's3', config: { interactionId: 'buy', outcome: 'paid' } },
+];
+
+/** A small deterministic generator (mulberry32), so a failure can be replayed. */
+function rng(seed: number) {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let x = Math.imul(a ^ (a >>> 15), 1 | a);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const post = (path: string, payload: unknown) =>
+  t.inject({ method: 'POST', url: `/admin/collection/${c.id}${path}`, headers: c.auth, payload });
+
+async function append(e: Record<string, unknown>) {
+  const res = await post('/interactions/append', { appId: 'shop', ...e });
+  expect(res.statusCode, res.body).toBe(200);
+}
+
+/** Appends a mix of journey entries, step events in any order, other outcomes and noise. */
+async function appendRandom(seed: number, users: number, count: number, concurrent = false) {
+  const r = rng(seed);
+  const events = Array.from({ length: count }, (_, i) => {
+    const u = Math.floor(r() * users);
+    const pick = r();
+    const interactionId =
+      pick < 0.2 ? 'enter' : pick < 0.45 ? 'view' : pick < 0.7 ? 'cart' : pick < 0.9 ? 'buy' : 'other';
+    const outcome = interactionId === 'buy' ? (r() < 0.6 ? 'paid' : 'failed') : r() < 0.85 ? 'success' : 'fail';
+    return {
+      interactionId,
+      userId: `u${u}`,
+      contactId: r() < 0.8 ? `c${u}` : `c${(u + 1) % users}`,
+      outcome,
+      eventId: `s${seed}-${i}`,
+      timestamp: new Date(B + Math.floor(r() * 10 * DAY)).toISOString(),
+      ...(interactionId === 'enter' || r() < 0.05 ? { journeyId } : {}),
+    };
+  });
+  if (concurrent) await Promise.all(events.map(append));
+  else for (const e of events) await append(e);
+}
+
+async function analysed(path: string, body: Record<string, unknown>) {
+  const res = await post(path, body);
+  expect(res.statusCode, res.body).toBe(200);
+  return { source: res.headers['x-analytics-source'], body: res.json() };
+}
+
+/** Asks every maintained question and its events-reading twin; they must agree. */
+async function compareAll(expectMaintained = true) {
+  const sources = new Set<unknown>();
+  for (const idField of ['userId', 'contactId']) {
+    const kept = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, { idField, stepMappings: [] });
+    const read = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, {
+      idField,
+      stepMappings: [],
+      periodStart: ALL.start,
+      periodEnd: ALL.end,
+    });
+    sources.add(kept.source);
+    expect(read.source).toBe('events');
+    const strip = (b: { steps: Record<string, unknown>[] }) =>
+      b.steps.map(({ avgTimeToComplete, ...s }) => ({
+        ...s,
+        avg: avgTimeToComplete === null ? null : Number(avgTimeToComplete).toFixed(6),
+      }));
+    expect(strip(kept.body)).toEqual(strip(read.body));
+
+    const stats = await analysed(`/journeys.analytics/${journeyId}/stats`, { idField, finalStepId: 's3' });
+    const statsRead = await analysed(`/journeys.analytics/${journeyId}/stats`, {
+      idField,
+      finalStepId: 's3',
+      from: ALL.start,
+      to: ALL.end,
+    });
+    sources.add(stats.source);
+    const { lastUpdated: _a, ...s1 } = stats.body;
+    const { lastUpdated: _b, ...s2 } = statsRead.body;
+    expect(s1).toEqual(s2);
+
+    for (const step of ['s1', 's2', 's3']) {
+      for (const status of ['entered', 'completed', 'pending']) {
+        for (const limit of [3, 1000]) {
+          const kept = await analysed(`/journeys.analytics/${journeyId}/steps/${step}/recipients`, {
+            idField,
+            status,
+            limit,
+          });
+          const read = await analysed(`/journeys.analytics/${journeyId}/steps/${step}/recipients`, {
+            idField,
+            status,
+            limit,
+            from: ALL.start,
+            to: ALL.end,
+          });
+          sources.add(kept.source);
+          expect(kept.body, `${idField} ${step} ${status} ${limit}`).toEqual(read.body);
+        }
+      }
+    }
+
+    for (const interactionId of [undefined, 'buy', 'missing']) {
+      for (const [from, to] of [
+        [undefined, undefined],
+        [new Date(B + 3.5 * DAY).toISOString(), undefined],
+        [new Date(B + 6 * DAY).toISOString(), ALL.end],
+      ]) {
+        const q = { dedupeLatest: true, idField, interactionId, from, to };
+        const kept = await analysed('/interactions/counts-by-outcome', q);
+        const read = await analysed('/interactions/counts-by-outcome', { ...q, appId: 'shop' });
+        sources.add(kept.source);
+        expect(read.source).toBe('events');
+        expect(kept.body, JSON.stringify(q)).toEqual(read.body);
+      }
+    }
+  }
+  if (expectMaintained) expect([...sources]).toEqual(['maintained']);
+}
+
+const waitUntilMaintained = () =>
+  waitFor(
+    async () => {
+      const { source } = await analysed(`/journeys.analytics/${journeyId}/stats`, {});
+      return source === 'maintained' ? true : undefined;
+    },
+    15_000,
+    'the journey progress rebuild',
+  );
+
+beforeAll(async () => {
+  t = await createTestApp();
+  c = await t.createCollection();
+  for (const id of ['enter', 'view', 'cart', 'buy', 'other']) {
+    const res = await post('/interactions', { id, appId: 'shop' });
+    expect(res.statusCode).toBeLessThan(300);
+  }
+  const j = await post('/journeys', { name: 'Checkout', journeyType: 'event_triggered', data: { steps: STEPS } });
+  journeyId = j.json().id;
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('maintained analytics', () => {
+  it('answer as the events do once the rebuild has run, through appends given in any order', async () => {
+    await appendRandom(1, 25, 200);
+    await waitUntilMaintained();
+    await compareAll();
+    await appendRandom(2, 30, 80);
+    await compareAll();
+  });
+
+  it('stay exact through concurrent appends for the same people', async () => {
+    await appendRandom(3, 6, 120, true);
+    await compareAll();
+  });
+
+  it('follow outcome changes, deletes and restores of events', async () => {
+    for (const [i, body] of [
+      [3, { outcome: 'paid' }],
+      [10, { deleted: true }],
+      [40, { outcome: 'failed' }],
+      [41, { deleted: true }],
+      [77, { journeyId: null }],
+    ] as const) {
+      for (const seed of [1, 2]) {
+        const res = await t.inject({
+          method: 'PATCH',
+          url: `/admin/collection/${c.id}/interactions/events/s${seed}-${i}`,
+          headers: c.auth,
+          payload: body,
+        });
+        expect([200, 404]).toContain(res.statusCode);
+      }
+    }
+    await compareAll();
+    const restored = await t.inject({
+      method: 'PATCH',
+      url: `/admin/collection/${c.id}/interactions/events/s1-10`,
+      headers: c.auth,
+      payload: { deleted: false },
+    });
+    expect(restored.statusCode).toBe(200);
+    await compareAll();
+  });
+
+  it('are rebuilt when the steps change, reading the events until then', async () => {
+    const res = await t.inject({
+      method: 'PATCH',
+      url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+      headers: c.auth,
+      payload: {
+        data: {
+          steps: [
+            STEPS[0],
+            { id: 's2', config: { interactionId: 'buy', outcome: 'paid' } },
+            { id: 's3', config: { interactionId: 'cart' } },
+          ],
+        },
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    await waitUntilMaintained();
+    const report = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, { stepMappings: [] });
+    expect(report.body.steps.map((s: { interactionId: string }) => s.interactionId)).toEqual(['view', 'buy', 'cart']);
+    // s3 is now cart/success; compareAll asks for s1..s3 and finalStepId s3.
+    await compareAll();
+    const rows = await t.testDb.db.query<{ versions: number }>(
+      'SELECT count(DISTINCT version)::int AS versions FROM journey_progress WHERE collection_id = $1 AND journey_id = $2',
+      [c.id, journeyId],
+    );
+    expect(rows.rows[0].versions).toBe(1);
+  });
+
+  it('read the events for a step the request maps differently, and stop when a step loses its mapping', async () => {
+    const remapped = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, {
+      stepMappings: [{ stepId: 's2', interactionId: 'cart' }],
+    });
+    expect(remapped.source).toBe('events');
+    const res = await t.inject({
+      method: 'PATCH',
+      url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+      headers: c.auth,
+      payload: { data: { steps: [STEPS[0], { id: 's2' }] } },
+    });
+    expect(res.statusCode).toBe(200);
+    const entered = await analysed(`/journeys.analytics/${journeyId}/steps/s1/recipients`, { status: 'entered' });
+    expect(entered.source).toBe('events');
+    await waitFor(
+      async () => {
+        const { rows } = await t.testDb.db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM journey_progress WHERE collection_id = $1 AND journey_id = $2',
+          [c.id, journeyId],
+        );
+        return rows[0].n === 0 ? true : undefined;
+      },
+      15_000,
+      'the unkept journey’s rows to go',
+    );
+  });
+
+  it('lose a deleted journey’s rows and counters', async () => {
+    const j = await post('/journeys', { name: 'Again', journeyType: 'event_triggered', data: { steps: STEPS } });
+    const id = j.json().id;
+    await append({ interactionId: 'enter', userId: 'z1', outcome: 'success', journeyId: id });
+    await append({ interactionId: 'view', userId: 'z1', outcome: 'success' });
+    const count = async () => {
+      const { rows } = await t.testDb.db.query<{ n: number }>(
+        `SELECT (SELECT count(*) FROM journey_progress WHERE collection_id = $1 AND journey_id = $2)
+              + (SELECT count(*) FROM journey_progress_counts WHERE collection_id = $1 AND journey_id = $2) AS n`,
+        [c.id, id],
+      );
+      return Number(rows[0].n);
+    };
+    await waitFor(async () => ((await count()) > 0 ? true : undefined), 15_000, 'progress rows');
+    const del = await t.inject({ method: 'DELETE', url: `/admin/collection/${c.id}/journeys/${id}`, headers: c.auth });
+    expect(del.statusCode).toBe(200);
+    await waitFor(async () => ((await count()) === 0 ? true : undefined), 15_000, 'the deleted journey’s rows to go');
+  });
+});
