@@ -170,3 +170,15 @@ CREATE TRIGGER interaction_latest_update AFTER UPDATE ON interaction_events
   REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION interaction_latest_change();
 CREATE TRIGGER interaction_latest_delete AFTER DELETE ON interaction_events
   REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION interaction_latest_change();
+
+-- The events already stored: their latest rows and counters, as the triggers would have made
+-- them (a sort of the whole table, once).
+INSERT INTO interaction_latest (collection_id, interaction_id, id_field, rid, event_row, occurred_at, outcome)
+SELECT DISTINCT ON (e.collection_id, e.interaction_id, v.f, v.rid)
+  e.collection_id, e.interaction_id, v.f, v.rid, e.id, e.occurred_at, e.outcome
+FROM interaction_events e, LATERAL (VALUES ('userId', e.user_id), ('contactId', e.contact_id)) AS v(f, rid)
+WHERE e.deleted_at IS NULL AND v.rid IS NOT NULL
+ORDER BY e.collection_id, e.interaction_id, v.f, v.rid, e.occurred_at DESC, e.id DESC;
+INSERT INTO interaction_latest_counts (collection_id, interaction_id, id_field, day, outcome, slot, n)
+SELECT collection_id, interaction_id, id_field, (occurred_at AT TIME ZONE 'UTC')::date, coalesce(outcome, ''), 0, count(*)
+FROM interaction_latest GROUP BY 1, 2, 3, 4, 5;

@@ -36,7 +36,7 @@ function rng(seed: number) {
   };
 }
 
-const post = (path: string, payload: unknown) =>
+const post = (path: string, payload: Record<string, unknown>) =>
   t.inject({ method: 'POST', url: `/admin/collection/${c.id}${path}`, headers: c.auth, payload });
 
 async function append(e: Record<string, unknown>) {
@@ -284,5 +284,26 @@ describe('maintained analytics', () => {
     const del = await t.inject({ method: 'DELETE', url: `/admin/collection/${c.id}/journeys/${id}`, headers: c.auth });
     expect(del.statusCode).toBe(200);
     await waitFor(async () => ((await count()) === 0 ? true : undefined), 15_000, 'the deleted journey’s rows to go');
+  });
+
+  it('adopt journeys stored before progress was kept', async () => {
+    await t.testDb.db.query(
+      `INSERT INTO journeys (collection_id, id, name, journey_type, data) VALUES ($1, 'jrn_old', 'Old', 'event_triggered', $2::jsonb),
+         ($1, 'jrn_loose', 'Loose', 'event_triggered', '{"steps": [{"id": "a"}]}'::jsonb)`,
+      [c.id, JSON.stringify({ steps: STEPS })],
+    );
+    await append({ interactionId: 'enter', userId: 'o1', outcome: 'success', journeyId: 'jrn_old' });
+    const services = (t.app as unknown as { services: { journeys: { adoptJourneys(): Promise<number> } } }).services;
+    expect(await services.journeys.adoptJourneys()).toBe(2);
+    // Adopted once: the journey that cannot be kept has a state without steps.
+    expect(await services.journeys.adoptJourneys()).toBe(0);
+    await waitFor(
+      async () => {
+        const res = await analysed('/journeys.analytics/jrn_old/stats', {});
+        return res.source === 'maintained' ? res.body : undefined;
+      },
+      15_000,
+      'the adopted journey’s rebuild',
+    ).then((stats) => expect(stats.totalEntered).toBe(1));
   });
 });

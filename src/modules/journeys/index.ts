@@ -29,7 +29,16 @@ export const journeysModule = defineModule({
   // The funnel queries run with the interactions module's analytics work_mem.
   settings: interactionsSettings,
   // Progress rebuilds queue on the job engine.
-  create: ({ db }, settings, deps: { jobs: JobsService }) => new JourneysService(db, settings, deps.jobs.engine),
+  create: ({ db, log }, settings, deps: { jobs: JobsService }) =>
+    new JourneysService(db, settings, deps.jobs.engine, log),
   routes: journeysRoutes,
   tasks: () => [progressTask()],
+  // Journeys stored before progress was kept are adopted once, by the processes that run jobs.
+  lifecycle: (service, role) => ({
+    start: () => {
+      // In the background: a database that is down at start must not stop the process.
+      if (role !== 'api') void service.adoptJourneys();
+    },
+    stop: async () => {},
+  }),
 });

@@ -251,8 +251,8 @@ export async function findProgressState(
 }
 
 /**
- * Records the steps progress follows (null: none): a new version, not ready, when they differ
- * from those recorded. True when the rows must be rebuilt (or removed).
+ * Records the steps progress follows (null: none can be kept): a new version, not ready, when
+ * they differ from those recorded. True when rows must be rebuilt or removed.
  */
 export async function followSteps(
   db: Queryable,
@@ -260,19 +260,15 @@ export async function followSteps(
   journeyId: string,
   steps: KeptStep[] | null,
 ): Promise<boolean> {
-  const json = steps === null ? null : JSON.stringify(steps);
-  const { rowCount } = await db.query(sql`
+  const { rows } = await db.query<{ fresh: boolean }>(sql`
     INSERT INTO journey_progress_state AS s (collection_id, journey_id, version, steps)
-    SELECT ${collectionId}, ${journeyId}, 1, ${json}::jsonb WHERE ${json}::jsonb IS NOT NULL
+    VALUES (${collectionId}, ${journeyId}, 1, ${steps === null ? null : JSON.stringify(steps)}::jsonb)
     ON CONFLICT (collection_id, journey_id) DO UPDATE
       SET version = s.version + 1, steps = excluded.steps, ready = false
-      WHERE s.steps IS DISTINCT FROM excluded.steps`);
-  if (rowCount > 0 || json !== null) return rowCount > 0;
-  // No steps to keep: an existing state stops keeping (new version, rows to remove).
-  const dropped = await db.query(sql`
-    UPDATE journey_progress_state SET version = version + 1, steps = NULL, ready = false
-    WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND steps IS NOT NULL`);
-  return dropped.rowCount > 0;
+      WHERE s.steps IS DISTINCT FROM excluded.steps
+    RETURNING (xmax = 0) AS fresh`);
+  // A new journey whose steps cannot be kept has nothing to build.
+  return rows.length > 0 && !(rows[0].fresh && steps === null);
 }
 
 /**
@@ -405,4 +401,20 @@ export async function keptRecipients(
     ORDER BY o, rid`);
   if (rows[0]?.rid !== null) return undefined;
   return rows.slice(1).map((r) => r.rid as string);
+}
+
+/**
+ * Journeys of every collection that have no progress state yet (those stored before progress
+ * was kept): a start-up pass across tenants, a page at a time.
+ */
+export async function journeysWithoutProgress(
+  db: Queryable,
+  limit: number,
+): Promise<Pick<JourneyRow, 'collection_id' | 'id' | 'data'>[]> {
+  const { rows } = await db.query<Pick<JourneyRow, 'collection_id' | 'id' | 'data'>>(sql`
+    SELECT j.collection_id, j.id, j.data FROM journeys j
+    WHERE NOT EXISTS (
+      SELECT 1 FROM journey_progress_state s WHERE s.collection_id = j.collection_id AND s.journey_id = j.id)
+    ORDER BY j.collection_id, j.id LIMIT ${limit}`);
+  return rows;
 }

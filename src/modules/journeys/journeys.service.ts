@@ -150,6 +150,7 @@ export class JourneysService {
     private readonly settings: InteractionsSettings,
     /** Where the progress rebuilds go: the job engine (modules/jobs). */
     private readonly jobs: JobQueue,
+    private readonly log: { info(o: object, msg: string): void; warn(o: object, msg: string): void },
   ) {}
 
   /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
@@ -172,6 +173,30 @@ export class JourneysService {
       return created;
     });
     return toJourney(row);
+  }
+
+  /**
+   * Starts keeping progress for journeys stored before it was kept (run at start in worker
+   * processes). A journey whose steps cannot be kept gets a state without steps, so it is not
+   * looked at again.
+   */
+  async adoptJourneys(): Promise<number> {
+    let adopted = 0;
+    try {
+      for (;;) {
+        const page = await repo.journeysWithoutProgress(this.db, 100);
+        for (const j of page) {
+          await this.db.transaction((tx) => followSteps(tx, this.jobs, j.collection_id, j.id, keptSteps(j.data)));
+        }
+        adopted += page.length;
+        if (page.length < 100) break;
+      }
+      if (adopted > 0) this.log.info({ adopted }, 'journeys: progress is now kept for journeys stored before it was');
+    } catch (err) {
+      // The next start tries again; until then those journeys' analytics read the events.
+      this.log.warn({ err, adopted }, 'journeys: adopting stored journeys failed');
+    }
+    return adopted;
   }
 
   async list(collectionId: string, q: ListJourneysQuery) {
