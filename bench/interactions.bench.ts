@@ -1,121 +1,274 @@
 /**
  * Interactions and journey analytics over a collection of BENCH_EVENTS (default 1,000,000)
- * events on PostgreSQL (BENCH_BACKEND=pglite for the embedded database).
+ * events of BENCH_EVENTS/10 users, on PostgreSQL (BENCH_BACKEND=pglite for the embedded
+ * database), seeded by `seedEvents` (bench/seed-events.ts: COPY on PostgreSQL).
+ *
+ *   npm run bench -- interactions
+ *
+ * Environment:
+ * - BENCH_EVENTS: events to seed (default 1,000,000; journey entrants and users are a tenth).
+ * - BENCH_SECONDS: load per scenario and round (default 8); BENCH_ROUNDS: interleaved rounds
+ *   when there is a baseline (default 3).
+ * - BENCH_SCHEMA=<name>: use that schema of the PostgreSQL database (created if missing) and
+ *   keep it afterwards; seeding is skipped when collection `bench` already has events, so a
+ *   10M data set is loaded once and measured many times. The writes at the end are removed
+ *   again (events with a larger id deleted, then VACUUM ANALYZE), so the data set stays as
+ *   seeded. Migrations the schema lacks are applied first.
+ * - BENCH_BASELINE_DIR=<path>: another checkout of this repository with its node_modules
+ *   (e.g. `git worktree add /work/wt-base <commit>`, node_modules symlinked). Its service
+ *   runs too, against the same database, and each read scenario loads both in interleaved
+ *   rounds; the ratio column is p99 ours / baseline (above 1 is slower).
+ * - BENCH_TIMEOUT_MS: cap of one read (default 5000). The services run with that
+ *   statement_timeout (a longer query answers 503), and a probe request before each scenario
+ *   that takes longer, or fails, reports the scenario as a timeout instead of loading it.
+ *
+ * Scenarios, reads first so that every read sees the same data set:
+ * - counts-by-outcome: one interaction, plain and dedupeLatest; the whole collection, plain
+ *   and dedupeLatest, on 4 and 1 connections; from 7 days before the data's end, plain and
+ *   dedupeLatest;
+ * - the 4-step journey: funnel report (1 and 2 connections), stats with finalStepId s4, step
+ *   recipients (s4 completed, s2 pending, limit 1000), funnel report from 7 days before the end;
  * - append throughput, as a ratio to raw inserts measured in the same run from this process on
- *   the same schema, in interleaved rounds (BENCH_ROUNDS): a multi-row INSERT (500 rows per
- *   statement, the bulk-load ceiling) and single-row INSERTs on 20 connections (the per-event
- *   ceiling without HTTP, auth, validation);
- * - counts-by-outcome: one interaction (~80,000 events) plain and with dedupeLatest, and the
- *   whole collection (every event) — target p99 under 200 ms;
- * - funnel report of a 3-step journey with 100,000 entered users — target p99 under 1 s.
- * Reads run before appends so that every read sees the same data set.
+ *   the same schema, in interleaved rounds: a multi-row INSERT (500 rows per statement, the
+ *   bulk-load ceiling) and single-row INSERTs on 20 connections (the per-event ceiling
+ *   without HTTP, auth, validation).
  */
 import pg from 'pg';
 import { migrate, openDatabase } from '../src/db/index.ts';
 import {
   benchDatabase,
+  comparedRow,
   interleaved,
   type LoadResult,
   load,
   printTable,
   type Row,
+  type RunningProcess,
   row,
   SUPER_KEY,
   startService,
+  startServiceAt,
+  withSetting,
 } from './lib.ts';
 import { JOURNEY_ID, seedEvents } from './seed-events.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1_000_000);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const TIMEOUT_MS = Number(process.env.BENCH_TIMEOUT_MS ?? 5000);
+const KEEP = process.env.BENCH_SCHEMA || undefined;
+const BASELINE_DIR = process.env.BENCH_BASELINE_DIR || undefined;
+const COLLECTION = 'bench';
+if (backend === 'pglite' && (KEEP || BASELINE_DIR)) {
+  throw new Error('BENCH_SCHEMA and BENCH_BASELINE_DIR need PostgreSQL (one PGlite data directory has one process)');
+}
 
-const database = await benchDatabase(backend);
+const database = await benchDatabase(backend, { keep: KEEP });
+const rows: Row[] = [];
+const report = (r: Row) => {
+  rows.push(r);
+  console.log(
+    `${r.scenario}: p50 ${r.p50?.toFixed(1) ?? '-'} ms, p99 ${r.p99?.toFixed(1) ?? '-'} ms` +
+      `${r.ratio === undefined ? '' : `, ratio ${r.ratio.toFixed(2)}`}${r.note ? ` (${r.note})` : ''}`,
+  );
+};
 try {
-  const rows: Row[] = [];
   const db = await openDatabase({ databaseUrl: database.env.DATABASE_URL, dataDir: database.env.DATA_DIR ?? '' });
   await migrate(db);
-  const seeded = await seedEvents(db, {
-    events: EVENTS,
-    collection: 'bench',
-    interactions: 10,
-    users: 100_000,
-    days: 30,
-    journeyUsers: 100_000,
-    batch: 100_000,
-    run: 'bench',
-  });
-  rows.push({
-    scenario: `seed: ${seeded.events} events (npm run seed:events)`,
-    rps: seeded.events / (seeded.ms / 1000),
-    note: `${(seeded.ms / 1000).toFixed(1)} s, events/s`,
-  });
+  const { rows: existing } = await db.query(
+    'SELECT 1 FROM interaction_events WHERE collection_id = $1 AND deleted_at IS NULL LIMIT 1',
+    [COLLECTION],
+  );
+  if (existing.length === 0) {
+    const seeded = await seedEvents(
+      db,
+      { events: EVENTS, collection: COLLECTION, interactions: 10, days: 30, batch: 100_000, run: 'bench' },
+      (m) => console.log(`seed: ${m}`),
+    );
+    const phases = Object.entries(seeded.phases)
+      .map(([phase, ms]) => `${phase} ${(ms / 1000).toFixed(1)} s`)
+      .join(', ');
+    report({
+      scenario: `seed: ${seeded.events} events (${seeded.path} path)`,
+      rps: seeded.events / (seeded.ms / 1000),
+      note: `${(seeded.ms / 1000).toFixed(1)} s, events/s; ${phases}`,
+    });
+  } else {
+    report({ scenario: `seed: skipped, collection ${COLLECTION} of schema ${KEEP} already has events` });
+  }
+  // The data's end, for the windows "from 7 days before the end".
+  const { rows: bounds } = await db.query<{ end: Date; max_id: number }>(
+    'SELECT max(occurred_at) AS end, max(id) AS max_id FROM interaction_events WHERE collection_id = $1',
+    [COLLECTION],
+  );
+  const weekBefore = new Date(bounds[0].end.getTime() - 7 * 86_400_000).toISOString();
+  const seededMaxId = bounds[0].max_id;
   await db.close();
 
-  const service = await startService(database.env);
+  // The services read with a statement_timeout, so a slow read ends on the server too rather
+  // than running on after the client gave up and piling up under the next requests.
+  const readEnv = database.env.DATABASE_URL
+    ? { DATABASE_URL: withSetting(database.env.DATABASE_URL, 'statement_timeout', String(TIMEOUT_MS)) }
+    : database.env;
+  const service = await startService(readEnv);
+  let baseline: RunningProcess | undefined;
   try {
-    const { key } = await fetch(`${service.url}/admin/collection/bench/api-keys`, {
+    if (BASELINE_DIR) baseline = await startServiceAt(BASELINE_DIR, readEnv);
+    const { key } = await fetch(`${service.url}/admin/collection/${COLLECTION}/api-keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SUPER_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'bench' }),
     }).then((r) => r.json() as Promise<{ key: string }>);
     const headers = { authorization: `Bearer ${key}` };
-    const post = (path: string, body: unknown, connections: number) =>
+
+    /** One request, to check the answer and the time before loading: null when over the cap or failed. */
+    const probe = async (base: string, path: string, body: unknown) => {
+      const started = Date.now();
+      try {
+        const res = await fetch(`${base}/admin/collection/${COLLECTION}${path}`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(TIMEOUT_MS + 2000),
+        });
+        const text = await res.text();
+        const ms = Date.now() - started;
+        if (res.status !== 200) return { ms, status: res.status, error: text.slice(0, 200) };
+        return { ms, status: 200, json: JSON.parse(text) as unknown };
+      } catch (err) {
+        return { ms: Date.now() - started, status: 0, error: String(err) };
+      }
+    };
+    const post = (base: string, path: string, body: unknown, connections: number) => () =>
       load({
-        url: `${service.url}/admin/collection/bench${path}`,
+        url: `${base}/admin/collection/${COLLECTION}${path}`,
         method: 'POST',
         headers,
         body: JSON.stringify(body),
         connections,
         durationSeconds: SECONDS,
         expectStatus: 200,
+        timeoutSeconds: Math.ceil(TIMEOUT_MS / 1000) + 5,
       });
-    const probe = await fetch(`${service.url}/admin/collection/bench/journeys.analytics/${JOURNEY_ID}/funnel-report`, {
-      method: 'POST',
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: JSON.stringify({ stepMappings: [] }),
-    });
-    if (!probe.ok) throw new Error(`funnel probe: ${probe.status} ${await probe.text()}`);
-    const funnel = (await probe.json()) as { steps: { enteredCount: number }[] };
-    const whole = Math.round(EVENTS / 1000);
+    const failedNote = (r: LoadResult) =>
+      r.unexpected > 0 ? `${r.unexpected} failed (statement_timeout 503 or client timeout)` : undefined;
 
-    rows.push(
-      row(
-        `counts-by-outcome, one interaction (~${Math.round((EVENTS * 0.81) / 10 / 1000)}k of ${whole}k events), 4 conn`,
-        await post('/interactions/counts-by-outcome', { interactionId: 'bench-3' }, 4),
-      ),
+    /**
+     * One read scenario: a probe on each service (its answer labels the row), then the load,
+     * interleaved with the baseline's when there is one. Returns our probe's answer.
+     */
+    const scenario = async (
+      label: (answer: unknown) => string,
+      path: string,
+      body: unknown,
+      connections: number,
+    ): Promise<unknown> => {
+      const ours = await probe(service.url, path, body);
+      const base = baseline ? await probe(baseline.url, path, body) : undefined;
+      const name = `${label(ours.json)}, ${connections} conn`;
+      // 503 is the statement_timeout; 0 the probe's own (client) timeout.
+      const slow = (p: typeof ours) => {
+        if (p.status === 200 && p.ms <= TIMEOUT_MS) return undefined;
+        if (p.status === 200 || p.status === 503 || p.status === 0) {
+          return `timeout: probe ${p.ms} ms, cap ${TIMEOUT_MS} ms${p.status ? `, status ${p.status}` : ''}`;
+        }
+        return `failed: ${p.status} ${p.error}`;
+      };
+      if (slow(ours) || (base && slow(base))) {
+        report({ scenario: name, note: `ours ${slow(ours) ?? `probe ${ours.ms} ms`}` });
+        if (base) report({ scenario: `${name} (baseline)`, note: slow(base) ?? `probe ${base.ms} ms` });
+        return ours.json;
+      }
+      if (!baseline) {
+        const r = await post(service.url, path, body, connections)();
+        const out = row(name, r);
+        out.note = failedNote(r);
+        report(out);
+        return ours.json;
+      }
+      const w = await interleaved({
+        ours: post(service.url, path, body, connections),
+        base: post(baseline.url, path, body, connections),
+      });
+      report(comparedRow(name, w.ours, w.base, 'baseline service'));
+      const b = row(`${name} (baseline)`, w.base);
+      b.note = failedNote(w.base);
+      report(b);
+      return ours.json;
+    };
+
+    type Counts = { outcome: string | null; count: number }[];
+    const total = (a: unknown) => (Array.isArray(a) ? (a as Counts).reduce((n, c) => n + c.count, 0) : 0);
+    const k = (n: number) => `${Math.round(n / 1000)}k`;
+    const counts = '/interactions/counts-by-outcome';
+    const whole = total(await (await probe(service.url, counts, {})).json);
+    await scenario(
+      (a) => `counts-by-outcome, one interaction (${k(total(a))} of ${k(whole)} events)`,
+      counts,
+      { interactionId: 'bench-3' },
+      4,
     );
-    rows.push(
-      row(
-        'counts-by-outcome, one interaction, dedupeLatest, 4 conn',
-        await post('/interactions/counts-by-outcome', { interactionId: 'bench-3', dedupeLatest: true }, 4),
-      ),
+    await scenario(
+      (a) => `counts-by-outcome, one interaction, dedupeLatest (${k(total(a))} latest)`,
+      counts,
+      { interactionId: 'bench-3', dedupeLatest: true },
+      4,
     );
-    rows.push(
-      row(
-        `counts-by-outcome, whole collection (${whole}k events), 4 conn`,
-        await post('/interactions/counts-by-outcome', {}, 4),
-      ),
-    );
-    rows.push(
-      row(
-        `counts-by-outcome, whole collection (${whole}k events), 1 conn`,
-        await post('/interactions/counts-by-outcome', {}, 1),
-      ),
-    );
-    for (const connections of [1, 2]) {
-      rows.push(
-        row(
-          `funnel report, 3 steps, ${funnel.steps[0]?.enteredCount ?? 0} entered, ${whole}k events, ${connections} conn`,
-          await post(`/journeys.analytics/${JOURNEY_ID}/funnel-report`, { stepMappings: [] }, connections),
-        ),
+    for (const connections of [4, 1]) {
+      await scenario((a) => `counts-by-outcome, whole collection (${k(total(a))} events)`, counts, {}, connections);
+    }
+    for (const connections of [4, 1]) {
+      await scenario(
+        (a) => `counts-by-outcome, whole collection, dedupeLatest (${k(total(a))} latest)`,
+        counts,
+        { dedupeLatest: true },
+        connections,
       );
     }
-    rows.push(
-      row(
-        'journey stats (finalStepId), 1 conn',
-        await post(`/journeys.analytics/${JOURNEY_ID}/stats`, { finalStepId: 's3' }, 1),
-      ),
+    await scenario((a) => `counts-by-outcome, last 7 days (${k(total(a))} events)`, counts, { from: weekBefore }, 4);
+    await scenario(
+      (a) => `counts-by-outcome, last 7 days, dedupeLatest (${k(total(a))} latest)`,
+      counts,
+      { from: weekBefore, dedupeLatest: true },
+      4,
     );
+
+    const journey = `/journeys.analytics/${JOURNEY_ID}`;
+    type Funnel = { steps: { enteredCount: number; completedCount: number }[] };
+    const funnelLabel = (what: string) => (a: unknown) => {
+      const steps = (a as Funnel | undefined)?.steps ?? [];
+      return `${what}, ${steps.length} steps, ${steps[0]?.enteredCount ?? '?'} entered, completed ${steps.map((s) => s.completedCount).join('/')}`;
+    };
+    for (const connections of [1, 2]) {
+      await scenario(funnelLabel('funnel report'), `${journey}/funnel-report`, { stepMappings: [] }, connections);
+    }
+    await scenario(
+      (a) => `journey stats (finalStepId s4: ${(a as { completed?: number } | undefined)?.completed ?? '?'} completed)`,
+      `${journey}/stats`,
+      { finalStepId: 's4' },
+      1,
+    );
+    const recipients = (a: unknown) => (Array.isArray(a) ? a.length : '?');
+    await scenario(
+      (a) => `step recipients, s4 completed (limit 1000: ${recipients(a)})`,
+      `${journey}/steps/s4/recipients`,
+      { status: 'completed', limit: 1000 },
+      1,
+    );
+    await scenario(
+      (a) => `step recipients, s2 pending (limit 1000: ${recipients(a)})`,
+      `${journey}/steps/s2/recipients`,
+      { status: 'pending', limit: 1000 },
+      1,
+    );
+    await scenario(
+      funnelLabel('funnel report, last 7 days'),
+      `${journey}/funnel-report`,
+      { stepMappings: [], periodStart: weekBefore },
+      1,
+    );
+    await baseline?.stop();
+    baseline = undefined;
 
     // Writes, after the reads: the API's append against raw inserts into the same table from
     // this process (no HTTP, auth, validation or type check), in interleaved rounds.
@@ -174,26 +327,40 @@ try {
         single: () => rawInsert(20, 1),
         append,
       });
-      rows.push({
+      report({
         scenario: 'baseline: raw multi-row INSERT (500 rows/statement, 2 conn)',
         rps: w.multi.rps,
         note: 'rows/s',
       });
-      rows.push({ scenario: 'baseline: raw single-row INSERT (20 conn)', rps: w.single.rps, note: 'rows/s' });
+      report({ scenario: 'baseline: raw single-row INSERT (20 conn)', rps: w.single.rps, note: 'rows/s' });
       const appendRow = row('append (admin, 1 event/request), 20 conn', w.append, {
         name: 'raw multi-row INSERT',
         result: w.multi,
       });
       appendRow.note = `${(w.append.rps / w.single.rps).toFixed(2)}× raw single-row INSERT`;
-      rows.push(appendRow);
+      report(appendRow);
+      if (KEEP) {
+        // A kept data set stays as seeded: the writes go (their delete trigger corrects the
+        // derived counts), and VACUUM sets the visibility map the writes cleared.
+        const { rowCount } = await pool.query('DELETE FROM interaction_events WHERE collection_id = $1 AND id > $2', [
+          COLLECTION,
+          seededMaxId,
+        ]);
+        await pool.query('VACUUM ANALYZE interaction_events');
+        console.log(`kept schema ${KEEP}: removed the ${rowCount} events the writes added`);
+      }
       await pool.end();
     } else {
-      rows.push(row('append (admin, 1 event/request), 20 conn', await append()));
+      report(row('append (admin, 1 event/request), 20 conn', await append()));
     }
   } finally {
+    await baseline?.stop();
     await service.stop();
   }
-  printTable(`Interactions and journeys (${backend}, ${EVENTS} events)`, rows);
+  printTable(
+    `Interactions and journeys (${backend}, ${EVENTS} events${KEEP ? `, schema ${KEEP}` : ''}${BASELINE_DIR ? `, baseline ${BASELINE_DIR}` : ''})`,
+    rows,
+  );
 } finally {
   await database.drop();
 }

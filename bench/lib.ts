@@ -4,13 +4,14 @@
  * box mean little while ratios travel. The service runs as a real child process (`src/server.ts`)
  * so that the load generator (this process) and the server do not share an event loop.
  */
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { spawnTs as spawnProcess } from '../support/service-process.ts';
+import { freePort, spawnTs as spawnProcess, waitForOk } from '../support/service-process.ts';
 
 export { freePort, ROOT } from '../support/service-process.ts';
 export const SUPER_KEY = 'bench-super-admin-key-0123456789';
@@ -48,16 +49,27 @@ export interface BenchDatabase {
   drop(): Promise<void>;
 }
 
-export async function benchDatabase(backend: 'postgres' | 'pglite'): Promise<BenchDatabase> {
+export async function benchDatabase(
+  backend: 'postgres' | 'pglite',
+  /**
+   * `keep`: use this schema (created if missing) and never drop it, so that a bench can reuse
+   * a data set that took minutes to load (BENCH_SCHEMA of the interactions bench).
+   */
+  o: { keep?: string } = {},
+): Promise<BenchDatabase> {
   if (backend === 'pglite') {
     const dir = mkdtempSync(join(tmpdir(), 'bench-pglite-'));
     return { env: { DATA_DIR: dir }, drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
-  const schema = `bench_${randomBytes(4).toString('hex')}`;
+  // Interpolated into DDL below (identifiers take no parameters), so only a plain name passes.
+  if (o.keep !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(o.keep)) {
+    throw new Error(`schema "${o.keep}" must be a lower-case identifier`);
+  }
+  const schema = o.keep ?? `bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_URL });
   await admin.connect();
   await admin.query('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.query(`CREATE SCHEMA ${o.keep ? 'IF NOT EXISTS ' : ''}${schema}`);
   await admin.end();
   const u = new URL(PG_URL);
   u.searchParams.set('options', `-c search_path=${schema},public`);
@@ -66,6 +78,7 @@ export async function benchDatabase(backend: 'postgres' | 'pglite'): Promise<Ben
     env: { DATABASE_URL: url },
     url,
     drop: async () => {
+      if (o.keep) return;
       const c = new pg.Client({ connectionString: PG_URL });
       await c.connect();
       await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
@@ -85,6 +98,8 @@ export interface LoadOptions {
   durationSeconds?: number;
   /** Expected status (default 2xx); anything else is counted and reported. */
   expectStatus?: number;
+  /** Seconds before autocannon gives a request up (counted as unexpected); its default is 10. */
+  timeoutSeconds?: number;
 }
 
 export interface LoadResult {
@@ -108,6 +123,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
       : undefined,
     // autocannon's own redirect handling is off: a 302 is an answer, not an instruction.
     followRedirects: false,
+    ...(o.timeoutSeconds === undefined ? {} : { timeout: o.timeoutSeconds }),
   } as autocannon.Options);
   const expected = o.expectStatus;
   if (expected !== undefined) {
@@ -195,4 +211,69 @@ export async function seedCollection(base: string, id: string): Promise<{ id: st
   await call(base, 'POST', '/platform/collections', { id, name: id });
   const key = await call<{ key: string }>(base, 'POST', `/admin/collection/${id}/api-keys`, { name: 'bench' });
   return { id, key: key.key };
+}
+
+/**
+ * The service of another checkout of this repository (its own src/server.ts, node_modules and
+ * migrations), e.g. a worktree of an older commit: the baseline of "no slower than before",
+ * measured in the same run against the same database.
+ */
+export async function startServiceAt(root: string, env: Record<string, string>): Promise<RunningProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'server.ts')], {
+    cwd: root,
+    env: {
+      ...process.env,
+      LOG_LEVEL: 'warn',
+      SUPER_ADMIN_KEY: SUPER_KEY,
+      RATE_LIMIT_MAX: '1000000000',
+      ...env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const exited = () => child.exitCode !== null || child.signalCode !== null;
+  const waitExit = () => new Promise<void>((done) => (exited() ? done() : child.once('exit', () => done())));
+  try {
+    await waitForOk(`${url}/readyz`, child);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    url,
+    port,
+    child,
+    async stop() {
+      if (!exited()) child.kill('SIGTERM');
+      await waitExit();
+      return child.exitCode;
+    },
+    async kill() {
+      if (!exited()) child.kill('SIGKILL');
+      await waitExit();
+    },
+    output: () => '',
+  };
+}
+
+/** A PostgreSQL URL with a server setting added to its `options` (e.g. statement_timeout). */
+export function withSetting(url: string, name: string, value: string): string {
+  const u = new URL(url);
+  u.searchParams.set('options', `${u.searchParams.get('options') ?? ''} -c ${name}=${value}`.trim());
+  return u.toString();
+}
+
+/**
+ * A row of ours against a baseline service loaded in the same rounds: `ratio` is p99 ours /
+ * baseline (latency, so above 1 is slower), the note gives the p50 ratio.
+ */
+export function comparedRow(scenario: string, ours: LoadResult, baseline: LoadResult, baselineName: string): Row {
+  const out = row(scenario, ours);
+  out.baseline = baselineName;
+  out.ratio = ours.p99 / baseline.p99;
+  out.note = [`p99 ratio; p50 ratio ${(ours.p50 / baseline.p50).toFixed(2)}`, out.note].filter(Boolean).join('; ');
+  return out;
 }
