@@ -58,6 +58,28 @@ CREATE TABLE journey_progress_counts (
   PRIMARY KEY (collection_id, journey_id, version, id_field, step, slot)
 );
 
+-- Recipients touched while a journey's progress was being rebuilt (state not ready): the
+-- rebuild's bulk statement reads a snapshot and may write a row older than a trigger's, so it
+-- recomputes these one by one after it.
+CREATE TABLE journey_progress_dirty (
+  collection_id text NOT NULL,
+  journey_id text NOT NULL,
+  id_field text NOT NULL,
+  rid text NOT NULL,
+  PRIMARY KEY (collection_id, journey_id, id_field, rid)
+);
+
+-- What one progress row adds to its version's counters: per step s it entered (s = 1, or step
+-- s − 1 completed), 1 entered, 1 if completed, and the seconds completing it took.
+CREATE FUNCTION journey_progress_contrib(entered_at timestamptz, done timestamptz[], n_steps smallint)
+RETURNS TABLE (step smallint, entered integer, completed integer, seconds numeric)
+LANGUAGE sql IMMUTABLE AS $fn$
+  SELECT s::smallint, 1, (s <= cardinality(done))::int,
+    CASE WHEN s <= cardinality(done)
+      THEN extract(epoch FROM done[s] - CASE WHEN s = 1 THEN entered_at ELSE done[s - 1] END) ELSE 0 END
+  FROM generate_series(1, least(cardinality(done) + 1, n_steps)) AS s
+$fn$;
+
 -- Recomputes the progress of the recipients in `keys` (jsonb array of {c, j, f, rid}) in the
 -- journeys' current version; a recipient without a live entry loses its row.
 CREATE FUNCTION journey_progress_refresh(keys jsonb) RETURNS void LANGUAGE plpgsql
@@ -82,7 +104,7 @@ BEGIN
   ), cur AS (
     SELECT p.* FROM journey_progress p JOIN k
       ON p.collection_id = k.c AND p.journey_id = k.j AND p.id_field = k.f AND p.rid = k.rid
-  ), entry AS (
+  ), entry AS MATERIALIZED (
     SELECT k.*, (
       SELECT min(e.occurred_at) FROM (
         SELECT e.occurred_at FROM interaction_events e
@@ -131,20 +153,16 @@ BEGIN
     WHERE p.collection_id = k.c AND p.journey_id = k.j AND p.id_field = k.f AND p.rid = k.rid
       AND NOT EXISTS (SELECT 1 FROM calc WHERE calc.c = k.c AND calc.j = k.j AND calc.f = k.f AND calc.rid = k.rid)
   ), contrib AS (
-    -- What one row adds to its version's counters: step s entered (s = 1, or step s − 1
-    -- completed), completed, and the seconds it took.
-    SELECT c, j, version, f, s, sign, 1 AS entered, (s <= cardinality(done))::int AS completed,
-      CASE WHEN s <= cardinality(done)
-        THEN extract(epoch FROM done[s] - CASE WHEN s = 1 THEN entered_at ELSE done[s - 1] END) ELSE 0 END AS seconds
+    SELECT r.c, r.j, r.version, r.f, x.step, r.sign, x.entered, x.completed, x.seconds
     FROM (
       SELECT collection_id AS c, journey_id AS j, version, id_field AS f, n_steps, entered_at, completed_at AS done, -1 AS sign
       FROM cur WHERE version >= 0
       UNION ALL
       SELECT c, j, version, f, n_steps, entered_at, done, 1 FROM calc
-    ) r, generate_series(1, least(cardinality(done) + 1, n_steps)) AS s
+    ) r, journey_progress_contrib(r.entered_at, r.done, r.n_steps) x
   )
   INSERT INTO journey_progress_counts AS t (collection_id, journey_id, version, id_field, step, slot, entered, completed, seconds)
-  SELECT c, j, version, f, s, pg_backend_pid() % 16, sum(sign * entered), sum(sign * completed), sum(sign * seconds)
+  SELECT c, j, version, f, step, pg_backend_pid() % 16, sum(sign * entered), sum(sign * completed), sum(sign * seconds)
   FROM contrib
   GROUP BY 1, 2, 3, 4, 5 HAVING sum(sign * entered) <> 0 OR sum(sign * completed) <> 0 OR sum(sign * seconds) <> 0
   ORDER BY 1, 2, 3, 4, 5
@@ -188,7 +206,14 @@ BEGIN
     CROSS JOIN LATERAL (VALUES ('userId', r.user_id), ('contactId', r.contact_id)) AS v(f, rid)
     WHERE v.rid IS NOT NULL;
   END IF;
-  IF keys IS NOT NULL THEN PERFORM journey_progress_refresh(keys); END IF;
+  IF keys IS NOT NULL THEN
+    PERFORM journey_progress_refresh(keys);
+    INSERT INTO journey_progress_dirty (collection_id, journey_id, id_field, rid)
+    SELECT DISTINCT k.c, k.j, k.f, k.rid FROM jsonb_to_recordset(keys) AS k(c text, j text, f text, rid text)
+    JOIN journey_progress_state s ON s.collection_id = k.c AND s.journey_id = k.j AND NOT s.ready
+    ORDER BY 1, 2, 3, 4
+    ON CONFLICT DO NOTHING;
+  END IF;
   RETURN NULL;
 END
 $fn$;
@@ -202,10 +227,9 @@ CREATE TRIGGER journey_progress_delete AFTER DELETE ON interaction_events
 
 -- Everything derived from one collection's events, rebuilt from them: for bulk loads that ran
 -- with the triggers disabled (the benchmark's seeding), and for repair. Holds a SHARE lock on
--- interaction_events (writers wait) for as long as it runs.
-CREATE FUNCTION interactions_rebuild_derived(p_collection text) RETURNS void LANGUAGE plpgsql AS $fn$
-DECLARE
-  st record;
+-- interaction_events (writers wait) for as long as it runs. Sorts run in memory (work_mem).
+CREATE FUNCTION interactions_rebuild_derived(p_collection text) RETURNS void LANGUAGE plpgsql
+  SET work_mem = '256MB' AS $fn$
 BEGIN
   LOCK TABLE interaction_events IN SHARE MODE;
   DELETE FROM interaction_counts_hourly WHERE collection_id = p_collection;
@@ -227,22 +251,11 @@ BEGIN
   FROM interaction_latest WHERE collection_id = p_collection
   GROUP BY 1, 2, 3, 4, 5;
 
-  FOR st IN SELECT * FROM journey_progress_state WHERE collection_id = p_collection AND steps IS NOT NULL LOOP
-    DELETE FROM journey_progress WHERE collection_id = p_collection AND journey_id = st.journey_id;
-    DELETE FROM journey_progress_counts WHERE collection_id = p_collection AND journey_id = st.journey_id;
-    -- 5,000 recipients a statement, so no statement builds a million-element array.
-    PERFORM journey_progress_refresh(keys) FROM (
-      SELECT jsonb_agg(jsonb_build_object('c', p_collection, 'j', st.journey_id, 'f', f, 'rid', rid)) AS keys
-      FROM (
-        SELECT f, rid, (row_number() OVER ()) / 5000 AS chunk FROM (
-          SELECT DISTINCT v.f, v.rid FROM interaction_events e,
-            LATERAL (VALUES ('userId', e.user_id), ('contactId', e.contact_id)) AS v(f, rid)
-          WHERE e.collection_id = p_collection AND e.journey_id = st.journey_id AND e.deleted_at IS NULL
-            AND v.rid IS NOT NULL
-        ) d
-      ) r GROUP BY chunk
-    ) x;
-    UPDATE journey_progress_state SET ready = true WHERE collection_id = p_collection AND journey_id = st.journey_id;
-  END LOOP;
+  -- Journey progress is rebuilt by the journeys.progress task, not here: the collection's kept
+  -- journeys are forgotten, and worker processes adopt them again when they start.
+  DELETE FROM journey_progress WHERE collection_id = p_collection;
+  DELETE FROM journey_progress_counts WHERE collection_id = p_collection;
+  DELETE FROM journey_progress_dirty WHERE collection_id = p_collection;
+  DELETE FROM journey_progress_state WHERE collection_id = p_collection;
 END
 $fn$;

@@ -32,7 +32,7 @@ export const journeysModule = defineModule({
   create: ({ db, log }, settings, deps: { jobs: JobsService }) =>
     new JourneysService(db, settings, deps.jobs.engine, log),
   routes: journeysRoutes,
-  tasks: () => [progressTask()],
+  tasks: (service) => [progressTask(service.analyticsWorkMemMb)],
   // Journeys stored before progress was kept are adopted once, by the processes that run jobs.
   lifecycle: (service, role) => ({
     start: () => {

@@ -7,9 +7,12 @@
  * - none: the journey has a step without an interaction mapping (or no steps); every query
  *   reads the events.
  * - building (version v, not ready): the steps changed (or the journey is new). Triggers on
- *   interaction_events already keep every touched recipient in version v; the rebuild task
- *   `journeys.progress` recomputes every entrant, a chunk per transaction, then removes the
- *   other versions' rows and marks v ready. Queries read the events meanwhile.
+ *   interaction_events already keep every touched recipient in version v, and note it as
+ *   dirty. The rebuild task `journeys.progress` waits for event writers that started before
+ *   the change, writes every entrant's row with the funnel's own statement (hash joins, a
+ *   part of the entrants per transaction; a row a trigger wrote in v is kept), recomputes the
+ *   dirty recipients one by one (the bulk statement's snapshot may be older than a trigger's),
+ *   removes older versions' rows and marks v ready. Queries read the events meanwhile.
  * - ready: queries without a period, whose steps are the kept ones, read the counters.
  *
  * Trade-offs: every event of a kept journey's interactions (or carrying its id) costs its
@@ -19,12 +22,12 @@
  * until then.
  */
 import { type Static, Type } from 'typebox';
-import type { Queryable } from '../../db/index.ts';
+import { inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import * as repo from './journeys.repository.ts';
 
 export const PROGRESS_TASK = 'journeys.progress';
-/** Recipients recomputed per transaction: short locks, and progress reported as it goes. */
+/** Recipients recomputed per transaction after the bulk statements: short locks. */
 const CHUNK = 2000;
 /** How long the rebuild waits for running event writers before it fails and is retried. */
 const WRITERS_WAIT_MS = 5000;
@@ -56,7 +59,14 @@ export async function queueRebuild(tx: Queryable, jobs: JobQueue, collectionId: 
   await jobs.enqueue(tx, collectionId, { task: PROGRESS_TASK, payload: { journeyId } });
 }
 
-async function rebuild(p: ProgressPayload, ctx: TaskContext): Promise<{ recipients: number; ready: boolean }> {
+/** Entrants per bulk statement: how long one statement holds its rows (a second or two). */
+const PART_ENTRANTS = 50_000;
+
+async function rebuild(
+  p: ProgressPayload,
+  ctx: TaskContext,
+  workMemMb: number,
+): Promise<{ written: number; touched: number; ready: boolean }> {
   const { db } = ctx;
   const collectionId = ctx.job.collectionId;
   await repo.waitForEventWriters(db, WRITERS_WAIT_MS);
@@ -64,26 +74,51 @@ async function rebuild(p: ProgressPayload, ctx: TaskContext): Promise<{ recipien
   if (!state?.steps) {
     // Nothing kept any more (or the journey is gone): the older versions' rows go.
     await repo.sweepProgress(db, collectionId, p.journeyId, state ? state.version : null);
-    return { recipients: 0, ready: false };
+    return { written: 0, touched: 0, ready: false };
   }
-  const keys = await repo.journeyEntrants(db, collectionId, p.journeyId);
-  for (let done = 0; done < keys.length; done += CHUNK) {
-    ctx.signal.throwIfAborted();
-    await db.transaction((tx) => repo.refreshProgress(tx, collectionId, p.journeyId, keys.slice(done, done + CHUNK)));
-    await ctx.progress({ done: Math.min(keys.length, done + CHUNK), total: keys.length });
+  const steps = state.steps.map((s, k) => ({ stepId: `s${k + 1}`, ...s }));
+  const entries = await repo.countJourneyEntries(db, collectionId, p.journeyId);
+  const count = Math.min(256, Math.max(1, Math.ceil(entries / PART_ENTRANTS)));
+  let written = 0;
+  for (const idField of ['userId', 'contactId'] as const) {
+    for (let index = 0; index < count; index++) {
+      ctx.signal.throwIfAborted();
+      written += await inAnalyticsTransaction(db, workMemMb, (tx) =>
+        repo.bulkProgress(tx, collectionId, {
+          journeyId: p.journeyId,
+          idField,
+          steps,
+          version: state.version,
+          part: { count, index },
+        }),
+      );
+      await ctx.progress({ done: index + 1 + (idField === 'userId' ? 0 : count), total: 2 * count });
+    }
+  }
+  // Recipients the triggers recomputed while the bulk statements ran: once more, one by one.
+  let touched = 0;
+  for (;;) {
+    const keys = await db.transaction(async (tx) => {
+      const taken = await repo.takeDirty(tx, collectionId, p.journeyId, CHUNK);
+      if (taken.length > 0) await repo.refreshProgress(tx, collectionId, p.journeyId, taken);
+      return taken;
+    });
+    touched += keys.length;
+    if (keys.length < CHUNK) break;
   }
   await repo.sweepProgress(db, collectionId, p.journeyId, state.version);
   // A newer version (the steps changed again meanwhile) has its own job queued.
   const ready = await repo.markProgressReady(db, collectionId, p.journeyId, state.version);
-  return { recipients: keys.length, ready };
+  return { written, touched, ready };
 }
 
-export function progressTask(): TaskDefinition {
+/** `workMemMb`: the bulk statements are the funnel's, with its work_mem. */
+export function progressTask(workMemMb: number): TaskDefinition {
   return defineTask({
     name: PROGRESS_TASK,
     payload: ProgressPayload,
     visible: false,
     maxAttempts: 10,
-    handler: rebuild,
+    handler: (p, ctx) => rebuild(p, ctx, workMemMb),
   });
 }

@@ -93,6 +93,8 @@ export interface ResolvedStep {
 export interface EntryInput {
   journeyId: string;
   idField: IdField;
+  /** Only the recipients whose id hashes to `index` of `count` parts (the rebuild's chunks). */
+  part?: { count: number; index: number };
   /** Inclusive. */
   start?: string;
   /** Exclusive. */
@@ -120,10 +122,11 @@ function entryCte(collectionId: string, f: EntryInput): Sql {
   const rid = raw(idColumn(f.idField));
   const startCond = f.start ? sql`AND occurred_at >= ${f.start}::timestamptz` : sql``;
   const endCond = f.end ? sql`AND occurred_at < ${f.end}::timestamptz` : sql``;
+  const partCond = f.part ? sql`AND abs(hashtext(${rid}) % ${f.part.count}) = ${f.part.index}` : sql``;
   return sql`entry AS (
       SELECT ${rid} AS rid, min(occurred_at) AS t FROM interaction_events
       WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId} AND deleted_at IS NULL
-        AND ${rid} IS NOT NULL ${startCond} ${endCond}
+        AND ${rid} IS NOT NULL ${startCond} ${endCond} ${partCond}
       GROUP BY ${rid})`;
 }
 
@@ -288,13 +291,71 @@ export interface RecipientKey {
   rid: string;
 }
 
-/** Every identity with a live event carrying the journey id, by idField. */
-export async function journeyEntrants(db: Queryable, collectionId: string, journeyId: string): Promise<RecipientKey[]> {
+/** Live events carrying the journey id (an estimate of its entrants, to size the rebuild's parts). */
+export async function countJourneyEntries(db: Queryable, collectionId: string, journeyId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(sql`
+    SELECT count(*)::bigint AS n FROM interaction_events
+    WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND deleted_at IS NULL`);
+  return rows[0].n;
+}
+
+/**
+ * Writes the progress rows of one part of a journey's entrants in `version`, computed by the
+ * funnel's own statement (hash joins over the journey's events: far cheaper per recipient than
+ * the triggers' lookups), and adds them to the counters. A row a trigger already wrote in this
+ * version is newer and is kept; rows the triggers touch meanwhile are recomputed afterwards
+ * (journey_progress_dirty). Returns the rows written.
+ */
+export async function bulkProgress(
+  db: Queryable,
+  collectionId: string,
+  f: FunnelInput & { version: number },
+): Promise<number> {
+  const completions = f.steps.map((_, k) => raw(`s${k}.completed`));
+  const joins = f.steps.map((_, k) => raw(`LEFT JOIN s${k} ON s${k}.rid = e.rid`));
+  const idField = f.idField === 'contactId' ? 'contactId' : 'userId';
+  const { rows } = await db.query<{ n: number }>(sql`
+    ${funnelCtes(collectionId, f)},
+    computed AS (
+      SELECT e.rid, e.t AS entered_at, array_remove(ARRAY[${join(completions, ', ')}]::timestamptz[], NULL) AS done
+      FROM entry e ${join(joins, ' ')}
+    ), written AS (
+      INSERT INTO journey_progress AS p (collection_id, journey_id, id_field, rid, version, n_steps, entered_at, completed_at)
+      SELECT ${collectionId}, ${f.journeyId}, ${idField}, rid, ${f.version}, ${f.steps.length}, entered_at, done
+      FROM computed ORDER BY rid
+      ON CONFLICT (collection_id, journey_id, id_field, rid) DO UPDATE
+        SET version = excluded.version, n_steps = excluded.n_steps, entered_at = excluded.entered_at,
+            completed_at = excluded.completed_at
+        WHERE p.version < excluded.version
+      RETURNING p.entered_at, p.completed_at, p.n_steps
+    ), counted AS (
+      INSERT INTO journey_progress_counts AS t
+        (collection_id, journey_id, version, id_field, step, slot, entered, completed, seconds)
+      SELECT ${collectionId}, ${f.journeyId}, ${f.version}, ${idField}, x.step, pg_backend_pid() % 16,
+        sum(x.entered), sum(x.completed), sum(x.seconds)
+      FROM written w, journey_progress_contrib(w.entered_at, w.completed_at, w.n_steps) x
+      GROUP BY x.step ORDER BY x.step
+      ON CONFLICT (collection_id, journey_id, version, id_field, step, slot) DO UPDATE
+        SET entered = t.entered + excluded.entered, completed = t.completed + excluded.completed,
+            seconds = t.seconds + excluded.seconds
+    )
+    SELECT count(*)::int AS n FROM written`);
+  return rows[0].n;
+}
+
+/** Takes up to `limit` recipients touched while the rebuild ran, to recompute them. */
+export async function takeDirty(
+  db: Queryable,
+  collectionId: string,
+  journeyId: string,
+  limit: number,
+): Promise<RecipientKey[]> {
   const { rows } = await db.query<RecipientKey>(sql`
-    SELECT DISTINCT v.f AS "idField", v.rid FROM interaction_events e,
-      LATERAL (VALUES ('userId', e.user_id), ('contactId', e.contact_id)) AS v(f, rid)
-    WHERE e.collection_id = ${collectionId} AND e.journey_id = ${journeyId} AND e.deleted_at IS NULL
-      AND v.rid IS NOT NULL`);
+    DELETE FROM journey_progress_dirty d USING (
+      SELECT id_field, rid FROM journey_progress_dirty
+      WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} LIMIT ${limit}) x
+    WHERE d.collection_id = ${collectionId} AND d.journey_id = ${journeyId} AND d.id_field = x.id_field AND d.rid = x.rid
+    RETURNING d.id_field AS "idField", d.rid`);
   return rows;
 }
 
@@ -334,6 +395,11 @@ export async function markProgressReady(
   const { rowCount } = await db.query(sql`
     UPDATE journey_progress_state SET ready = true
     WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND version = ${version}`);
+  if (rowCount > 0) {
+    await db.query(
+      sql`DELETE FROM journey_progress_dirty WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}`,
+    );
+  }
   return rowCount > 0;
 }
 

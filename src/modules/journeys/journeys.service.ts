@@ -153,6 +153,11 @@ export class JourneysService {
     private readonly log: { info(o: object, msg: string): void; warn(o: object, msg: string): void },
   ) {}
 
+  /** The work_mem of funnel statements (the progress rebuild runs them too). */
+  get analyticsWorkMemMb(): number {
+    return this.settings.analyticsWorkMemMb;
+  }
+
   /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
   private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     return inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
