@@ -230,6 +230,8 @@ CREATE TRIGGER journey_progress_delete AFTER DELETE ON interaction_events
 -- interaction_events (writers wait) for as long as it runs. Sorts run in memory (work_mem).
 CREATE FUNCTION interactions_rebuild_derived(p_collection text) RETURNS void LANGUAGE plpgsql
   SET work_mem = '256MB' AS $fn$
+DECLARE
+  time_index text;
 BEGIN
   LOCK TABLE interaction_events IN SHARE MODE;
   DELETE FROM interaction_counts_hourly WHERE collection_id = p_collection;
@@ -241,13 +243,20 @@ BEGIN
 
   DELETE FROM interaction_latest WHERE collection_id = p_collection;
   DELETE FROM interaction_latest_counts WHERE collection_id = p_collection;
+  -- As in 0203: a byte-order sort, and the time index built after the rows are in (writers
+  -- wait on the SHARE lock anyway). Its definition is read, not repeated.
+  time_index := pg_get_indexdef('interaction_latest_time'::regclass);
+  DROP INDEX interaction_latest_time;
   INSERT INTO interaction_latest (collection_id, interaction_id, id_field, rid, event_row, occurred_at, outcome)
-  SELECT DISTINCT ON (interaction_id, f, rid) p_collection, interaction_id, f, rid, id, occurred_at, outcome
+  SELECT DISTINCT ON (interaction_id COLLATE "C", f COLLATE "C", rid COLLATE "C")
+    p_collection, interaction_id, f, rid, id, occurred_at, outcome
   FROM interaction_events e, LATERAL (VALUES ('userId', e.user_id), ('contactId', e.contact_id)) AS v(f, rid)
   WHERE e.collection_id = p_collection AND e.deleted_at IS NULL AND v.rid IS NOT NULL
-  ORDER BY interaction_id, f, rid, occurred_at DESC, id DESC;
-  INSERT INTO interaction_latest_counts (collection_id, interaction_id, id_field, day, outcome, slot, n)
-  SELECT collection_id, interaction_id, id_field, (occurred_at AT TIME ZONE 'UTC')::date, coalesce(outcome, ''), 0, count(*)
+  ORDER BY interaction_id COLLATE "C", f COLLATE "C", rid COLLATE "C", occurred_at DESC, id DESC;
+  EXECUTE time_index;
+  INSERT INTO interaction_latest_counts (collection_id, interaction_id, id_field, hour, outcome, slot, n)
+  SELECT collection_id, interaction_id, id_field, date_bin('1 hour', occurred_at, timestamptz '2000-01-01 00:00:00+00'),
+  coalesce(outcome, ''), 0, count(*)
   FROM interaction_latest WHERE collection_id = p_collection
   GROUP BY 1, 2, 3, 4, 5;
 

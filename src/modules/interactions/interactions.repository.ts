@@ -373,11 +373,9 @@ function rollupSource(collectionId: string, f: EventFilter): Sql | null {
   return join(parts, ' UNION ALL ');
 }
 
-const DAY_MS = 86400_000;
-
 /**
  * Counts by outcome of each identity's latest event per interaction, from interaction_latest
- * (migration 0203): whole UTC days from its counters, the part-day at `from` from its rows.
+ * (migration 0203): whole hours from its counters, the part-hour at `from` from its rows.
  * Answers only what that table knows: a filter on interaction and a window whose end lies
  * after every identity's latest event (else an identity's latest in the window may be an
  * earlier event); `undefined` when it cannot answer and the events must be read.
@@ -401,16 +399,16 @@ export async function latestCountsByOutcome(
     if (rows[0].after) return undefined;
   }
   const from = f.from === undefined ? undefined : Date.parse(f.from);
-  const firstDay = from === undefined ? undefined : Math.ceil(from / DAY_MS) * DAY_MS;
+  const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
   const where = [sql`collection_id = ${collectionId}`, sql`id_field = ${idField}`];
   if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
-  if (firstDay !== undefined) where.push(sql`day >= ${new Date(firstDay).toISOString().slice(0, 10)}::date`);
+  if (firstHour !== undefined) where.push(sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`);
   const parts = [
     sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_latest_counts WHERE ${join(where, ' AND ')}`,
   ];
-  if (from !== undefined && firstDay !== undefined && from < firstDay) {
+  if (from !== undefined && firstHour !== undefined && from < firstHour) {
     parts.push(sql`SELECT outcome, count(*) AS n FROM ${latest}
-      AND occurred_at >= ${f.from}::timestamptz AND occurred_at < ${new Date(firstDay).toISOString()}::timestamptz
+      AND occurred_at >= ${f.from}::timestamptz AND occurred_at < ${new Date(firstHour).toISOString()}::timestamptz
       GROUP BY outcome`);
   }
   const { rows } = await db.query<{ outcome: string | null; count: number }>(sql`
