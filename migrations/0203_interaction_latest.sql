@@ -182,7 +182,10 @@ ORDER BY e.collection_id COLLATE "C", e.interaction_id COLLATE "C", v.f COLLATE 
   e.occurred_at DESC, e.id DESC;
 -- The part-hour at a window's start, and whether anything lies at or after a window's end.
 CREATE INDEX interaction_latest_time ON interaction_latest (collection_id, id_field, interaction_id, occurred_at) INCLUDE (outcome);
+-- Statistics now, not when autovacuum gets to it: without them the planner scans the table.
+ANALYZE interaction_latest;
 INSERT INTO interaction_latest_counts (collection_id, interaction_id, id_field, hour, outcome, slot, n)
 SELECT collection_id, interaction_id, id_field, date_bin('1 hour', occurred_at, timestamptz '2000-01-01 00:00:00+00'),
   coalesce(outcome, ''), 0, count(*)
 FROM interaction_latest GROUP BY 1, 2, 3, 4, 5;
+ANALYZE interaction_latest_counts;

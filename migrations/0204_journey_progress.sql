@@ -259,6 +259,9 @@ BEGIN
   coalesce(outcome, ''), 0, count(*)
   FROM interaction_latest WHERE collection_id = p_collection
   GROUP BY 1, 2, 3, 4, 5;
+  -- Statistics now: without them the planner scans the tables it was meant to spare.
+  ANALYZE interaction_latest;
+  ANALYZE interaction_latest_counts;
 
   -- Journey progress is rebuilt by the journeys.progress task, not here: the collection's kept
   -- journeys are forgotten, and worker processes adopt them again when they start.
