@@ -31,7 +31,8 @@
  * - append throughput, as a ratio to raw inserts measured in the same run from this process on
  *   the same schema, in interleaved rounds: a multi-row INSERT (500 rows per statement, the
  *   bulk-load ceiling) and single-row INSERTs on 20 connections (the per-event ceiling
- *   without HTTP, auth, validation).
+ *   without HTTP, auth, validation), each also with the user triggers off, which prices the
+ *   derived tables (hourly rollup, latest events, journey progress) a write keeps.
  */
 import pg from 'pg';
 import { migrate, openDatabase } from '../src/db/index.ts';
@@ -113,7 +114,9 @@ try {
   const service = await startService(readEnv);
   let baseline: RunningProcess | undefined;
   try {
-    if (BASELINE_DIR) baseline = await startServiceAt(BASELINE_DIR, readEnv);
+    // The baseline answers reads only: as a worker it would claim tasks it does not have (the
+    // journeys.progress rebuild of this checkout) and fail them.
+    if (BASELINE_DIR) baseline = await startServiceAt(BASELINE_DIR, { ...readEnv, ROLE: 'api' });
     const { key } = await fetch(`${service.url}/admin/collection/${COLLECTION}/api-keys`, {
       method: 'POST',
       headers: { authorization: `Bearer ${SUPER_KEY}`, 'content-type': 'application/json' },
@@ -305,31 +308,48 @@ try {
     // this process (no HTTP, auth, validation or type check), in interleaved rounds.
     const pool = database.url ? new pg.Pool({ connectionString: database.url, max: 20 }) : undefined;
     let next = 0;
-    const rawInsert = async (workers: number, perStatement: number): Promise<LoadResult> => {
+    /**
+     * Raw inserts from this process. `triggersOff`: with the user triggers disabled for the
+     * session (session_replication_role = replica, superuser), so the hourly rollup, the latest
+     * events and journey progress are not kept: what the derived tables cost a write, in the
+     * same rounds. Those rows carry the event-id prefix `raw-off-` and are removed the same way.
+     */
+    const rawInsert = async (workers: number, perStatement: number, triggersOff = false): Promise<LoadResult> => {
       const deadline = Date.now() + SECONDS * 1000;
+      const prefix = triggersOff ? 'raw-off' : 'raw';
       let inserted = 0;
       await Promise.all(
         Array.from({ length: workers }, async () => {
-          while (Date.now() < deadline) {
-            const params: unknown[] = [];
-            const tuples: string[] = [];
-            for (let i = 0; i < perStatement; i++) {
-              const k = next++;
-              const p = params.length;
-              tuples.push(
-                `('bench', $${p + 1}, $${p + 2}, 'bench', $${p + 3}, $${p + 3}, 'success', $${p + 4}::jsonb, 'admin')`,
-              );
-              params.push(`raw-${k}`, `bench-${k % 10}`, `user-${k % 100_000}`, JSON.stringify({ score: k % 97 }));
-            }
-            await pool!.query(
-              `INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, user_id, contact_id, outcome, metadata, source)
-               VALUES ${tuples.join(', ')}`,
-              params,
-            );
-            inserted += perStatement;
+          const client = await pool!.connect();
+          if (triggersOff) await client.query('SET session_replication_role = replica');
+          try {
+            await insertLoop(client);
+          } finally {
+            if (triggersOff) await client.query('RESET session_replication_role');
+            client.release();
           }
         }),
       );
+      async function insertLoop(client: pg.PoolClient) {
+        while (Date.now() < deadline) {
+          const params: unknown[] = [];
+          const tuples: string[] = [];
+          for (let i = 0; i < perStatement; i++) {
+            const k = next++;
+            const p = params.length;
+            tuples.push(
+              `('bench', $${p + 1}, $${p + 2}, 'bench', $${p + 3}, $${p + 3}, 'success', $${p + 4}::jsonb, 'admin')`,
+            );
+            params.push(`${prefix}-${k}`, `bench-${k % 10}`, `user-${k % 100_000}`, JSON.stringify({ score: k % 97 }));
+          }
+          await client.query(
+            `INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, user_id, contact_id, outcome, metadata, source)
+               VALUES ${tuples.join(', ')}`,
+            params,
+          );
+          inserted += perStatement;
+        }
+      }
       return { rps: inserted / SECONDS, p50: 0, p99: 0, unexpected: 0 };
     };
     let n = 0;
@@ -355,7 +375,9 @@ try {
     if (pool) {
       const w = await interleaved({
         multi: () => rawInsert(2, 500),
+        multiOff: () => rawInsert(2, 500, true),
         single: () => rawInsert(20, 1),
+        singleOff: () => rawInsert(20, 1, true),
         append,
       });
       report({
@@ -364,6 +386,18 @@ try {
         note: 'rows/s',
       });
       report({ scenario: 'baseline: raw single-row INSERT (20 conn)', rps: w.single.rps, note: 'rows/s' });
+      const kept = (on: LoadResult, off: LoadResult) =>
+        `rows/s; with the derived tables kept ${(on.rps / off.rps).toFixed(2)}× of this`;
+      report({
+        scenario: 'raw multi-row INSERT, triggers off (no rollup, latest, progress)',
+        rps: w.multiOff.rps,
+        note: kept(w.multi, w.multiOff),
+      });
+      report({
+        scenario: 'raw single-row INSERT, triggers off (no rollup, latest, progress)',
+        rps: w.singleOff.rps,
+        note: kept(w.single, w.singleOff),
+      });
       const appendRow = row('append (admin, 1 event/request), 20 conn', w.append, {
         name: 'raw multi-row INSERT',
         result: w.multi,
@@ -373,12 +407,28 @@ try {
       if (KEEP) {
         // A kept data set stays as seeded: the writes go (their delete trigger corrects the
         // derived counts), and VACUUM sets the visibility map the writes cleared.
+        // Rows written without the triggers go without them (their delete trigger would take
+        // back counts they never added); the rest with them.
+        const off = await pool.connect();
+        let removed = 0;
+        try {
+          await off.query('SET session_replication_role = replica');
+          const r = await off.query(
+            "DELETE FROM interaction_events WHERE collection_id = $1 AND id > $2 AND event_id LIKE 'raw-off-%'",
+            [COLLECTION, seededMaxId],
+          );
+          removed += r.rowCount ?? 0;
+          await off.query('RESET session_replication_role');
+        } finally {
+          off.release();
+        }
         const { rowCount } = await pool.query('DELETE FROM interaction_events WHERE collection_id = $1 AND id > $2', [
           COLLECTION,
           seededMaxId,
         ]);
+        removed += rowCount ?? 0;
         await pool.query('VACUUM ANALYZE interaction_events');
-        console.log(`kept schema ${KEEP}: removed the ${rowCount} events the writes added`);
+        console.log(`kept schema ${KEEP}: removed the ${removed} events the writes added`);
       }
       await pool.end();
     } else {
