@@ -85,15 +85,16 @@ CREATE FUNCTION interaction_latest_refresh(keys jsonb) RETURNS void LANGUAGE plp
   -- these small statements on such guesses costs 400 ms each.
   SET jit = off AS $fn$
 BEGIN
-  -- 1. Lock every key's row, inserting a placeholder where there is none.
-  INSERT INTO interaction_latest (collection_id, interaction_id, id_field, rid, event_row, occurred_at)
+  -- 1. Lock every key's row, inserting a placeholder where there is none, in one pass in key
+  -- order (the insert trigger's order too). DO UPDATE, not DO NOTHING and a later FOR UPDATE:
+  -- it waits for a row another transaction holds and, when that one deleted the row, inserts
+  -- the placeholder instead, so the key is always locked. (DO NOTHING would pass over a row that
+  -- is only locked, the FOR UPDATE would then skip it once deleted, and the counters below
+  -- would count a key without a row.) The no-op SET changes no indexed column: a HOT update.
+  INSERT INTO interaction_latest AS l (collection_id, interaction_id, id_field, rid, event_row, occurred_at)
   SELECT DISTINCT k.c, k.i, k.f, k.rid, 0, '-infinity'::timestamptz
   FROM jsonb_to_recordset(keys) AS k(c text, i text, f text, rid text) ORDER BY 1, 2, 3, 4
-  ON CONFLICT DO NOTHING;
-  PERFORM 1 FROM interaction_latest l
-  JOIN (SELECT DISTINCT * FROM jsonb_to_recordset(keys) AS k(c text, i text, f text, rid text)) k
-    ON l.collection_id = k.c AND l.interaction_id = k.i AND l.id_field = k.f AND l.rid = k.rid
-  ORDER BY l.collection_id, l.interaction_id, l.id_field, l.rid FOR UPDATE OF l;
+  ON CONFLICT (collection_id, interaction_id, id_field, rid) DO UPDATE SET event_row = l.event_row;
   -- 2. A new statement, so a new snapshot: recompute, write, and count the difference.
   WITH k AS (
     SELECT DISTINCT * FROM jsonb_to_recordset(keys) AS k(c text, i text, f text, rid text)

@@ -87,15 +87,14 @@ CREATE FUNCTION journey_progress_refresh(keys jsonb) RETURNS void LANGUAGE plpgs
   -- these small statements on such guesses costs 400 ms each.
   SET jit = off AS $fn$
 BEGIN
-  -- 1. Lock every recipient's row, inserting a placeholder where there is none.
-  INSERT INTO journey_progress (collection_id, journey_id, id_field, rid, version, n_steps, entered_at, completed_at)
+  -- 1. Lock every recipient's row, inserting a placeholder where there is none, in one pass in
+  -- key order. DO UPDATE waits for a row another transaction holds and inserts the placeholder
+  -- when that one deleted it, so every key ends up locked (see interaction_latest_refresh in
+  -- 0203 for why DO NOTHING and a FOR UPDATE could lose one).
+  INSERT INTO journey_progress AS p (collection_id, journey_id, id_field, rid, version, n_steps, entered_at, completed_at)
   SELECT DISTINCT k.c, k.j, k.f, k.rid, -1, 0, '-infinity'::timestamptz, '{}'::timestamptz[]
   FROM jsonb_to_recordset(keys) AS k(c text, j text, f text, rid text) ORDER BY 1, 2, 3, 4
-  ON CONFLICT DO NOTHING;
-  PERFORM 1 FROM journey_progress p
-  JOIN (SELECT DISTINCT * FROM jsonb_to_recordset(keys) AS k(c text, j text, f text, rid text)) k
-    ON p.collection_id = k.c AND p.journey_id = k.j AND p.id_field = k.f AND p.rid = k.rid
-  ORDER BY p.collection_id, p.journey_id, p.id_field, p.rid FOR UPDATE OF p;
+  ON CONFLICT (collection_id, journey_id, id_field, rid) DO UPDATE SET n_steps = p.n_steps;
   -- 2. A new statement, so a new snapshot: recompute, write, and count the difference.
   WITH RECURSIVE k AS (
     SELECT DISTINCT k.c, k.j, k.f, k.rid, s.version, s.steps

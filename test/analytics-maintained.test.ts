@@ -7,8 +7,10 @@
  * and restores, a change of the journey's steps, and the journey's deletion.
  * test/analytics-exact.test.ts checks both paths against a brute-force computation.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { onPostgres } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
 
 let t: TestApp;
@@ -182,6 +184,105 @@ describe('maintained analytics', () => {
     await appendRandom(3, 6, 120, true);
     await compareAll();
   });
+
+  it('stay exact through concurrent deletes, restores, outcome changes and appends for the same people', async () => {
+    // Seed 3's 120 events belong to 6 people: deleting a person's last live event while another
+    // writer restores or appends one of theirs is the race the triggers' row locks must survive
+    // (on PostgreSQL, where the writes run at once).
+    const r = rng(7);
+    for (let wave = 0; wave < 3; wave++) {
+      const ops = Array.from({ length: 60 }, (_, i) => {
+        const pick = r();
+        if (pick < 0.2) {
+          const u = Math.floor(r() * 6);
+          return () =>
+            append({
+              interactionId: r() < 0.5 ? 'view' : 'enter',
+              userId: `u${u}`,
+              contactId: `c${u}`,
+              outcome: 'success',
+              eventId: `w${wave}-${i}`,
+              timestamp: new Date(B + Math.floor(r() * 10 * DAY)).toISOString(),
+              ...(r() < 0.5 ? { journeyId } : {}),
+            });
+        }
+        const payload = pick < 0.75 ? { deleted: r() < 0.6 } : { outcome: r() < 0.5 ? 'success' : 'fail' };
+        const eventId = `s3-${Math.floor(r() * 120)}`;
+        return async () => {
+          const res = await t.inject({
+            method: 'PATCH',
+            url: `/admin/collection/${c.id}/interactions/events/${eventId}`,
+            headers: c.auth,
+            payload,
+          });
+          expect(res.statusCode, res.body).toBe(200);
+        };
+      });
+      await Promise.all(ops.map((op) => op()));
+    }
+    await compareAll();
+  });
+
+  it.skipIf(!onPostgres)(
+    'keep an identity’s latest row when another writer deletes it while this one waits for its lock (PostgreSQL)',
+    async () => {
+      // The window this covers: another transaction has locked the identity's latest row and
+      // is about to delete it (its identity has no live event left) when a restore of one of
+      // its events comes in. The restore must wait for it and then insert the row afresh; a
+      // lock taken by `INSERT ... DO NOTHING` and `SELECT ... FOR UPDATE` passed over the row
+      // and then skipped it once deleted, leaving a counted identity without its row.
+      const other = await t.createCollection();
+      const on = (path: string, method: 'POST' | 'PATCH', payload: Record<string, unknown>) =>
+        t.inject({ method, url: `/admin/collection/${other.id}${path}`, headers: other.auth, payload });
+      expect((await on('/interactions', 'POST', { id: 'race', appId: 'shop' })).statusCode).toBeLessThan(300);
+      for (const eventId of ['r-live', 'r-dead']) {
+        const res = await on('/interactions/append', 'POST', {
+          appId: 'shop',
+          interactionId: 'race',
+          userId: 'race-u',
+          outcome: 'success',
+          eventId,
+          timestamp: eventId === 'r-dead' ? '2026-03-02T00:00:00.000Z' : '2026-03-01T00:00:00.000Z',
+        });
+        expect(res.statusCode, res.body).toBe(200);
+      }
+      expect((await on('/interactions/events/r-dead', 'PATCH', { deleted: true })).statusCode).toBe(200);
+
+      const key = [other.id, 'race', 'userId', 'race-u'];
+      const where = 'collection_id = $1 AND interaction_id = $2 AND id_field = $3 AND rid = $4';
+      const holder = new pg.Client({ connectionString: t.testDb.url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        const locked = await holder.query(`SELECT 1 FROM interaction_latest WHERE ${where} FOR UPDATE`, key);
+        expect(locked.rowCount).toBe(1);
+        const restore = on('/interactions/events/r-dead', 'PATCH', { deleted: false });
+        // The restore's trigger is waiting for the row lock.
+        await waitFor(
+          async () => {
+            const { rows } = await holder.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+               WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))`,
+            );
+            return rows[0].n > 0 ? true : undefined;
+          },
+          5000,
+          'the restore to wait for the row lock',
+        );
+        await holder.query(`DELETE FROM interaction_latest WHERE ${where}`, key);
+        await holder.query('COMMIT');
+        const res = await restore;
+        expect(res.statusCode, res.body).toBe(200);
+        const { rows } = await holder.query<{ occurred_at: Date }>(
+          `SELECT occurred_at FROM interaction_latest WHERE ${where}`,
+          key,
+        );
+        expect(rows.map((r) => r.occurred_at.toISOString())).toEqual(['2026-03-02T00:00:00.000Z']);
+      } finally {
+        await holder.end();
+      }
+    },
+  );
 
   it('follow outcome changes, deletes and restores of events', async () => {
     for (const [i, body] of [
