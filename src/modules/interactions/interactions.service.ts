@@ -5,7 +5,7 @@
  * `details.reason` and as `reason` at the top level of the error body (see
  * docs/interactions.md for the list).
  */
-import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import { type Db, inAnalyticsTransaction, type Queryable, retryOnConflict } from '../../db/index.ts';
 import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
@@ -300,7 +300,7 @@ export class InteractionsService {
     const anonId = anonIdOf(body);
     const type = await this.typeForEvent(collectionId, body.interactionId, body.appId);
     const eventId = body.eventId ?? newId('evt');
-    await repo.insertEvent(this.db, collectionId, {
+    const event: repo.NewEvent = {
       ...bodyColumns(body),
       eventId,
       interactionId: type.id,
@@ -311,7 +311,11 @@ export class InteractionsService {
       anonId,
       channel: 'admin',
       extra,
-    });
+    };
+    // Every write of events runs again after a deadlock: the triggers that keep the derived
+    // tables lock their rows in key order, but an update touching two identities or two
+    // statements of one transaction can still meet another writer the other way round.
+    await retryOnConflict(() => repo.insertEvent(this.db, collectionId, event));
     return { success: true, eventId };
   }
 
@@ -395,10 +399,10 @@ export class InteractionsService {
       extra,
     };
     if (checks.length === 0) {
-      await repo.insertEvent(this.db, collectionId, event);
+      await retryOnConflict(() => repo.insertEvent(this.db, collectionId, event));
       return { success: true, eventId };
     }
-    await this.db.transaction(async (tx) => {
+    await this.writeEvents(async (tx) => {
       for (const c of checks) await repo.lockUniqueness(tx, collectionId, `${type.id}:${c.column}:${c.value}`);
       for (const c of checks) {
         const since = c.windowSeconds ? new Date(now.getTime() - c.windowSeconds * 1000) : null;
@@ -437,7 +441,7 @@ export class InteractionsService {
     if (Object.keys(fields).length === 0 && deleted === undefined) {
       throw badRequest(`Nothing to change: send one of ${EVENT_CHANGE_FIELDS.join(', ')}, or deleted (status)`);
     }
-    return this.db.transaction(async (tx) => {
+    return this.writeEvents(async (tx) => {
       const latest = await repo.findLatestVersion(tx, collectionId, eventId);
       if (!latest) throw notFound('Interaction event');
       const stored: Record<keyof EventNamedAs, string | null> = {
@@ -459,6 +463,11 @@ export class InteractionsService {
       const after = await repo.findLatestVersion(tx, collectionId, eventId);
       return toEventRow(after!);
     });
+  }
+
+  /** A transaction that writes events, run again after a deadlock (see `append`). */
+  private writeEvents<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return retryOnConflict(() => this.db.transaction(fn));
   }
 
   /**
