@@ -333,9 +333,13 @@ export async function countsByOutcome(
   return rows;
 }
 
-/** The rollup knows interaction, app, hour and outcome: any other filter needs the events. */
+/**
+ * The rollup knows interaction, app, hour and outcome: any other filter needs the events, and
+ * so does a window without one whole hour in it (nothing for the rollup to answer).
+ */
 export function hourlyRollupAnswers(f: EventFilter): boolean {
   return (
+    rollupHours(f) !== null &&
     f.userId === undefined &&
     f.contactId === undefined &&
     f.scope === undefined &&
@@ -347,13 +351,21 @@ export function hourlyRollupAnswers(f: EventFilter): boolean {
   );
 }
 
-/** Rollup hours inside the window plus raw events of its partial edge hours; null when the window is inside one hour. */
-function rollupSource(collectionId: string, f: EventFilter): Sql | null {
+/** The window's whole hours (first hour, end hour; open ends undefined); null when it has none. */
+function rollupHours(f: EventFilter) {
   const from = f.from === undefined ? undefined : Date.parse(f.from);
   const to = f.to === undefined ? undefined : Date.parse(f.to);
   const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
   const endHour = to === undefined ? undefined : Math.floor(to / HOUR_MS) * HOUR_MS;
   if (firstHour !== undefined && endHour !== undefined && firstHour >= endHour) return null;
+  return { from, to, firstHour, endHour };
+}
+
+/** Rollup hours inside the window plus raw events of its partial edge hours; null when the window is inside one hour. */
+function rollupSource(collectionId: string, f: EventFilter): Sql | null {
+  const hours = rollupHours(f);
+  if (hours === null) return null;
+  const { from, to, firstHour, endHour } = hours;
   const where = [sql`collection_id = ${collectionId}`];
   if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
   if (f.appId !== undefined) where.push(sql`app_id = ${f.appId}`);
@@ -392,12 +404,10 @@ export async function latestCountsByOutcome(
                 WHERE collection_id = ${collectionId} AND id_field = ${idField})`;
   const latest = sql`interaction_latest WHERE collection_id = ${collectionId} AND id_field = ${idField}
     AND interaction_id = ANY(${interactions})`;
-  if (f.to !== undefined) {
-    const { rows } = await db.query<{ after: boolean }>(
-      sql`SELECT EXISTS (SELECT 1 FROM ${latest} AND occurred_at >= ${f.to}::timestamptz) AS after`,
-    );
-    if (rows[0].after) return undefined;
-  }
+  // The check and the counts in one statement, so one snapshot: between two statements a
+  // latest event at or after `to` could be written and counted.
+  const after =
+    f.to === undefined ? sql`false` : sql`EXISTS (SELECT 1 FROM ${latest} AND occurred_at >= ${f.to}::timestamptz)`;
   const from = f.from === undefined ? undefined : Date.parse(f.from);
   const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
   const where = [sql`collection_id = ${collectionId}`, sql`id_field = ${idField}`];
@@ -411,11 +421,17 @@ export async function latestCountsByOutcome(
       AND occurred_at >= ${f.from}::timestamptz AND occurred_at < ${new Date(firstHour).toISOString()}::timestamptz
       GROUP BY outcome`);
   }
-  const { rows } = await db.query<{ outcome: string | null; count: number }>(sql`
-    SELECT outcome, sum(n)::bigint AS count FROM (${join(parts, ' UNION ALL ')}) x
-    GROUP BY outcome HAVING sum(n) > 0
-    ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}`);
-  return rows;
+  const { rows } = await db.query<{ after: boolean; outcome: string | null; count: number | null }>(sql`
+    WITH guard AS (SELECT ${after} AS after),
+    counts AS (
+      SELECT outcome, sum(n)::bigint AS count FROM (${join(parts, ' UNION ALL ')}) x
+      GROUP BY outcome HAVING sum(n) > 0
+      ORDER BY count DESC, outcome NULLS LAST LIMIT ${f.limit}
+    )
+    SELECT g.after, c.outcome, c.count FROM guard g LEFT JOIN counts c ON NOT g.after
+    ORDER BY c.count DESC, c.outcome NULLS LAST`);
+  if (rows[0].after) return undefined;
+  return rows.filter((r) => r.count !== null).map((r) => ({ outcome: r.outcome, count: r.count as number }));
 }
 
 /** A Map, not an object: groupBy is the caller's text, and `constructor` must not be found. */
