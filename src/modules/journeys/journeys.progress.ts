@@ -16,8 +16,10 @@
  * - ready: queries without a period, whose steps are the kept ones, read the counters.
  *
  * Trade-offs: every event of a kept journey's interactions (or carrying its id) costs its
- * writer the recomputation of that recipient, a handful of index lookups; the rebuild holds
- * event writers back only for the moment it waits for those already running; a journey with
+ * writer the recomputation of that recipient, a handful of index lookups; the rebuild waits
+ * for the transactions already running without holding new writers back (a lock on the
+ * events table would hold every tenant's writers behind the longest one); a journey's rebuilds
+ * run one at a time (a named queue per journey), so two never share its dirty rows; a journey with
  * a million entrants is rebuilt in the background in minutes, with the events path answering
  * until then.
  */
@@ -29,12 +31,19 @@ import * as repo from './journeys.repository.ts';
 export const PROGRESS_TASK = 'journeys.progress';
 /** Recipients recomputed per transaction after the bulk statements: short locks. */
 const CHUNK = 2000;
-/** How long the rebuild waits for running event writers before it fails and is retried. */
-const WRITERS_WAIT_MS = 5000;
+/**
+ * How long the rebuild waits for transactions that were running when it started before it
+ * fails and is retried; the wait holds nobody back (see waitForEventWriters).
+ */
+const WRITERS_WAIT_MS = 30_000;
 
 /** The part of the job engine this module needs (see src/modules/jobs). */
 export interface JobQueue {
-  enqueue(q: Queryable, collectionId: string, options: { task: string; payload?: unknown }): Promise<unknown>;
+  enqueue(
+    q: Queryable,
+    collectionId: string,
+    options: { task: string; payload?: unknown; queueName?: string },
+  ): Promise<unknown>;
 }
 
 export const ProgressPayload = Type.Object({ journeyId: Type.String({ maxLength: 200 }) });
@@ -56,7 +65,14 @@ export async function followSteps(
 
 /** Queues the rebuild (or, for a deleted journey, the removal) of a journey's progress rows. */
 export async function queueRebuild(tx: Queryable, jobs: JobQueue, collectionId: string, journeyId: string) {
-  await jobs.enqueue(tx, collectionId, { task: PROGRESS_TASK, payload: { journeyId } });
+  // One named queue per journey: its rebuilds run one at a time, in the order the changes were
+  // made. Two at once (steps changed twice, or changed and then deleted) could take each
+  // other's dirty recipients or write rows of a version already swept.
+  await jobs.enqueue(tx, collectionId, {
+    task: PROGRESS_TASK,
+    payload: { journeyId },
+    queueName: `${PROGRESS_TASK}:${journeyId}`,
+  });
 }
 
 /** Entrants per bulk statement: how long one statement holds its rows (a second or two). */
@@ -72,8 +88,9 @@ async function rebuild(
   await repo.waitForEventWriters(db, WRITERS_WAIT_MS);
   const state = await repo.findProgressState(db, collectionId, p.journeyId);
   if (!state?.steps) {
-    // Nothing kept any more (or the journey is gone): the older versions' rows go.
-    await repo.sweepProgress(db, collectionId, p.journeyId, state ? state.version : null);
+    // Nothing kept any more (or the journey is gone): every row goes, noted recipients too (a
+    // state without steps has no rows of its own version: the triggers keep none).
+    await repo.sweepProgress(db, collectionId, p.journeyId, null);
     return { written: 0, touched: 0, ready: false };
   }
   const steps = state.steps.map((s, k) => ({ stepId: `s${k + 1}`, ...s }));

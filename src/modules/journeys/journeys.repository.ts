@@ -275,15 +275,29 @@ export async function followSteps(
 }
 
 /**
- * Waits until every transaction writing interaction_events has ended, holding new writers back
- * for that long: after it, every writer sees the progress state committed before it, so the
- * rebuild's reading of entrants misses no event the triggers did not handle.
+ * Waits until every transaction that was writing when it was called has ended: after it,
+ * every writer sees the progress state committed before the call, so the rebuild's reading of
+ * entrants misses no event the triggers did not handle. It watches the server's snapshots
+ * (transactions below the horizon all finished) rather than taking a lock on
+ * interaction_events: a lock would queue every tenant's new event writers behind one long
+ * writer for as long as it waited. Throws after `timeoutMs` (the task is then retried).
  */
-export async function waitForEventWriters(db: Db, lockTimeoutMs: number): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
-    await tx.query('LOCK TABLE interaction_events IN SHARE MODE');
-  });
+export async function waitForEventWriters(db: Db, timeoutMs: number, pollMs = 20): Promise<void> {
+  const { rows } = await db.query<{ horizon: string }>(
+    'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS horizon',
+  );
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows: done } = await db.query<{ ended: boolean }>(
+      'SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS ended',
+      [rows[0].horizon],
+    );
+    if (done[0].ended) return;
+    if (Date.now() > deadline) {
+      throw new Error(`transactions older than the progress state still running after ${timeoutMs} ms`);
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
 }
 
 export interface RecipientKey {
@@ -384,6 +398,12 @@ export async function sweepProgress(
   await db.query(
     sql`DELETE FROM journey_progress_counts WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} ${older}`,
   );
+  // Every version (nothing is kept any more): recipients noted during a rebuild go too.
+  if (current === null) {
+    await db.query(
+      sql`DELETE FROM journey_progress_dirty WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}`,
+    );
+  }
 }
 
 export async function markProgressReady(

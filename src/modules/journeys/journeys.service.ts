@@ -190,11 +190,22 @@ export class JourneysService {
     try {
       for (;;) {
         const page = await repo.journeysWithoutProgress(this.db, 100);
+        let failed = 0;
         for (const j of page) {
-          await this.db.transaction((tx) => followSteps(tx, this.jobs, j.collection_id, j.id, keptSteps(j.data)));
+          // One journey's failure (deleted meanwhile, say) does not keep the others unadopted.
+          try {
+            await this.db.transaction((tx) => followSteps(tx, this.jobs, j.collection_id, j.id, keptSteps(j.data)));
+            adopted++;
+          } catch (err) {
+            failed++;
+            this.log.warn(
+              { err, collectionId: j.collection_id, journeyId: j.id },
+              'journeys: adopting a journey failed',
+            );
+          }
         }
-        adopted += page.length;
-        if (page.length < 100) break;
+        // A failed one would come back in the next page: the next start tries it again.
+        if (page.length < 100 || failed > 0) break;
       }
       if (adopted > 0) this.log.info({ adopted }, 'journeys: progress is now kept for journeys stored before it was');
     } catch (err) {
