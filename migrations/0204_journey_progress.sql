@@ -172,7 +172,9 @@ END
 $fn$;
 
 -- The recipients a statement on interaction_events may have moved: in every kept journey that
--- the events enter (journey_id) or whose steps name their interaction.
+-- the events enter (journey_id) or one of whose steps their interaction and outcome complete
+-- (an event of a step's interaction with another outcome completes nothing; an outcome
+-- changed by an update is seen in the old row or the new one).
 CREATE FUNCTION journey_progress_change() RETURNS trigger LANGUAGE plpgsql
   -- Row estimates of jsonb_to_recordset and transition tables are guesses; JIT compiling
   -- these small statements on such guesses costs 400 ms each.
@@ -185,7 +187,7 @@ BEGIN
     INTO keys
     FROM new_rows r
     JOIN journey_progress_state s ON s.collection_id = r.collection_id AND s.steps IS NOT NULL
-      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id)))
+      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id, 'outcome', r.outcome)))
     CROSS JOIN LATERAL (VALUES ('userId', r.user_id), ('contactId', r.contact_id)) AS v(f, rid)
     WHERE v.rid IS NOT NULL;
   ELSIF TG_OP = 'UPDATE' THEN
@@ -193,7 +195,7 @@ BEGIN
     INTO keys
     FROM (SELECT * FROM old_rows UNION ALL SELECT * FROM new_rows) r
     JOIN journey_progress_state s ON s.collection_id = r.collection_id AND s.steps IS NOT NULL
-      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id)))
+      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id, 'outcome', r.outcome)))
     CROSS JOIN LATERAL (VALUES ('userId', r.user_id), ('contactId', r.contact_id)) AS v(f, rid)
     WHERE v.rid IS NOT NULL;
   ELSE
@@ -201,7 +203,7 @@ BEGIN
     INTO keys
     FROM old_rows r
     JOIN journey_progress_state s ON s.collection_id = r.collection_id AND s.steps IS NOT NULL
-      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id)))
+      AND (s.journey_id = r.journey_id OR s.steps @> jsonb_build_array(jsonb_build_object('interactionId', r.interaction_id, 'outcome', r.outcome)))
     CROSS JOIN LATERAL (VALUES ('userId', r.user_id), ('contactId', r.contact_id)) AS v(f, rid)
     WHERE v.rid IS NOT NULL;
   END IF;
