@@ -27,7 +27,14 @@ export const interactionsModule = defineModule({
   name: 'interactions',
   needs: [],
   settings: interactionsSettings,
-  create: ({ db }, settings) => new InteractionsService(db, settings),
+  create: ({ db, log }, settings) => new InteractionsService(db, settings, log),
   routes: interactionsRoutes,
   tasks: () => [exportTask()],
+  // Counter compaction in worker processes (any number of them may run it at once).
+  lifecycle: (service, role) => ({
+    start: () => {
+      if (role !== 'api') service.startHousekeeping();
+    },
+    stop: () => service.close(),
+  }),
 });

@@ -5,6 +5,7 @@
  * `details.reason` and as `reason` at the top level of the error body (see
  * docs/interactions.md for the list).
  */
+import type { FastifyBaseLogger } from 'fastify';
 import { type Db, inAnalyticsTransaction, type Queryable, retryOnConflict } from '../../db/index.ts';
 import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
@@ -203,11 +204,43 @@ interface EventNamedAs {
   contactId?: string;
 }
 
+/** Past hours only: the current one is where writers are spreading over slots right now. */
+const COMPACT_AFTER_MS = 2 * 3600_000;
+/** Counter rows per compaction statement: short row locks beside the writers. */
+const COMPACT_BATCH = 5000;
+
 export class InteractionsService {
+  private compactTimer: NodeJS.Timeout | undefined;
+
   constructor(
     private readonly db: Db,
     private readonly settings: InteractionsSettings,
+    private readonly log?: Pick<FastifyBaseLogger, 'warn'>,
   ) {}
+
+  /**
+   * Folds the striped counters of hours more than two hours past into one row each (see
+   * repo.compactCounters); returns the counter rows removed.
+   */
+  compactCounters(now = Date.now()): Promise<number> {
+    return repo.compactCounters(this.db, new Date(now - COMPACT_AFTER_MS), COMPACT_BATCH);
+  }
+
+  /** In worker processes (see the manifest): compaction every INTERACTIONS_COMPACT_EVERY_MS. */
+  startHousekeeping(): void {
+    if (this.compactTimer) return;
+    this.compactTimer = setInterval(() => {
+      void this.compactCounters().catch((err: unknown) =>
+        this.log?.warn({ err }, 'interactions: compacting the counters failed (tried again next time)'),
+      );
+    }, this.settings.compactEveryMs);
+    this.compactTimer.unref();
+  }
+
+  close(): void {
+    clearInterval(this.compactTimer);
+    this.compactTimer = undefined;
+  }
 
   /** A finished export file of this collection (the `interactions.export` task writes it). */
   openExport(collectionId: string, jobId: number): Promise<ExportDownload> {

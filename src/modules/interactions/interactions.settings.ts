@@ -4,8 +4,13 @@ import { type Env, intFrom } from '../../platform/settings.ts';
 export interface InteractionsSettings {
   /** work_mem for analytics queries (dedupeLatest, aggregate, funnels), in MB. */
   analyticsWorkMemMb: number;
+  /** How often a worker process folds the counters' slots of past hours (see compactCounters). */
+  compactEveryMs: number;
 }
 
 export function interactionsSettings(env: Env): InteractionsSettings {
-  return { analyticsWorkMemMb: intFrom(env, 'INTERACTIONS_ANALYTICS_WORK_MEM_MB', 64, 1, 4096) };
+  return {
+    analyticsWorkMemMb: intFrom(env, 'INTERACTIONS_ANALYTICS_WORK_MEM_MB', 64, 1, 4096),
+    compactEveryMs: intFrom(env, 'INTERACTIONS_COMPACT_EVERY_MS', 600_000, 1000),
+  };
 }

@@ -32,8 +32,8 @@ export const PROGRESS_TASK = 'journeys.progress';
 /** Recipients recomputed per transaction after the bulk statements: short locks. */
 const CHUNK = 2000;
 /**
- * How long the rebuild waits for transactions that were running when it started before it
- * fails and is retried; the wait holds nobody back (see waitForEventWriters).
+ * How long the rebuild waits for the event writers that were running when it started before
+ * it fails and is retried; the wait holds nobody back (see waitForEventWriters).
  */
 const WRITERS_WAIT_MS = 30_000;
 

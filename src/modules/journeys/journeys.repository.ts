@@ -275,26 +275,33 @@ export async function followSteps(
 }
 
 /**
- * Waits until every transaction that was writing when it was called has ended: after it,
- * every writer sees the progress state committed before the call, so the rebuild's reading of
- * entrants misses no event the triggers did not handle. It watches the server's snapshots
- * (transactions below the horizon all finished) rather than taking a lock on
- * interaction_events: a lock would queue every tenant's new event writers behind one long
- * writer for as long as it waited. Throws after `timeoutMs` (the task is then retried).
+ * Waits until every transaction that was writing interaction_events when it was called has
+ * ended: after it, every writer sees the progress state committed before the call, so the
+ * rebuild's reading of entrants misses no event the triggers did not handle. It notes the
+ * transactions holding the table's write lock and waits for their own (virtual transaction)
+ * locks to go, as CREATE INDEX CONCURRENTLY waits for writers: a lock on the table itself
+ * would queue every tenant's new event writers behind the longest running one, and waiting
+ * for every older transaction of the server would wait for unrelated ones. Throws after
+ * `timeoutMs` (the task is then retried).
  */
 export async function waitForEventWriters(db: Db, timeoutMs: number, pollMs = 20): Promise<void> {
-  const { rows } = await db.query<{ horizon: string }>(
-    'SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS horizon',
-  );
+  const { rows } = await db.query<{ writers: string[] | null }>(`
+    SELECT array_agg(DISTINCT virtualtransaction) AS writers FROM pg_locks
+    WHERE locktype = 'relation' AND relation = 'interaction_events'::regclass
+      AND mode = 'RowExclusiveLock' AND granted AND pid <> pg_backend_pid()`);
+  const writers = rows[0].writers;
+  if (!writers?.length) return;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows: done } = await db.query<{ ended: boolean }>(
-      'SELECT pg_snapshot_xmin(pg_current_snapshot()) >= $1::xid8 AS ended',
-      [rows[0].horizon],
+    const { rows: running } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'virtualxid' AND virtualxid = ANY($1::text[])`,
+      [writers],
     );
-    if (done[0].ended) return;
+    if (running[0].n === 0) return;
     if (Date.now() > deadline) {
-      throw new Error(`transactions older than the progress state still running after ${timeoutMs} ms`);
+      throw new Error(
+        `${running[0].n} event writer(s) older than the progress state still running after ${timeoutMs} ms`,
+      );
     }
     await new Promise((r) => setTimeout(r, pollMs));
   }
