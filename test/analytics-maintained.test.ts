@@ -370,6 +370,55 @@ describe('maintained analytics', () => {
     expect(rows.rows[0].versions).toBe(1);
   });
 
+  it.skipIf(!onPostgres)(
+    'are rebuilt only after the event writers running at the change have ended (PostgreSQL)',
+    async () => {
+      // A writer whose trigger ran before the steps changed kept its recipient in the old
+      // version only: the rebuild must wait for it to commit before it reads the entrants.
+      const holder = new pg.Client({ connectionString: t.testDb.url });
+      await holder.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query(
+          `INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, user_id, contact_id,
+             outcome, source, journey_id, occurred_at)
+           VALUES ($1, 'late-entry', 'enter', 'shop', 'late-u', 'late-c', 'success', 'admin', $2, $3)`,
+          [c.id, journeyId, new Date(B + DAY).toISOString()],
+        );
+        const res = await t.inject({
+          method: 'PATCH',
+          url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+          headers: c.auth,
+          // s3 from cart/success to cart/fail (the test after this one counts on s2 being buy).
+          payload: {
+            data: {
+              steps: [
+                STEPS[0],
+                { id: 's2', config: { interactionId: 'buy', outcome: 'paid' } },
+                { id: 's3', config: { interactionId: 'cart', outcome: 'fail' } },
+              ],
+            },
+          },
+        });
+        expect(res.statusCode).toBe(200);
+        await new Promise((r) => setTimeout(r, 800));
+        const meanwhile = await analysed(`/journeys.analytics/${journeyId}/stats`, {});
+        expect(meanwhile.source).toBe('events');
+        await holder.query('COMMIT');
+      } finally {
+        await holder.end();
+      }
+      await waitUntilMaintained();
+      const recipients = await analysed(`/journeys.analytics/${journeyId}/steps/s1/recipients`, {
+        status: 'entered',
+        limit: 10_000,
+      });
+      expect(recipients.source).toBe('maintained');
+      expect(recipients.body).toContain('late-u');
+      await compareAll();
+    },
+  );
+
   it('read the events for a step the request maps differently, and stop when a step loses its mapping', async () => {
     const remapped = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, {
       stepMappings: [{ stepId: 's2', interactionId: 'cart' }],
