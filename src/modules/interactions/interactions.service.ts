@@ -229,10 +229,18 @@ export class InteractionsService {
   /** In worker processes (see the manifest): compaction every INTERACTIONS_COMPACT_EVERY_MS. */
   startHousekeeping(): void {
     if (this.compactTimer) return;
+    let running = false;
     this.compactTimer = setInterval(() => {
-      void this.compactCounters().catch((err: unknown) =>
-        this.log?.warn({ err }, 'interactions: compacting the counters failed (tried again next time)'),
-      );
+      // One run at a time in a process: a slow one is not joined by the next.
+      if (running) return;
+      running = true;
+      void this.compactCounters()
+        .catch((err: unknown) =>
+          this.log?.warn({ err }, 'interactions: compacting the counters failed (tried again next time)'),
+        )
+        .finally(() => {
+          running = false;
+        });
     }, this.settings.compactEveryMs);
     this.compactTimer.unref();
   }
