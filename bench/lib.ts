@@ -1,17 +1,10 @@
-/**
- * Shared bench machinery. Every scenario is measured against a baseline measured in the same
- * run on the same machine, and reported as a ratio, because absolute numbers on a shared 2-core
- * box mean little while ratios travel. The service runs as a real child process (`src/server.ts`)
- * so that the load generator (this process) and the server do not share an event loop.
- */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { freePort, spawnTs as spawnProcess, waitForOk } from '../support/service-process.ts';
+import { spawnTs as spawnProcess } from '../support/service-process.ts';
 
 export { freePort, ROOT } from '../support/service-process.ts';
 export const SUPER_KEY = 'bench-super-admin-key-0123456789';
@@ -218,45 +211,13 @@ export async function seedCollection(base: string, id: string): Promise<{ id: st
  * migrations), e.g. a worktree of an older commit: the baseline of "no slower than before",
  * measured in the same run against the same database.
  */
-export async function startServiceAt(root: string, env: Record<string, string>): Promise<RunningProcess> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'server.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      LOG_LEVEL: 'warn',
-      SUPER_ADMIN_KEY: SUPER_KEY,
-      RATE_LIMIT_MAX: '1000000000',
-      ...env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
+export function startServiceAt(root: string, env: Record<string, string>): Promise<RunningProcess> {
+  return spawnProcess('src/server.ts', {
+    root,
+    env: { SUPER_ADMIN_KEY: SUPER_KEY, RATE_LIMIT_MAX: '1000000000', ...env },
+    readyPath: '/readyz',
+    stdio: 'inherit',
   });
-  const url = `http://127.0.0.1:${port}`;
-  const exited = () => child.exitCode !== null || child.signalCode !== null;
-  const waitExit = () => new Promise<void>((done) => (exited() ? done() : child.once('exit', () => done())));
-  try {
-    await waitForOk(`${url}/readyz`, child);
-  } catch (err) {
-    child.kill('SIGKILL');
-    throw err;
-  }
-  return {
-    url,
-    port,
-    child,
-    async stop() {
-      if (!exited()) child.kill('SIGTERM');
-      await waitExit();
-      return child.exitCode;
-    },
-    async kill() {
-      if (!exited()) child.kill('SIGKILL');
-      await waitExit();
-    },
-    output: () => '',
-  };
 }
 
 /** A PostgreSQL URL with a server setting added to its `options` (e.g. statement_timeout). */

@@ -49,6 +49,8 @@ export interface RunningProcess {
 }
 
 export interface SpawnOptions {
+  /** The checkout whose entry runs (its own node_modules): this one unless another is named. */
+  root?: string;
   env?: Record<string, string>;
   readyPath?: string;
   args?: string[];
@@ -91,8 +93,9 @@ async function waitForLine(child: ChildProcess, text: string, timeoutMs = 60_000
 
 export async function spawnTs(entry: string, o: SpawnOptions = {}): Promise<RunningProcess> {
   const port = o.port ?? (await freePort());
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry), ...(o.args ?? [])], {
-    cwd: ROOT,
+  const root = o.root ?? ROOT;
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, entry), ...(o.args ?? [])], {
+    cwd: root,
     env: { ...process.env, LOG_LEVEL: 'warn', ...o.env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', o.readyLine || o.capture ? 'pipe' : (o.stdio ?? 'ignore'), o.stdio ?? 'inherit'],
   });
