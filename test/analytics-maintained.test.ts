@@ -486,3 +486,50 @@ describe('maintained analytics', () => {
     ).then((stats) => expect(stats.totalEntered).toBe(1));
   });
 });
+
+describe('counter compaction in a worker process', () => {
+  it('runs every INTERACTIONS_COMPACT_EVERY_MS and leaves one row per counter of past hours', async () => {
+    const w = await createTestApp({ INTERACTIONS_COMPACT_EVERY_MS: '1000' });
+    try {
+      const col = await w.createCollection();
+      const to = (path: string, payload: Record<string, unknown>) =>
+        w.inject({ method: 'POST', url: `/admin/collection/${col.id}${path}`, headers: col.auth, payload });
+      expect((await to('/interactions', { id: 'tick', appId: 'shop' })).statusCode).toBeLessThan(300);
+      await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          to('/interactions/append', {
+            appId: 'shop',
+            interactionId: 'tick',
+            userId: `u${i % 4}`,
+            outcome: i % 3 ? 'success' : 'fail',
+            timestamp: new Date(B + (i % 3) * 3600_000).toISOString(),
+          }).then((res) => expect(res.statusCode, res.body).toBe(200)),
+        ),
+      );
+      const spread = async () => {
+        const { rows } = await w.testDb.db.query<{ n: number }>(
+          `SELECT (SELECT count(*) FROM interaction_counts_hourly WHERE collection_id = $1 AND slot <> 0)
+                + (SELECT count(*) FROM interaction_latest_counts WHERE collection_id = $1 AND slot <> 0) AS n`,
+          [col.id],
+        );
+        return Number(rows[0].n);
+      };
+      await waitFor(async () => ((await spread()) === 0 ? true : undefined), 10_000, 'the compaction timer');
+      const counts = await to('/interactions/counts-by-outcome', { interactionId: 'tick' });
+      expect(counts.json()).toEqual([
+        { outcome: 'success', count: 8 },
+        { outcome: 'fail', count: 4 },
+      ]);
+      const latest = await to('/interactions/counts-by-outcome', { interactionId: 'tick', dedupeLatest: true });
+      const fromEvents = await to('/interactions/counts-by-outcome', {
+        interactionId: 'tick',
+        dedupeLatest: true,
+        appId: 'shop',
+      });
+      expect(latest.headers['x-analytics-source']).toBe('maintained');
+      expect(latest.json()).toEqual(fromEvents.json());
+    } finally {
+      await w.close();
+    }
+  });
+});
