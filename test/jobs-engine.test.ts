@@ -334,6 +334,97 @@ describe('claiming', () => {
   });
 });
 
+describe('prefetch', () => {
+  /** Runs 40 short jobs; reports the most handlers at once and the most claims held at once. */
+  async function shortJobs(env: Record<string, string>, task: string) {
+    const e = engineWith({ JOBS_CONCURRENCY: '2', ...env });
+    let executing = 0;
+    let maxExecuting = 0;
+    let maxHeld = 0;
+    const ran: number[] = [];
+    e.registerTask({
+      name: task,
+      visible: true,
+      async handler(ctx) {
+        maxExecuting = Math.max(maxExecuting, ++executing);
+        const { rows } = await t.testDb.db.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM jobs WHERE locked_by = $1 AND status = 'running'",
+          [e.workerId],
+        );
+        maxHeld = Math.max(maxHeld, rows[0].n);
+        executing--;
+        ran.push(ctx.job.id);
+        return null;
+      },
+    });
+    const jobs = await e.enqueueMany(
+      t.testDb.db,
+      a.id,
+      Array.from({ length: 40 }, () => ({ task })),
+    );
+    await e.start();
+    await waitFor(async () => (ran.length >= 40 ? true : undefined), 15_000, 'the 40 jobs');
+    for (const j of jobs) expect((await waitForStatus(t, a, j.id, ['completed'])).attempts).toBe(1);
+    return { maxExecuting, maxHeld, ran };
+  }
+
+  it('with short jobs claims ahead of its slots, never runs more handlers than its concurrency, runs each job once', async () => {
+    const r = await shortJobs({ JOBS_PREFETCH: '2' }, 'prefetch.short');
+    expect(r.maxExecuting).toBeLessThanOrEqual(2);
+    expect(r.maxHeld).toBeGreaterThan(2);
+    expect(new Set(r.ran).size).toBe(40);
+    expect(r.ran).toHaveLength(40);
+    // JOBS_PREFETCH=0: claims only for free slots.
+    const off = await shortJobs({ JOBS_PREFETCH: '0' }, 'prefetch.off');
+    expect(off.maxExecuting).toBeLessThanOrEqual(2);
+    expect(off.maxHeld).toBeLessThanOrEqual(2);
+  });
+
+  it('hands a prefetched job that waits too long for a slot back to the queue, for another worker, attempt not counted', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let longStarted = false;
+    const ranBy: string[] = [];
+    const first = engineWith({ JOBS_CONCURRENCY: '1', JOBS_PREFETCH: '1', JOBS_PREFETCH_HOLD_MS: '100' });
+    first.registerTask({ name: 'hold.short', visible: true, handler: async () => null });
+    first.registerTask({
+      name: 'hold.long',
+      visible: true,
+      async handler() {
+        longStarted = true;
+        await gate;
+        return null;
+      },
+    });
+    first.registerTask({ name: 'hold.other', visible: true, handler: async () => void ranBy.push('first') });
+    const second = engineWith({ JOBS_CONCURRENCY: '1' });
+    second.registerTask({ name: 'hold.other', visible: true, handler: async () => void ranBy.push('second') });
+    const db = t.testDb.db;
+    // In this order: the short job's completion claims the long one (its slot) and prefetches the other.
+    await enqueueAt(db, 'hold.short', 3);
+    const long = await enqueueAt(db, 'hold.long', 2);
+    const other = await enqueueAt(db, 'hold.other', 1);
+    await first.start();
+    await waitFor(async () => (longStarted ? true : undefined), 5000, 'the long job');
+    await second.start();
+    try {
+      const done = await waitForStatus(t, a, other, ['completed'], 5000);
+      expect(ranBy).toEqual(['second']);
+      expect(done.attempts).toBe(1);
+      expect((await getJob(t, a, long)).status).toBe('running');
+    } finally {
+      release();
+    }
+    await waitForStatus(t, a, long, ['completed']);
+
+    async function enqueueAt(q: typeof db, task: string, priority: number): Promise<number> {
+      return (await first.enqueue(q, a.id, { task, priority })).id;
+    }
+  });
+});
+
 describe('stop', () => {
   it('lets a running job finish within the timeout', async () => {
     const e = engineWith();

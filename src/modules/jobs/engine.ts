@@ -19,6 +19,15 @@
  *   Completions that finish while a claim is in flight wait for it and go with the next
  *   claim; a claim round waits for completions about to claim. The hot statements are
  *   prepared once per connection (`prepared`, src/db/client.ts). Figures: docs/benchmarks.md.
+ * - Slots and prefetch: a slot (`concurrency`) is a handler running; it is free again when the
+ *   handler returns, not when its outcome is written. A completion batch whose jobs all ran
+ *   shorter than PREFETCH_SHORT_MS also claims up to `prefetch` jobs beyond the free slots:
+ *   they wait in `ready` (claimed, heart-beaten, not started) and start as slots free, so with
+ *   short jobs a statement carries twice the jobs. Claims on a wake-up (pump) never prefetch,
+ *   so an idle worker and long jobs behave as without it. Trade-off: a prefetched job waits
+ *   behind this worker's running jobs while another worker may be idle; one that waits longer
+ *   than `prefetchHoldMs` is handed back (queued again, attempt not counted, NOTIFY), and the
+ *   worker prefetches again only after another batch of short jobs.
  * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
  *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
  *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
@@ -94,13 +103,21 @@ export interface JobsSettings {
   backoffMaxMs: number;
   retentionMs: number;
   stopTimeoutMs: number;
+  /** Jobs claimed ahead of free slots while jobs are short (see the design); 0: none. */
+  prefetch: number;
+  /** A prefetched job not started within this is handed back to the queue. */
+  prefetchHoldMs: number;
 }
 
 /** `shutdownTimeoutMs`: the process's own budget (SHUTDOWN_TIMEOUT_MS), which the stop timeout stays under. */
 export function jobsSettings(env: Env, shutdownTimeoutMs = 10_000): JobsSettings {
   const lockTimeoutMs = intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100);
+  const concurrency = intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000);
   return {
-    concurrency: intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000),
+    concurrency,
+    prefetch: intFrom(env, 'JOBS_PREFETCH', concurrency, 0, 1000),
+    // Well under the heartbeat, so a held job never depends on it to stay claimed.
+    prefetchHoldMs: intFrom(env, 'JOBS_PREFETCH_HOLD_MS', 250, 1, 60_000),
     pollIntervalMs: intFrom(env, 'JOBS_POLL_INTERVAL_MS', 2000, 10),
     lockTimeoutMs,
     // At most half the lock timeout, so one late beat never costs a live worker its claims.
@@ -136,18 +153,33 @@ const MIN_TIMER_MS = 10;
 /** After a failed round: the next one in about 250 ms, doubling to 5 s while they keep failing. */
 const ROUND_RETRY_BASE_MS = 250;
 const ROUND_RETRY_MAX_MS = 5000;
+/**
+ * A completion batch prefetches only when every job in it ran shorter than this: then a
+ * prefetched job waits a few milliseconds for a slot, not the length of a long job.
+ */
+const PREFETCH_SHORT_MS = 20;
 
 interface Running {
   row: repo.JobRow;
   lastProgress: repo.JobProgress | null;
   done: Promise<void>;
+  /** When its handler started (performance.now()); undefined while it waits in `ready`. */
+  startedAt?: number;
+  /** When it was claimed (performance.now()), for the prefetch hold. */
+  claimedAt: number;
 }
 
 export class JobEngine {
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId = `w_${randomBytes(6).toString('hex')}`;
   private readonly tasks = new Map<string, TaskDefinition>();
+  /** Every claim this engine holds: waiting in `ready`, running, or its outcome being written. */
   private readonly running = new Map<number, Running>();
+  /** Claimed jobs waiting for a slot (prefetched), in claim order. */
+  private ready: Running[] = [];
+  /** Handlers running now: the slots taken. */
+  private executing = 0;
+  private holdTimer: NodeJS.Timeout | undefined;
   private started = false;
   private stopping = false;
   /** stop() has returned: nothing is written any more (the database may be closing). */
@@ -180,6 +212,8 @@ export class JobEngine {
     row: repo.JobRow;
     result: unknown;
     progress: repo.JobProgress | null;
+    /** The handler's run time, ms: short jobs let the batch prefetch. */
+    ranMs: number;
     done: (refilled: boolean) => void;
   }[] = [];
   /** A completion batch is being written: the next one waits for it (and grows meanwhile). */
@@ -366,6 +400,8 @@ export class JobEngine {
     clearTimeout(timer);
     if (timedOut) {
       this.abort.abort(new Error('worker shutting down'));
+      // Prefetched jobs not started by now never will be here: released with the rest.
+      this.ready = [];
       const ids = [...this.running.keys()];
       const released = await this.retrying(() => repo.release(this.db, this.workerId, ids)).catch((err) => {
         this.log.error({ err }, 'jobs: could not release claims on shutdown');
@@ -375,6 +411,7 @@ export class JobEngine {
       this.log.warn({ released, ids }, 'jobs: shutdown timeout; released unfinished jobs');
     }
     clearInterval(this.heartbeatTimer);
+    clearTimeout(this.holdTimer);
     this.stopped = true;
     this.log.info({ workerId: this.workerId }, 'jobs: worker stopped');
   }
@@ -393,9 +430,14 @@ export class JobEngine {
     return { reclaimed, deleted };
   }
 
-  /** Number of jobs this engine is running now. */
+  /** Number of jobs this engine holds now: running, prefetched, or their outcome being written. */
   get activeCount(): number {
     return this.running.size;
+  }
+
+  /** Slots a claim may fill now: neither running a handler nor promised to a prefetched job. */
+  private freeSlots(): number {
+    return this.settings.concurrency - this.executing - this.ready.length;
   }
 
   private whenIdle(): Promise<void> {
@@ -563,7 +605,7 @@ export class JobEngine {
       do {
         this.pumpAgain = false;
         while (!this.stopping && this.tasks.size > 0 && !this.completionsClaim()) {
-          const free = this.settings.concurrency - this.running.size;
+          const free = this.freeSlots();
           if (free <= 0) break;
           const rows = await repo.claimFree(
             this.db,
@@ -573,12 +615,11 @@ export class JobEngine {
             free,
           );
           // Started even if stop() began meanwhile: they were claimed before it, and get its grace period.
-          for (const row of rows) this.run(row);
+          this.admit(rows);
           if (this.stopping) break;
           if (rows.length < free) {
             // Free jobs ran out (started first: a named queue's look-up must not delay them).
-            const queued = await this.claimFromQueues(free - rows.length);
-            for (const row of queued) this.run(row);
+            this.admit(await this.claimFromQueues(free - rows.length));
             break;
           }
         }
@@ -649,16 +690,91 @@ export class JobEngine {
     return queued;
   }
 
-  private run(row: repo.JobRow): void {
-    const entry: Running = { row, lastProgress: row.progress, done: Promise.resolve() };
-    this.running.set(row.id, entry);
+  /** Jobs just claimed: held, and started while slots are free; the rest wait in `ready`. */
+  private admit(rows: repo.JobRow[]): void {
+    const now = performance.now();
+    // Most urgent first, as the claim picked them (an UPDATE … RETURNING keeps no order).
+    const urgent = [...rows].sort(
+      (x, y) => y.priority - x.priority || x.run_at.getTime() - y.run_at.getTime() || x.id - y.id,
+    );
+    for (const row of urgent) {
+      const entry: Running = { row, lastProgress: row.progress, done: Promise.resolve(), claimedAt: now };
+      this.running.set(row.id, entry);
+      this.ready.push(entry);
+    }
+    this.drain();
+    if (this.ready.length > 0) this.armHold();
+  }
+
+  /** Starts prefetched jobs while slots are free (not after a shutdown gave up on them). */
+  private drain(): void {
+    while (this.ready.length > 0 && this.executing < this.settings.concurrency && !this.abort.signal.aborted) {
+      this.run(this.ready.shift() as Running);
+    }
+  }
+
+  /** One timer, for the oldest prefetched job's hold: see `handBack`. */
+  private armHold(): void {
+    if (this.holdTimer !== undefined || this.ready.length === 0) return;
+    const waited = performance.now() - this.ready[0].claimedAt;
+    this.holdTimer = setTimeout(
+      () => {
+        this.holdTimer = undefined;
+        void this.handBack();
+      },
+      Math.max(1, this.settings.prefetchHoldMs - waited),
+    );
+    this.holdTimer.unref();
+  }
+
+  /**
+   * Prefetched jobs still waiting after the hold go back to the queue for any worker (attempt
+   * not counted), and other workers are told. They leave `ready` and the held claims before the
+   * statement, so none of them can start meanwhile; if the statement fails, they are claims in
+   * doubt, handed back before the next claim (or expiring by the lock timeout).
+   */
+  private async handBack(): Promise<void> {
+    const now = performance.now();
+    const late = this.ready.filter((e) => now - e.claimedAt >= this.settings.prefetchHoldMs);
+    if (late.length > 0) {
+      // All of them: the later ones wait behind the same busy slots.
+      const ids = this.ready.map((e) => e.row.id);
+      for (const e of this.ready) this.running.delete(e.row.id);
+      this.ready = [];
+      this.settle();
+      try {
+        const released = await this.retrying(() => repo.release(this.db, this.workerId, ids));
+        this.log.info({ released, ids }, 'jobs: handed back prefetched jobs that waited too long for a slot');
+        await this.db.notify(JOBS_CHANNEL, `${Date.now()}`);
+      } catch (err) {
+        if (!this.stopping) {
+          this.claimsInDoubt = true;
+          this.log.warn(
+            { err, ids },
+            'jobs: could not hand back prefetched jobs; they are handed back before the next claim',
+          );
+        }
+      }
+    }
+    this.armHold();
+  }
+
+  /** The engine holds nothing any more: wake stop() waiting for it. */
+  private settle(): void {
+    if (this.running.size === 0) {
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
+    }
+  }
+
+  private run(entry: Running): void {
+    const { row } = entry;
+    this.executing++;
+    entry.startedAt = performance.now();
     entry.done = this.execute(entry)
       .catch(() => false)
       .then((refilled) => {
         this.running.delete(row.id);
-        if (this.running.size === 0) {
-          for (const resolve of this.idleWaiters.splice(0)) resolve();
-        }
+        this.settle();
         // A slot is free, unless the statement that recorded this job claimed its successor.
         if (!refilled) this.schedulePump();
       });
@@ -701,10 +817,14 @@ export class JobEngine {
     } catch (err) {
       outcome = { ok: false, error: describeError(err) };
     }
+    // The slot is free once the handler has returned: a prefetched job takes it now.
+    this.executing--;
+    const ranMs = performance.now() - (entry.startedAt ?? 0);
+    this.drain();
     let refilled = false;
     try {
       if (outcome.ok) {
-        refilled = await this.complete(row, outcome.value, entry.lastProgress);
+        refilled = await this.complete(row, outcome.value, entry.lastProgress, ranMs);
       } else if (this.abort.signal.aborted) {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         this.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
@@ -738,9 +858,14 @@ export class JobEngine {
    * while the previous batch is being written, go in one statement. Resolves once written,
    * with whether that statement also claimed the slot again.
    */
-  private complete(row: repo.JobRow, result: unknown, progress: repo.JobProgress | null): Promise<boolean> {
+  private complete(
+    row: repo.JobRow,
+    result: unknown,
+    progress: repo.JobProgress | null,
+    ranMs: number,
+  ): Promise<boolean> {
     return new Promise((done) => {
-      this.completions.push({ row, result, progress, done });
+      this.completions.push({ row, result, progress, ranMs, done });
       if (this.completions.length === 1 && !this.flushing) setImmediate(() => void this.flushCompletions());
     });
   }
@@ -771,7 +896,9 @@ export class JobEngine {
     }));
     const jobIds = batch.map((c) => c.row.id);
     const canClaim = this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.tasks.size > 0;
-    let claimLimit = canClaim ? this.settings.concurrency - this.running.size + batch.length : 0;
+    // Free slots, and with a batch of short jobs the prefetch beyond them (see the design).
+    const short = batch.every((c) => c.ranMs < PREFETCH_SHORT_MS);
+    let claimLimit = canClaim ? Math.max(0, this.freeSlots() + (short ? this.settings.prefetch : 0)) : 0;
     if (claimLimit > 0) this.pumping = true;
     let refilled = false;
     try {
@@ -816,7 +943,7 @@ export class JobEngine {
    */
   private startClaimed(rows: repo.JobRow[], asked: number): void {
     try {
-      for (const row of rows) this.run(row);
+      this.admit(rows);
       if (this.stopping) return;
       // Wake-ups that came meanwhile (a slot freed by a failed attempt, jobs announced), or
       // free jobs ran out and a named queue may have a due head: a pump round looks (and
