@@ -28,7 +28,8 @@
  *
  * Env: BENCH_ROUNDS (3), BENCH_JOBS (10000), BENCH_PEER_JOBS (3000), BENCH_BULK_BATCH (500),
  * BENCH_PICKUPS (100), BENCH_PEER_PICKUPS (pg-boss, 30), BENCH_JOBS_ENGINES
- * (ours,graphile,pgboss), BENCH_JOBS_SCENARIOS (single,bulk), BENCH_JOBS_PROCESSES (1,4),
+ * (ours,graphile,pgboss; `ours+NAME=VALUE` adds our engine with one setting changed),
+ * BENCH_JOBS_SCENARIOS (single,bulk), BENCH_JOBS_PROCESSES (1,4), BENCH_JOBS_CONCURRENCY (8),
  * BENCH_CEILING_SECONDS (4).
  */
 import { spawnSync } from 'node:child_process';
@@ -58,7 +59,7 @@ const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 4);
 const ENGINES = (process.env.BENCH_JOBS_ENGINES ?? 'ours,graphile,pgboss').split(',');
 const MODES = (process.env.BENCH_JOBS_SCENARIOS ?? 'single,bulk').split(',') as Mode[];
 const PROCESSES = (process.env.BENCH_JOBS_PROCESSES ?? '1,4').split(',').map(Number);
-const CONCURRENCY = 8;
+const CONCURRENCY = Number(process.env.BENCH_JOBS_CONCURRENCY ?? 8);
 const ENQUEUERS = 16;
 type Mode = 'single' | 'bulk';
 
@@ -104,17 +105,29 @@ interface Engine {
   close(): Promise<void>;
 }
 
-async function ours(db: Db, url: string): Promise<Engine> {
+/**
+ * Our engine; `variant` ("JOBS_PREFETCH=0", from an entry "ours+JOBS_PREFETCH=0" of
+ * BENCH_JOBS_ENGINES) runs its workers with that setting too, on the same table, so that a
+ * setting's effect is measured within the same rounds.
+ */
+async function ours(db: Db, url: string, variant = ''): Promise<Engine> {
   const engine = new JobEngine(db, jobsSettings({}), quiet);
   engine.registerTask({ name: 'test.noop', visible: false, handler: async () => null });
   engine.registerTask({ name: 'test.sleep', visible: true, handler: async () => null });
-  await db.query("INSERT INTO collections (id, name) VALUES ('bench', 'Bench')");
+  await db.query("INSERT INTO collections (id, name) VALUES ('bench', 'Bench') ON CONFLICT DO NOTHING");
+  const extra = Object.fromEntries(variant ? [variant.split('=', 2)] : []);
   return {
-    key: 'ours',
-    name: 'ours',
+    key: variant ? `ours+${variant}` : 'ours',
+    name: variant ? `ours (${variant})` : 'ours',
     spawn: (env) =>
       startWorker(
-        { ...env, DATABASE_URL: url, JOBS_CONCURRENCY: String(CONCURRENCY), JOBS_POLL_INTERVAL_MS: '2000' },
+        {
+          ...env,
+          DATABASE_URL: url,
+          JOBS_CONCURRENCY: String(CONCURRENCY),
+          JOBS_POLL_INTERVAL_MS: '2000',
+          ...extra,
+        },
         'bench/ours-worker.ts',
       ),
     enqueueNoop: () => engine.enqueue(db, 'bench', { task: 'test.noop' }),
@@ -380,6 +393,7 @@ try {
   for (const key of ENGINES) {
     try {
       if (key === 'ours') engines.push(await ours(db, bench.url as string));
+      if (key.startsWith('ours+')) engines.push(await ours(db, bench.url as string, key.slice(5)));
       if (key === 'graphile') engines.push(await graphile(graphileSchema));
       if (key === 'pgboss') engines.push(await pgBoss(bossSchema));
     } catch (err) {
@@ -441,6 +455,19 @@ try {
           `| ${e.name}: ${mode === 'single' ? 'one by one' : 'in bulk'}, ${processes} worker process${processes > 1 ? 'es' : ''} | ${fmt(median(jps))} | ${spread(jps)} | ${g.length ? `**${fmt(median(g), 2)}**` : ''} | ${spread(g, 2)} | ${b.length ? fmt(median(b), 2) : ''} | ${fmt(median(ofCeiling) * 100, 1)} % | ${fmt(median(rs.map((r) => r.enqueuePerSecond)))} |`,
         );
       }
+  const variants = engines.filter((e) => e.key.startsWith('ours+'));
+  if (variants.length > 0) {
+    console.log('\n| scenario | ours over the variant (median) | range |');
+    console.log('|---|---:|---:|');
+    for (const v of variants)
+      for (const mode of MODES)
+        for (const processes of PROCESSES) {
+          const r = ratio(runs.get(`ours/${processes}/${mode}`), runs.get(scenarioKey(v, processes, mode)));
+          console.log(
+            `| ours over ${v.name}: ${mode === 'single' ? 'one by one' : 'in bulk'}, ${processes} proc | ${r.length ? `**${fmt(median(r), 2)}**` : ''} | ${spread(r, 2)} |`,
+          );
+        }
+  }
   console.log(
     '\n| pickup latency (enqueue committed → handler started) | p50 ms | p99 ms | p50 incl. the enqueue call | p50 range |',
   );
