@@ -57,7 +57,10 @@ const PICKUPS = Number(process.env.BENCH_PICKUPS ?? 100);
 const PEER_PICKUPS = Number(process.env.BENCH_PEER_PICKUPS ?? 30);
 const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 4);
 const ENGINES = (process.env.BENCH_JOBS_ENGINES ?? 'ours,graphile,pgboss').split(',');
-const MODES = (process.env.BENCH_JOBS_SCENARIOS ?? 'single,bulk').split(',') as Mode[];
+/** `pickup` alone (no single/bulk) runs only the ceiling and the pickup latencies. */
+const MODES = (process.env.BENCH_JOBS_SCENARIOS ?? 'single,bulk')
+  .split(',')
+  .filter((m): m is Mode => m === 'single' || m === 'bulk');
 const PROCESSES = (process.env.BENCH_JOBS_PROCESSES ?? '1,4').split(',').map(Number);
 const CONCURRENCY = Number(process.env.BENCH_JOBS_CONCURRENCY ?? 8);
 const ENQUEUERS = 16;

@@ -160,7 +160,7 @@ const ROUND_RETRY_MAX_MS = 5000;
 const PREFETCH_SHORT_MS = 20;
 
 interface Running {
-  row: repo.JobRow;
+  row: repo.ClaimedJob;
   lastProgress: repo.JobProgress | null;
   done: Promise<void>;
   /** When its handler started (performance.now()); undefined while it waits in `ready`. */
@@ -209,7 +209,7 @@ export class JobEngine {
   private notifying = false;
   /** Successes waiting to be written; `done(refilled)` once written (refilled: their slots were claimed again). */
   private completions: {
-    row: repo.JobRow;
+    row: repo.ClaimedJob;
     result: unknown;
     progress: repo.JobProgress | null;
     /** The handler's run time, ms: short jobs let the batch prefetch. */
@@ -678,7 +678,7 @@ export class JobEngine {
    * Named-queue heads, for slots the free jobs did not fill; looked at only when one may be
    * due: hinted by a notification, a finished queue job, the timer or the poll.
    */
-  private async claimFromQueues(limit: number): Promise<repo.JobRow[]> {
+  private async claimFromQueues(limit: number): Promise<repo.ClaimedJob[]> {
     if (!this.queueHint) return [];
     this.queueHint = false;
     if (!(await repo.hasQueuedInQueues(this.db))) return [];
@@ -691,7 +691,7 @@ export class JobEngine {
   }
 
   /** Jobs just claimed: held, and started while slots are free; the rest wait in `ready`. */
-  private admit(rows: repo.JobRow[]): void {
+  private admit(rows: repo.ClaimedJob[]): void {
     const now = performance.now();
     // Most urgent first, as the claim picked them (an UPDATE … RETURNING keeps no order).
     const urgent = [...rows].sort(
@@ -859,7 +859,7 @@ export class JobEngine {
    * with whether that statement also claimed the slot again.
    */
   private complete(
-    row: repo.JobRow,
+    row: repo.ClaimedJob,
     result: unknown,
     progress: repo.JobProgress | null,
     ranMs: number,
@@ -941,7 +941,7 @@ export class JobEngine {
    * Jobs claimed along with a completion batch: started (even if stop() began meanwhile, as in
    * `pump`); ends the claim.
    */
-  private startClaimed(rows: repo.JobRow[], asked: number): void {
+  private startClaimed(rows: repo.ClaimedJob[], asked: number): void {
     try {
       this.admit(rows);
       if (this.stopping) return;
