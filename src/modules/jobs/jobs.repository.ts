@@ -99,9 +99,12 @@ const CLAIMED_NAMES = [
   'max_attempts',
   'progress',
 ] as const satisfies readonly (keyof ClaimedJob)[];
-const J_CLAIMED = raw(CLAIMED_NAMES.map((c) => `j.${c}`).join(', '));
-/** A NULL for each column: the completion half of `completeAndClaim`'s answer has no job row. */
-const CLAIMED_NULLS = raw(CLAIMED_NAMES.map(() => 'NULL').join(', '));
+/**
+ * A NULL for each column, named: the completion half of `completeAndClaim`'s answer has no job
+ * row, and it comes first in the UNION, whose first branch names the columns.
+ */
+const CLAIMED_NULLS = raw(CLAIMED_NAMES.map((c) => `NULL AS ${c}`).join(', '));
+const CLAIMED_OF = (alias: string) => raw(CLAIMED_NAMES.map((c) => `${alias}.${c}`).join(', '));
 
 const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
@@ -212,21 +215,22 @@ export async function insertJobs(
   return rows;
 }
 
-/** The end of both claims: the jobs picked in `next` start running, locked by this worker. */
+/** The end of a named-queue claim: the jobs picked in `next` start running, locked by this worker. */
 const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
       lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
-    RETURNING ${J_CLAIMED}`;
+    RETURNING ${CLAIMED_OF('j')}`;
 
 /**
- * Due jobs outside named queues, most urgent first, that no one else holds right now, locked
- * (`next` of a claim): `jobs_pick_free` (migration 0303), the one query of the module kept in
- * a function, so that its plan is the ordered scan of `jobs_pending` whatever the statistics
- * say (a sort of the whole backlog otherwise, see the migration).
+ * Claims up to `limit` due jobs outside named queues, most urgent first, that no one else
+ * holds right now: `jobs_claim_free` (migration 0304) on the pick `jobs_pick_free` (0303).
+ * Functions, not statements of this file, so that their plans do not depend on the table's
+ * statistics (a sort of the whole backlog, or a sequential scan of the table for each claim,
+ * otherwise; see the migrations). Answers the claimed jobs.
  */
-const nextFree = (tasks: string[], limit: number) => sql`
-    SELECT collection_id, id FROM jobs_pick_free(${tasks}::text[], ${limit}::integer)`;
+const claimFreeJobs = (workerId: string, lockTimeoutMs: number, tasks: string[], limit: number) => sql`
+    SELECT * FROM jobs_claim_free(${workerId}, ${lockTimeoutMs}::float8, ${tasks}::text[], ${limit}::integer)`;
 
 /** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
 export async function claimFree(
@@ -237,12 +241,7 @@ export async function claimFree(
   limit: number,
 ): Promise<ClaimedJob[]> {
   const { rows } = await q.query<ClaimedJob>(
-    prepared(
-      'jobs.claimFree',
-      sql`
-    WITH next AS (${nextFree(tasks, limit)})
-    ${startRunning(workerId, lockTimeoutMs)}`,
-    ),
+    prepared('jobs.claimFree', claimFreeJobs(workerId, lockTimeoutMs, tasks, limit)),
   );
   return rows;
 }
@@ -352,24 +351,13 @@ export interface Completion {
   progress: JobProgress | null;
 }
 
-/** The completions of a batch, as rows `d`, and those of them this worker still holds, as `mine`, locked in id order. */
-const completionsOf = (workerId: string, done: Completion[]) => sql`
-    d AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(done)}::jsonb)
-        AS d("collectionId" text, id bigint, result jsonb, progress jsonb)
-    ), mine AS MATERIALIZED (
-      SELECT j.collection_id, j.id FROM jobs j JOIN d ON j.collection_id = d."collectionId" AND j.id = d.id
-      WHERE j.locked_by = ${workerId} AND j.status = 'running'
-      ORDER BY j.id
-      FOR UPDATE OF j
-    )`;
-
-const recordCompletions = sql`
-    UPDATE jobs j SET status = 'completed', result = d.result, progress = coalesce(d.progress, j.progress),
-      finished_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    FROM mine JOIN d ON d."collectionId" = mine.collection_id AND d.id = mine.id
-    WHERE j.collection_id = mine.collection_id AND j.id = mine.id
-    RETURNING j.id`;
+/**
+ * Records a batch of successes (`jobs_complete`, migration 0304, for the same reason as the
+ * claim): the rows this worker still holds are locked in id order, then completed; answers
+ * the ids recorded.
+ */
+const completeJobs = (workerId: string, done: Completion[]) => sql`
+    SELECT id FROM jobs_complete(${workerId}, ${JSON.stringify(done)}::jsonb)`;
 
 /**
  * Records successes, several in one statement. Returns the ids recorded; a missing one had
@@ -378,14 +366,7 @@ const recordCompletions = sql`
 export async function completeMany(q: Queryable, workerId: string, done: Completion[]): Promise<Set<number>> {
   // The batch's rows are locked in id order before any is changed (see the top of the file):
   // the completions arrive in the order the jobs finished, the heartbeat takes them by id.
-  const { rows } = await q.query<{ id: number }>(
-    prepared(
-      'jobs.completeMany',
-      sql`
-    WITH ${completionsOf(workerId, done)}
-    ${recordCompletions}`,
-    ),
-  );
+  const { rows } = await q.query<{ id: number }>(prepared('jobs.completeMany', completeJobs(workerId, done)));
   return new Set(rows.map((r) => r.id));
 }
 
@@ -407,13 +388,11 @@ export async function completeAndClaim(
     prepared(
       'jobs.completeAndClaim',
       sql`
-    WITH ${completionsOf(workerId, done)},
-    completed AS (${recordCompletions}),
-    next AS (${nextFree(claim.tasks, claim.limit)}),
-    claimed AS (${startRunning(workerId, claim.lockTimeoutMs)})
-    SELECT NULL::bigint AS completed_id, claimed.* FROM claimed
+    WITH completed AS MATERIALIZED (${completeJobs(workerId, done)}),
+    claimed AS MATERIALIZED (${claimFreeJobs(workerId, claim.lockTimeoutMs, claim.tasks, claim.limit)})
+    SELECT completed.id AS completed_id, ${CLAIMED_NULLS} FROM completed
     UNION ALL
-    SELECT completed.id, ${CLAIMED_NULLS} FROM completed`,
+    SELECT NULL::bigint, ${CLAIMED_OF('claimed')} FROM claimed`,
     ),
   );
   const completed = new Set<number>();
