@@ -11,8 +11,9 @@
  *   ever claiming one row twice. The pick (which rows, most urgent first) is the function
  *   `jobs_pick_free` (migration 0303), so that its plan stays the ordered index scan whatever
  *   the statistics say; the claim and the completion batch are functions of migration 0304,
- *   so that a plan kept from a small table does not scan the table once it has grown. One claim is in flight per engine at a time; a claim that brings
- *   fewer jobs than asked ends the round (jobs committed meanwhile are announced).
+ *   so that a plan kept from a small table does not scan the table once it has grown. One
+ *   claim is in flight per engine at a time; a claim that brings fewer jobs than asked ends
+ *   the round (jobs committed meanwhile are announced).
  * - Per-job cost: a batch of successes (those finishing in one turn of the event loop, or
  *   while the previous batch was being written) is recorded by one statement, which also
  *   claims jobs for the slots it frees: with short jobs a worker spends one round trip and
