@@ -180,6 +180,51 @@ describe('claiming', () => {
     expect(order).toEqual([high, midEarlier, mid, low]);
   });
 
+  it('the claim and the completion batch find their rows by index, never by scanning the jobs table', async () => {
+    // A scan's cost grows with every job the table keeps: a plan that scans, kept by a worker
+    // from when the table was small, slowed each claim as jobs went through (migration 0304).
+    // Counted by PostgreSQL for this transaction alone; the table is small here, so a planner
+    // free to choose would scan it.
+    const repo = await import('../src/modules/jobs/jobs.repository.ts');
+    const e = engineWith(); // not started: the statements below are the worker's, by hand
+    const task = 'scan.free';
+    e.registerTask({ name: task, visible: true, handler: async () => null });
+    const claim = { lockTimeoutMs: 60_000, tasks: [task], limit: 4 };
+    const scans = await t.testDb.db
+      .transaction(async (tx) => {
+        await e.enqueueMany(
+          tx,
+          a.id,
+          Array.from({ length: 30 }, () => ({ task })),
+        );
+        const seqScans = async () =>
+          (
+            await tx.query<{ n: number }>(
+              "SELECT coalesce(sum(seq_scan), 0)::int AS n FROM pg_stat_xact_user_tables WHERE relid = 'jobs'::regclass",
+            )
+          ).rows[0].n;
+        const before = await seqScans();
+        const done = (rows: { collection_id: string; id: number }[]) =>
+          rows.map((r) => ({ collectionId: r.collection_id, id: r.id, result: null, progress: null }));
+        let claimed = await repo.claimFree(tx, e.workerId, claim.lockTimeoutMs, claim.tasks, claim.limit);
+        // More rounds than PostgreSQL's five custom plans before it keeps a generic one.
+        for (let round = 0; round < 6; round++) {
+          const next = await repo.completeAndClaim(tx, e.workerId, done(claimed), claim);
+          expect(next.completed.size).toBe(claimed.length);
+          claimed = next.claimed;
+        }
+        expect(claimed.length).toBeGreaterThan(0);
+        expect((await repo.completeMany(tx, e.workerId, done(claimed))).size).toBe(claimed.length);
+        const after = await seqScans();
+        throw Object.assign(new Error('roll back'), { scans: after - before });
+      })
+      .catch((err: { scans?: number }) => {
+        if (err.scans === undefined) throw err;
+        return err.scans;
+      });
+    expect(scans).toBe(0);
+  });
+
   it('reports progress while running; a running job cannot be cancelled', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
