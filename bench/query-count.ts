@@ -7,7 +7,7 @@
  * counted the same way. pg_stat_statements would count on the server, but it needs
  * `shared_preload_libraries` and a restart of a server others share.
  */
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 
 export interface QueryCounts {
@@ -99,7 +99,9 @@ export function installQueryCounter(): void {
     process.on('SIGUSR2', () => {
       if (!mark) mark = queryCounts();
       else {
-        writeFileSync(file, JSON.stringify(countsSince(mark)));
+        // Renamed into place: the bench reads the file as soon as it exists, never half written.
+        writeFileSync(`${file}.tmp`, JSON.stringify(countsSince(mark)));
+        renameSync(`${file}.tmp`, file);
         mark = undefined;
       }
     });
