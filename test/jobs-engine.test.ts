@@ -308,6 +308,35 @@ describe('claiming', () => {
     for (const [i, id] of ids.entries()) expect(ranAt.get(id)).toBeGreaterThanOrEqual(base + offsets[i] - 5);
   });
 
+  it('a future job alone runs at its time, even when its timer fires before the database sees it due', async () => {
+    // Node's timers may fire a millisecond early, and a claim sent then does not take the job
+    // yet; the timer must then be armed again for it, not left to the ten-minute poll. One job
+    // at a time, so that no later job's timer can rescue it: 80 rounds, about 2 s (4 runs of 5
+    // failed before the fix).
+    const e = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
+    const ran = new Set<number>();
+    e.registerTask({ name: 'alone.one', visible: true, handler: async (ctx) => void ran.add(ctx.job.id) });
+    await e.start();
+    for (let round = 0; round < 80; round++) {
+      const runAt = new Date(Date.now() + 20 + (round % 7));
+      const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'alone.one', runAt });
+      await waitFor(async () => (ran.has(id) ? true : undefined), 5000, `round ${round}'s job`);
+    }
+  });
+
+  it('a job due a few milliseconds after its enqueue runs without the poll', async () => {
+    // Due too soon for a timer to seem worth it, too late for a claim sent at once to take it.
+    const e = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
+    const ran = new Set<number>();
+    e.registerTask({ name: 'soon.one', visible: true, handler: async (ctx) => void ran.add(ctx.job.id) });
+    await e.start();
+    for (let round = 0; round < 20; round++) {
+      const runAt = new Date(Date.now() + 1 + (round % 5));
+      const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'soon.one', runAt });
+      await waitFor(async () => (ran.has(id) ? true : undefined), 5000, `round ${round}'s job`);
+    }
+  });
+
   it('a claim this worker holds without knowing it (its answer lost) is not kept alive by its heartbeat', async () => {
     // Lock timeout 600 ms, heartbeat every 200 ms. The engine is busy with a long job the
     // whole time, so it beats. A job marked claimed by it, which it never received, must

@@ -67,8 +67,10 @@
  *   A failed round (sweep, timer, claims) is tried again after a short backoff, not only at
  *   the next poll.
  * - Timer: one timer for the earliest known future job; when it fires, the engine claims and
- *   then looks up the next future job in the table, so a later one announced meanwhile is not
- *   left to the poll (the lock-timeout sweep stays with the poll).
+ *   then looks up the next pending job due after the moment it fired, so a later one announced
+ *   meanwhile is not left to the poll (the lock-timeout sweep stays with the poll), nor is the
+ *   job itself when the timer fired a millisecond before the database saw it due. A job due
+ *   within a few ms of its announcement gets a claim at once and the timer.
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
@@ -471,13 +473,20 @@ export class JobEngine {
   private async claimDueAndArm(): Promise<void> {
     // A job due now may be a named queue's head.
     this.queueHint = true;
+    const since = Date.now();
     await this.pump();
-    await this.armNext();
+    await this.armNext(since);
   }
 
-  private async armNext(): Promise<void> {
+  /**
+   * Arms the timer for the earliest pending job due after `since` (when the claims began): a
+   * job that came due after the claim looked (a timer can fire a few ms early, and the claim
+   * takes time) is still pending and gets the timer, instead of waiting for the poll. Jobs
+   * due before `since` and still pending wait for a free slot, which claims again anyway.
+   */
+  private async armNext(since: number): Promise<void> {
     try {
-      const next = await repo.nextDue(this.db);
+      const next = await repo.nextDue(this.db, new Date(since));
       if (next !== undefined && !this.stopping) this.armTimer(Math.max(next, Date.now() + MIN_TIMER_MS));
     } catch (err) {
       if (!this.stopping) {
@@ -504,15 +513,16 @@ export class JobEngine {
     );
   }
 
-  /** Claim now when `due` has come; otherwise arm one timer for the earliest future job. */
+  /**
+   * Claim now when `due` has come (or is a few ms off: another process's clock); arm the one
+   * timer for a job still in the future, even one due within those few ms: a claim sent now
+   * would not take it yet, and without the timer it would wait for the poll.
+   */
   private wake(due: number): void {
     if (!this.started || this.stopping) return;
     const delay = due - Date.now();
-    if (delay <= 5) {
-      this.schedulePump();
-      return;
-    }
-    this.armTimer(due);
+    if (delay <= 5) this.schedulePump();
+    if (delay > 0) this.armTimer(due);
   }
 
   /** One timer, for the earliest future job known; firing claims and re-arms it (claimDueAndArm). */

@@ -283,11 +283,11 @@ export async function hasQueuedInQueues(q: Queryable): Promise<boolean> {
   return rows.length > 0;
 }
 
-/** When the next pending job falls due (epoch ms), if any is in the future. */
-export async function nextDue(q: Queryable): Promise<number | undefined> {
+/** When the earliest pending job due after `after` falls due (epoch ms), if there is one. */
+export async function nextDue(q: Queryable, after: Date): Promise<number | undefined> {
   const { rows } = await q.query<{ due: number | null }>(sql`
     SELECT (extract(epoch FROM min(run_at)) * 1000)::float8 AS due FROM jobs
-    WHERE status IN ('queued', 'errored') AND run_at > now()`);
+    WHERE status IN ('queued', 'errored') AND run_at > ${after}::timestamptz`);
   return rows[0]?.due ?? undefined;
 }
 
