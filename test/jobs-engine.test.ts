@@ -308,33 +308,32 @@ describe('claiming', () => {
     for (const [i, id] of ids.entries()) expect(ranAt.get(id)).toBeGreaterThanOrEqual(base + offsets[i] - 5);
   });
 
-  it('a future job alone runs at its time, even when its timer fires before the database sees it due', async () => {
-    // Node's timers may fire a millisecond early, and a claim sent then does not take the job
-    // yet; the timer must then be armed again for it, not left to the ten-minute poll. One job
-    // at a time, so that no later job's timer can rescue it: 80 rounds, about 2 s (4 runs of 5
-    // failed before the fix).
+  /**
+   * One job at a time, each due `dueInMs(round)` after its enqueue, on a worker whose poll is
+   * ten minutes away: each must run without it, and no later job's timer can rescue it.
+   */
+  async function aloneWithoutPoll(task: string, rounds: number, dueInMs: (round: number) => number) {
     const e = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
     const ran = new Set<number>();
-    e.registerTask({ name: 'alone.one', visible: true, handler: async (ctx) => void ran.add(ctx.job.id) });
+    e.registerTask({ name: task, visible: true, handler: async (ctx) => void ran.add(ctx.job.id) });
     await e.start();
-    for (let round = 0; round < 80; round++) {
-      const runAt = new Date(Date.now() + 20 + (round % 7));
-      const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'alone.one', runAt });
+    for (let round = 0; round < rounds; round++) {
+      const runAt = new Date(Date.now() + dueInMs(round));
+      const { id } = await e.enqueue(t.testDb.db, a.id, { task, runAt });
       await waitFor(async () => (ran.has(id) ? true : undefined), 5000, `round ${round}'s job`);
     }
+  }
+
+  it('a future job alone runs at its time, even when its timer fires before the database sees it due', async () => {
+    // Node's timers may fire a millisecond early, and a claim sent then does not take the job
+    // yet; the timer must then be armed again for it. 80 rounds, about 2 s (4 runs of 5
+    // failed before the fix).
+    await aloneWithoutPoll('alone.one', 80, (round) => 20 + (round % 7));
   });
 
   it('a job due a few milliseconds after its enqueue runs without the poll', async () => {
     // Due too soon for a timer to seem worth it, too late for a claim sent at once to take it.
-    const e = engineWith({ JOBS_POLL_INTERVAL_MS: '600000' });
-    const ran = new Set<number>();
-    e.registerTask({ name: 'soon.one', visible: true, handler: async (ctx) => void ran.add(ctx.job.id) });
-    await e.start();
-    for (let round = 0; round < 20; round++) {
-      const runAt = new Date(Date.now() + 1 + (round % 5));
-      const { id } = await e.enqueue(t.testDb.db, a.id, { task: 'soon.one', runAt });
-      await waitFor(async () => (ran.has(id) ? true : undefined), 5000, `round ${round}'s job`);
-    }
+    await aloneWithoutPoll('soon.one', 20, (round) => 1 + (round % 5));
   });
 
   it('a claim this worker holds without knowing it (its answer lost) is not kept alive by its heartbeat', async () => {
