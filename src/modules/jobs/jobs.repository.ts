@@ -215,7 +215,11 @@ export async function insertJobs(
   return rows;
 }
 
-/** The end of a named-queue claim: the jobs picked in `next` start running, locked by this worker. */
+/**
+ * The end of a named-queue claim: the jobs picked in `next` start running, locked by this
+ * worker. Its twin for free jobs is `jobs_claim_free` (migration 0304): a change to what
+ * "running" writes goes in both (a new migration for the function).
+ */
 const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
       lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
