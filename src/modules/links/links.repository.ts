@@ -90,6 +90,23 @@ export async function findByCode(db: Queryable, code: string): Promise<LinkRow |
   return rows[0];
 }
 
+/**
+ * Claims `code` for the collection (migration 0403): true when the code is now, or already
+ * was, this collection's; false when another collection has ever held it. A claim is never
+ * released, so a code a link gave up by rename (or deletion) is never handed to another
+ * collection. Made in the transaction that inserts or renames the link, so two collections
+ * racing for one code meet on link_codes' unique index and one of them gets false.
+ */
+export async function claimCode(db: Queryable, collectionId: string, code: string): Promise<boolean> {
+  // The no-op update on a claim of the same collection is what makes RETURNING answer it.
+  const { rows } = await db.query(sql`
+    INSERT INTO link_codes (collection_id, code) VALUES (${collectionId}, ${code})
+    ON CONFLICT (code) DO UPDATE SET code = EXCLUDED.code WHERE link_codes.collection_id = EXCLUDED.collection_id
+    RETURNING collection_id`);
+  return rows.length > 0;
+}
+
+/** Whether a link (live or deleted, of any collection) holds the code now. */
 export async function codeTaken(db: Queryable, code: string): Promise<boolean> {
   const { rows } = await db.query(sql`SELECT 1 FROM links WHERE code = ${code}`);
   return rows.length > 0;

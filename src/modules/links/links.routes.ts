@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { errorResponses, ref, SuccessBody } from '../../platform/schemas.ts';
@@ -151,6 +152,10 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
     },
     async (req, reply) => {
       const target = await service.resolve(req.params.code);
+      // Fastify answers HEAD from this GET route. A HEAD is a link checker or a preview
+      // fetcher asking where the code leads, not a visit: the same answer, no click, no
+      // `link.clicked`.
+      if (req.method === 'HEAD') return redirect(reply, target.destinationUrl);
       const { ip, viaTrustedProxy } = clientAddress(
         req.socket.remoteAddress,
         req.headers['x-forwarded-for'],
@@ -169,12 +174,11 @@ export const linksRoutes: FastifyPluginAsyncTypebox<{ service: LinksService }> =
         proxyCountry: geo.country,
         proxyCity: geo.city,
       });
-      // Never cached by browsers or CDNs: every visit must reach us to be counted.
-      return reply
-        .code(302)
-        .header('cache-control', 'private, no-store')
-        .header('location', target.destinationUrl)
-        .send();
+      return redirect(reply, target.destinationUrl);
     },
   );
 };
+
+// Never cached by browsers or CDNs: every visit must reach us to be counted.
+const redirect = (reply: FastifyReply, location: string) =>
+  reply.code(302).header('cache-control', 'private, no-store').header('location', location).send();

@@ -175,6 +175,11 @@ export class LinksService {
       let inserted: repo.LinkRow | undefined;
       for (let i = 0; i < 5 && !inserted; i++) {
         const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
+        // Another collection's code, even one its link gave up by rename, is never handed on.
+        if (!(await repo.claimCode(tx, collectionId, code))) {
+          if (body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
+          continue;
+        }
         inserted = await repo.insertLink(tx, collectionId, {
           id: newId('lnk'),
           code,
@@ -225,7 +230,13 @@ export class LinksService {
     const { before, after } = await this.db.transaction(async (tx) => {
       const before = await repo.findLink(tx, collectionId, linkId, true);
       if (!before) throw notFound('Link');
-      if (body.code !== undefined && body.code !== before.code && (await repo.codeTaken(tx, body.code))) {
+      // The old code stays claimed by this collection (repo.claimCode): it may come back to
+      // one of its links, never to another collection's.
+      if (
+        body.code !== undefined &&
+        body.code !== before.code &&
+        (!(await repo.claimCode(tx, collectionId, body.code)) || (await repo.codeTaken(tx, body.code)))
+      ) {
         throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
       }
       const after = await repo.updateLink(tx, collectionId, linkId, {
