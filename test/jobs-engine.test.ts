@@ -189,7 +189,16 @@ describe('claiming', () => {
     const e = engineWith(); // not started: the statements below are the worker's, by hand
     const task = 'scan.free';
     e.registerTask({ name: task, visible: true, handler: async () => null });
-    const claim = { lockTimeoutMs: 60_000, tasks: [task], limit: 4 };
+    const lockTimeoutMs = 60_000;
+    const claim = {
+      lane: 'default',
+      tasks: [task],
+      limit: 4,
+      after: '',
+      held: { collections: [], counts: [] },
+      budget: 4,
+      maxVisits: 16,
+    };
     const scans = await t.testDb.db
       .transaction(async (tx) => {
         await e.enqueueMany(
@@ -206,10 +215,10 @@ describe('claiming', () => {
         const before = await seqScans();
         const done = (rows: { collection_id: string; id: number }[]) =>
           rows.map((r) => ({ collectionId: r.collection_id, id: r.id, result: null, progress: null }));
-        let claimed = await repo.claimFree(tx, e.workerId, claim.lockTimeoutMs, claim.tasks, claim.limit);
+        let claimed = await repo.claimFree(tx, e.workerId, lockTimeoutMs, claim);
         // More rounds than PostgreSQL's five custom plans before it keeps a generic one.
         for (let round = 0; round < 6; round++) {
-          const next = await repo.completeAndClaim(tx, e.workerId, done(claimed), claim);
+          const next = await repo.completeAndClaim(tx, e.workerId, done(claimed), lockTimeoutMs, claim);
           expect(next.completed.size).toBe(claimed.length);
           claimed = next.claimed;
         }

@@ -44,6 +44,12 @@ export interface TaskDefinition {
   /** Default: JOBS_MAX_ATTEMPTS. */
   maxAttempts?: number;
   /**
+   * The slots its jobs run in (default `default`): every lane has its own in each worker, so
+   * the jobs of one lane never wait for a slot held by another's (webhook deliveries run in
+   * `deliveries`). The lanes are the job engine's (JOBS_LANES in modules/jobs).
+   */
+  lane?: string;
+  /**
    * Checks (and may normalise) a payload the API accepts; throws a 400 to refuse it. Set by
    * defineTask; a task without it (an internal one, or a test's) takes any payload.
    */
@@ -56,6 +62,7 @@ export interface TaskSpec<S extends TSchema> {
   payload: S;
   visible: boolean;
   maxAttempts?: number;
+  lane?: string;
   /**
    * Rules a schema cannot state (a window's order, say: throw a 400 to refuse) and defaults:
    * returns the payload to store and run.
@@ -91,6 +98,7 @@ export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition
     name: spec.name,
     visible: spec.visible,
     maxAttempts: spec.maxAttempts,
+    lane: spec.lane,
     parsePayload: parse,
     handler: (ctx) => spec.handler(parse(ctx.job.payload), ctx),
   };

@@ -111,14 +111,44 @@ export interface JobsSettings {
   prefetch: number;
   /** A prefetched job not started within this is handed back to the queue. */
   prefetchHoldMs: number;
+  /**
+   * The most slots one collection's jobs take in a worker's lane (see "Fairness"); with
+   * prefetch, a completion batch may also claim `prefetch` more of them to wait for a slot.
+   */
+  collectionConcurrency: number;
+  /** The lanes besides `default`: their own slots and per-collection share in every worker. */
+  lanes: Record<string, { concurrency: number; collectionConcurrency: number }>;
 }
+
+/** The lanes every worker runs: `default`, and `deliveries` for webhook deliveries. */
+export const JOBS_LANES = ['default', 'deliveries'] as const;
+
+/**
+ * A collection's share of a lane's slots unless configured: all but a quarter of them (at
+ * least one held back from any single collection once there are two slots).
+ */
+const shareOf = (concurrency: number) => Math.max(1, concurrency - Math.max(1, Math.floor(concurrency / 4)));
 
 /** `shutdownTimeoutMs`: the process's own budget (SHUTDOWN_TIMEOUT_MS), which the stop timeout stays under. */
 export function jobsSettings(env: Env, shutdownTimeoutMs = 10_000): JobsSettings {
   const lockTimeoutMs = intFrom(env, 'JOBS_LOCK_TIMEOUT_MS', 60_000, 100);
   const concurrency = intFrom(env, 'JOBS_CONCURRENCY', 4, 1, 1000);
+  const deliveries = intFrom(env, 'JOBS_DELIVERIES_CONCURRENCY', 16, 1, 1000);
   return {
     concurrency,
+    collectionConcurrency: intFrom(env, 'JOBS_COLLECTION_CONCURRENCY', shareOf(concurrency), 1, concurrency),
+    lanes: {
+      deliveries: {
+        concurrency: deliveries,
+        collectionConcurrency: intFrom(
+          env,
+          'JOBS_DELIVERIES_COLLECTION_CONCURRENCY',
+          shareOf(deliveries),
+          1,
+          deliveries,
+        ),
+      },
+    },
     prefetch: intFrom(env, 'JOBS_PREFETCH', concurrency, 0, 1000),
     // Well under the heartbeat, so a held job never depends on it to stay claimed.
     prefetchHoldMs: intFrom(env, 'JOBS_PREFETCH_HOLD_MS', 250, 1, 60_000),
@@ -141,6 +171,18 @@ export function jobsSettings(env: Env, shutdownTimeoutMs = 10_000): JobsSettings
   };
 }
 
+/** The settings of one lane's engine: the lane's slots and share, the rest as configured. */
+export function laneSettings(settings: JobsSettings, lane: string): JobsSettings {
+  const own = settings.lanes[lane];
+  if (!own) return settings;
+  return {
+    ...settings,
+    concurrency: own.concurrency,
+    collectionConcurrency: own.collectionConcurrency,
+    prefetch: Math.min(settings.prefetch, own.concurrency),
+  };
+}
+
 export const JOBS_CHANNEL = 'jobs_new';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 const SWEEP_EVERY_MS = 60_000;
@@ -158,6 +200,12 @@ const MIN_TIMER_MS = 10;
 const ROUND_RETRY_BASE_MS = 250;
 const ROUND_RETRY_MAX_MS = 5000;
 /**
+ * The most collections one claim looks at: a collection with only future jobs, or at its
+ * budget, costs two index probes and is passed over; the cursor moves on, so the next claim
+ * looks further.
+ */
+const MAX_VISITS = 256;
+/**
  * A completion batch prefetches only when every job in it ran shorter than this: then a
  * prefetched job waits a few milliseconds for a slot, not the length of a long job.
  */
@@ -171,12 +219,28 @@ interface Running {
   startedAt?: number;
   /** When it was claimed (performance.now()), for the prefetch hold. */
   claimedAt: number;
+  /** Its handler has returned: its slot is free, its outcome may still be being written. */
+  returned?: boolean;
+}
+
+/** What a lane's engine is: its name, the task registry it shares, whether it does the housekeeping. */
+export interface EngineOptions {
+  /** Default `default`. The engine claims the jobs of its lane's tasks only. */
+  lane?: string;
+  /** Shared by the engines of one process, so that any of them enqueues any task. */
+  registry?: Map<string, TaskDefinition>;
+  /** The lock-timeout sweep and retention (default true; one engine per process is enough). */
+  housekeeping?: boolean;
 }
 
 export class JobEngine {
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId = `w_${randomBytes(6).toString('hex')}`;
-  private readonly tasks = new Map<string, TaskDefinition>();
+  readonly lane: string;
+  private readonly tasks: Map<string, TaskDefinition>;
+  private readonly housekeeping: boolean;
+  /** The collection served last: a claim's walk starts after it (see "Fairness"). */
+  private cursor = '';
   /** Every claim this engine holds: waiting in `ready`, running, or its outcome being written. */
   private readonly running = new Map<number, Running>();
   /** Claimed jobs waiting for a slot (prefetched), in claim order. */
@@ -229,12 +293,19 @@ export class JobEngine {
     private readonly db: Db,
     readonly settings: JobsSettings,
     private readonly log: EngineLogger,
-  ) {}
+    options: EngineOptions = {},
+  ) {
+    this.lane = options.lane ?? 'default';
+    this.tasks = options.registry ?? new Map();
+    this.housekeeping = options.housekeeping ?? true;
+  }
 
   registerTask(def: TaskDefinition): void {
     if (!/^[a-z][A-Za-z0-9]*(\.[a-z][A-Za-z0-9]*)*$/.test(def.name))
       throw new Error(`Task name "${def.name}" must be dotted lowerCamel words, e.g. "records.import"`);
     if (this.tasks.has(def.name)) throw new Error(`Task "${def.name}" is already registered`);
+    if (def.lane !== undefined && !(JOBS_LANES as readonly string[]).includes(def.lane))
+      throw new Error(`Task "${def.name}" names lane "${def.lane}"; lanes: ${JOBS_LANES.join(', ')}`);
     this.tasks.set(def.name, def);
   }
 
@@ -330,6 +401,7 @@ export class JobEngine {
       queueName: options.queueName ?? null,
       maxAttempts,
       visible: def.visible,
+      lane: def.lane ?? 'default',
     };
   }
 
@@ -452,6 +524,12 @@ export class JobEngine {
   /** A full round: the lock-timeout sweep (and retention now and then), claims, the timer. */
   private async tick(): Promise<void> {
     if (this.stopping) return;
+    if (this.housekeeping) await this.housekeep();
+    await this.claimDueAndArm();
+  }
+
+  /** The lock-timeout sweep, and retention now and then: one engine of a process does it. */
+  private async housekeep(): Promise<void> {
     try {
       // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
       const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
@@ -463,7 +541,6 @@ export class JobEngine {
         this.retryRound();
       }
     }
-    await this.claimDueAndArm();
   }
 
   /**
@@ -616,15 +693,14 @@ export class JobEngine {
       if (this.claimsInDoubt) await this.releaseUnknownClaims();
       do {
         this.pumpAgain = false;
-        while (!this.stopping && this.tasks.size > 0 && !this.completionsClaim()) {
+        while (!this.stopping && this.taskNames().length > 0 && !this.completionsClaim()) {
           const free = this.freeSlots();
           if (free <= 0) break;
           const rows = await repo.claimFree(
             this.db,
             this.workerId,
             this.settings.lockTimeoutMs,
-            this.taskNames(),
-            free,
+            this.fairClaim(free, 0),
           );
           // Started even if stop() began meanwhile: they were claimed before it, and get its grace period.
           this.admit(rows);
@@ -682,8 +758,48 @@ export class JobEngine {
     }
   }
 
+  /** The tasks of this engine's lane (the registry may be shared with other lanes' engines). */
   private taskNames(): string[] {
-    return [...this.tasks.keys()];
+    const names: string[] = [];
+    for (const def of this.tasks.values()) if ((def.lane ?? 'default') === this.lane) names.push(def.name);
+    return names;
+  }
+
+  /**
+   * A claim of `limit` free jobs that takes turns between collections, each up to its share
+   * of the slots less what this engine holds of it (claimed and not yet returned), plus
+   * `prefetch` for a completion batch that prefetches.
+   */
+  private fairClaim(limit: number, prefetch: number): repo.FairClaim {
+    const held = new Map<string, number>();
+    for (const e of this.running.values())
+      if (!e.returned) held.set(e.row.collection_id, (held.get(e.row.collection_id) ?? 0) + 1);
+    return {
+      lane: this.lane,
+      tasks: this.taskNames(),
+      limit,
+      after: this.cursor,
+      held: { collections: [...held.keys()], counts: [...held.values()] },
+      budget: this.settings.collectionConcurrency + prefetch,
+      maxVisits: MAX_VISITS,
+    };
+  }
+
+  /**
+   * The walk of the claim that brought `rows` went from the cursor up (in byte order, as the
+   * index: COLLATE "C"), wrapping around once: the last collection it served is the next
+   * claim's start.
+   */
+  private advanceCursor(rows: repo.ClaimedJob[]): void {
+    if (rows.length === 0) return;
+    let before: string | undefined;
+    let after: string | undefined;
+    for (const { collection_id: c } of rows) {
+      if (this.cursor !== '' && byteOrder(c, this.cursor) <= 0) {
+        if (before === undefined || byteOrder(c, before) > 0) before = c;
+      } else if (after === undefined || byteOrder(c, after) > 0) after = c;
+    }
+    this.cursor = (before ?? after) as string;
   }
 
   /**
@@ -704,6 +820,7 @@ export class JobEngine {
 
   /** Jobs just claimed: held, and started while slots are free; the rest wait in `ready`. */
   private admit(rows: repo.ClaimedJob[]): void {
+    this.advanceCursor(rows.filter((r) => r.queue_name === null));
     const now = performance.now();
     // Most urgent first, as the claim picked them (an UPDATE … RETURNING keeps no order).
     const urgent = [...rows].sort(
@@ -718,10 +835,33 @@ export class JobEngine {
     if (this.ready.length > 0) this.armHold();
   }
 
-  /** Starts prefetched jobs while slots are free (not after a shutdown gave up on them). */
+  /**
+   * Starts prefetched jobs while slots are free (not after a shutdown gave up on them), none
+   * of a collection already running its share of the slots: such a job waits, and is handed
+   * back if it waits past the hold.
+   */
   private drain(): void {
-    while (this.ready.length > 0 && this.executing < this.settings.concurrency && !this.abort.signal.aborted) {
-      this.run(this.ready.shift() as Running);
+    const share = this.settings.collectionConcurrency;
+    if (share >= this.settings.concurrency) {
+      while (this.ready.length > 0 && this.executing < this.settings.concurrency && !this.abort.signal.aborted) {
+        this.run(this.ready.shift() as Running);
+      }
+      return;
+    }
+    const runningOf = new Map<string, number>();
+    for (const e of this.running.values())
+      if (e.startedAt !== undefined && !e.returned)
+        runningOf.set(e.row.collection_id, (runningOf.get(e.row.collection_id) ?? 0) + 1);
+    for (let i = 0; i < this.ready.length && this.executing < this.settings.concurrency; ) {
+      if (this.abort.signal.aborted) return;
+      const c = this.ready[i].row.collection_id;
+      const n = runningOf.get(c) ?? 0;
+      if (n >= share) {
+        i++;
+        continue;
+      }
+      runningOf.set(c, n + 1);
+      this.run(this.ready.splice(i, 1)[0]);
     }
   }
 
@@ -831,6 +971,7 @@ export class JobEngine {
     }
     // The slot is free once the handler has returned: a prefetched job takes it now.
     this.executing--;
+    entry.returned = true;
     const ranMs = performance.now() - (entry.startedAt ?? 0);
     this.drain();
     let refilled = false;
@@ -907,10 +1048,12 @@ export class JobEngine {
       progress: c.progress,
     }));
     const jobIds = batch.map((c) => c.row.id);
-    const canClaim = this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.tasks.size > 0;
+    const canClaim =
+      this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.taskNames().length > 0;
     // Free slots, and with a batch of short jobs the prefetch beyond them (see the design).
     const short = batch.every((c) => c.ranMs < PREFETCH_SHORT_MS);
-    let claimLimit = canClaim ? Math.max(0, this.freeSlots() + (short ? this.settings.prefetch : 0)) : 0;
+    const prefetch = short ? this.settings.prefetch : 0;
+    let claimLimit = canClaim ? Math.max(0, this.freeSlots() + prefetch) : 0;
     if (claimLimit > 0) this.pumping = true;
     let refilled = false;
     try {
@@ -920,11 +1063,13 @@ export class JobEngine {
         claimLimit = 0;
         if (limit <= 0) return repo.completeMany(this.db, this.workerId, done);
         try {
-          const r = await repo.completeAndClaim(this.db, this.workerId, done, {
-            lockTimeoutMs: this.settings.lockTimeoutMs,
-            tasks: this.taskNames(),
-            limit,
-          });
+          const r = await repo.completeAndClaim(
+            this.db,
+            this.workerId,
+            done,
+            this.settings.lockTimeoutMs,
+            this.fairClaim(limit, prefetch),
+          );
           refilled = true;
           this.startClaimed(r.claimed, limit);
           return r.completed;
@@ -1010,4 +1155,9 @@ function describeError(err: unknown): string {
   else if (err instanceof Error) text = err.message || err.name;
   else text = String(err);
   return text.slice(0, MAX_ERROR_LENGTH);
+}
+
+/** Compares strings by UTF-8 bytes, as PostgreSQL's "C" collation does (UTF-16 order differs past U+FFFF). */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a), Buffer.from(b));
 }

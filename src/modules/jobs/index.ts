@@ -3,7 +3,10 @@
  * - job: one unit of work of a `task` for a collection, with a JSON payload and result.
  * - task: a named handler registered with `JobEngine.registerTask`; `visible` tasks can be
  *   enqueued and listed through the API, internal ones (deliveries, housekeeping) cannot.
- * - worker: a JobEngine started in a process (ROLE=all or worker) claiming due jobs.
+ * - worker: the JobEngines started in a process (ROLE=all or worker) claiming due jobs, one
+ *   per lane.
+ * - lane: the slots a task's jobs run in; each lane has its own in every worker (`default`,
+ *   and `deliveries` for webhook deliveries), and each collection a share of them.
  * - key: idempotent enqueue; a pending job with the same key is updated, not duplicated.
  * - queueName: jobs of one named queue (per collection) run one at a time, in order.
  * - attempt / maxAttempts: a throwing handler is retried with exponential backoff.
@@ -11,7 +14,8 @@
  * Life cycle, guarantees and config keys: engine.ts and docs/jobs.md.
  */
 import { defineModule } from '../../platform/module.ts';
-import { JobEngine, jobsSettings } from './engine.ts';
+import type { TaskDefinition } from '../../platform/tasks.ts';
+import { JOBS_LANES, JobEngine, jobsSettings, laneSettings } from './engine.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { JobsService } from './jobs.service.ts';
 
@@ -19,6 +23,7 @@ export {
   type EngineLogger,
   type EnqueueOptions,
   JOBS_CHANNEL,
+  JOBS_LANES,
   JobEngine,
   type JobsSettings,
   jobsSettings,
@@ -26,16 +31,24 @@ export {
 export { JobsService };
 
 /**
- * The service is the API's face (JobsService) holding the engine: other modules take it to
- * enqueue in their own transactions, and buildApp registers every module's tasks on it.
+ * The service is the API's face (JobsService) holding the engines, one per lane, that share
+ * one task registry: other modules take `engine` to enqueue in their own transactions (any
+ * task, whatever its lane), and buildApp registers every module's tasks on it.
  */
 export const jobsModule = defineModule({
   name: 'jobs',
   needs: [],
   settings: (env, { shutdownTimeoutMs }) => jobsSettings(env, shutdownTimeoutMs),
-  create: ({ db, log }, settings) => new JobsService(db, new JobEngine(db, settings, log)),
+  create: ({ db, log }, settings) => {
+    const registry = new Map<string, TaskDefinition>();
+    const engines = JOBS_LANES.map(
+      (lane) =>
+        new JobEngine(db, laneSettings(settings, lane), log, { lane, registry, housekeeping: lane === 'default' }),
+    );
+    return new JobsService(db, engines);
+  },
   routes: jobsRoutes,
   // Workers run in ROLE=all and ROLE=worker; stop() releases what it could not finish.
   lifecycle: (service, role) =>
-    role === 'api' ? undefined : { start: () => service.engine.start(), stop: () => service.engine.stop() },
+    role === 'api' ? undefined : { start: () => service.start(), stop: () => service.stop() },
 });

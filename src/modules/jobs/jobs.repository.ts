@@ -118,6 +118,8 @@ export interface NewJob {
   queueName: string | null;
   maxAttempts: number;
   visible: boolean;
+  /** The slots it runs in (the task's lane). */
+  lane: string;
 }
 
 /** A job with the key of a pending job of its collection replaces that job's definition (attempts reset). */
@@ -125,7 +127,7 @@ const REPLACE_PENDING = sql`
     ON CONFLICT (collection_id, key) WHERE key IS NOT NULL AND status IN ('queued', 'errored')
     DO UPDATE SET task = excluded.task, payload = excluded.payload, run_at = excluded.run_at,
       priority = excluded.priority, queue_name = excluded.queue_name, max_attempts = excluded.max_attempts,
-      visible = excluded.visible, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
+      visible = excluded.visible, lane = excluded.lane, status = 'queued', attempts = 0, last_error = NULL, progress = NULL,
       updated_at = now()`;
 
 /** The engine's wake-up for the inserted job ("<due epoch ms>[:q]"), sent when its statement commits. */
@@ -156,9 +158,9 @@ export async function upsertJob(
     prepared(
       `${j.key === null ? 'jobs.insert' : 'jobs.upsert'}${notifyChannel ? '.notify' : ''}`,
       sql`
-    INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
+    INSERT INTO jobs (collection_id, task, payload, run_at, priority, key, queue_name, max_attempts, visible, lane)
     VALUES (${collectionId}, ${j.task}, ${json(j.payload)}::jsonb, coalesce(${j.runAt}::timestamptz, now()),
-      ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible})
+      ${j.priority}, ${j.key}, ${j.queueName}, ${j.maxAttempts}, ${j.visible}, ${j.lane})
     ${j.key === null ? sql`` : REPLACE_PENDING}
     RETURNING id, task, run_at, key, queue_name${notifyChannel ? sql`, ${notifyOf(notifyChannel)}` : sql``}`,
     ),
@@ -188,6 +190,7 @@ export async function insertJobs(
     queue_name: j.queueName,
     max_attempts: j.maxAttempts,
     visible: j.visible,
+    lane: j.lane,
   }));
   const { rows } = await q.query<{
     i: number;
@@ -200,11 +203,11 @@ export async function insertJobs(
     WITH input AS MATERIALIZED (
       SELECT nextval(pg_get_serial_sequence('jobs', 'id')) AS id, x.*
       FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(i int, task text, payload jsonb,
-        run_at timestamptz, priority int, key text, queue_name text, max_attempts int, visible boolean)
+        run_at timestamptz, priority int, key text, queue_name text, max_attempts int, visible boolean, lane text)
     ), ins AS (
-      INSERT INTO jobs (collection_id, id, task, payload, run_at, priority, key, queue_name, max_attempts, visible)
+      INSERT INTO jobs (collection_id, id, task, payload, run_at, priority, key, queue_name, max_attempts, visible, lane)
       SELECT ${collectionId}, id, task, payload, coalesce(run_at, now()), priority, key, queue_name, max_attempts,
-        visible
+        visible, lane
       FROM input ORDER BY i
       ${REPLACE_PENDING}
       RETURNING id, task, run_at, key, queue_name
@@ -217,7 +220,7 @@ export async function insertJobs(
 
 /**
  * The end of a named-queue claim: the jobs picked in `next` start running, locked by this
- * worker. Its twin for free jobs is `jobs_claim_free` (migration 0304): a change to what
+ * worker. Its twin for free jobs is `jobs_claim_fair` (migration 0305): a change to what
  * "running" writes goes in both (a new migration for the function).
  */
 const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
@@ -227,26 +230,41 @@ const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
     RETURNING ${CLAIMED_OF('j')}`;
 
 /**
- * Claims up to `limit` due jobs outside named queues, most urgent first, that no one else
- * holds right now: `jobs_claim_free` (migration 0304) on the pick `jobs_pick_free` (0303).
+ * What a claim of free jobs asks for: its lane and tasks, how many, and what fairness needs
+ * (engine.ts, "Fairness"): the collection served last, what this worker holds of each
+ * collection, the most one collection may hold, and how many collections one claim looks at.
+ */
+export interface FairClaim {
+  lane: string;
+  tasks: string[];
+  limit: number;
+  /** The collection this worker served last ('' for none): the walk starts after it. */
+  after: string;
+  held: { collections: string[]; counts: number[] };
+  budget: number;
+  maxVisits: number;
+}
+
+/**
+ * Claims up to `limit` due jobs outside named queues, taking turns between collections, that
+ * no one else holds right now: `jobs_claim_fair` on the pick `jobs_pick_fair` (migration 0305).
  * Functions, not statements of this file, so that their plans do not depend on the table's
  * statistics (a sort of the whole backlog, or a sequential scan of the table for each claim,
- * otherwise; see the migrations). Answers the claimed jobs.
+ * otherwise; see migrations 0303 and 0304). Answers the claimed jobs.
  */
-const claimFreeJobs = (workerId: string, lockTimeoutMs: number, tasks: string[], limit: number) => sql`
-    SELECT * FROM jobs_claim_free(${workerId}, ${lockTimeoutMs}::float8, ${tasks}::text[], ${limit}::integer)`;
+const claimFreeJobs = (workerId: string, lockTimeoutMs: number, c: FairClaim) => sql`
+    SELECT * FROM jobs_claim_fair(${workerId}, ${lockTimeoutMs}::float8, ${c.lane}, ${c.tasks}::text[],
+      ${c.limit}::integer, ${c.after}, ${c.held.collections}::text[], ${c.held.counts}::integer[],
+      ${c.budget}::integer, ${c.maxVisits}::integer)`;
 
-/** Claims up to `limit` due jobs outside named queues. Safe under any number of concurrent workers. */
+/** Claims due jobs outside named queues (see FairClaim). Safe under any number of concurrent workers. */
 export async function claimFree(
   q: Queryable,
   workerId: string,
   lockTimeoutMs: number,
-  tasks: string[],
-  limit: number,
+  claim: FairClaim,
 ): Promise<ClaimedJob[]> {
-  const { rows } = await q.query<ClaimedJob>(
-    prepared('jobs.claimFree', claimFreeJobs(workerId, lockTimeoutMs, tasks, limit)),
-  );
+  const { rows } = await q.query<ClaimedJob>(prepared('jobs.claimFree', claimFreeJobs(workerId, lockTimeoutMs, claim)));
   return rows;
 }
 
@@ -272,7 +290,8 @@ export async function claimQueued(
           SELECT 1 FROM jobs o
           WHERE o.collection_id = j.collection_id AND o.queue_name = j.queue_name
             AND o.status IN ('queued', 'errored', 'running') AND (o.status = 'running' OR o.id < j.id))
-      ORDER BY j.priority DESC, j.run_at, j.id
+      -- Heads of different collections' queues by due time: a priority orders its own collection's work only.
+      ORDER BY j.run_at, j.id
       LIMIT ${limit}
       FOR UPDATE OF j SKIP LOCKED
     )
@@ -386,14 +405,15 @@ export async function completeAndClaim(
   q: Queryable,
   workerId: string,
   done: Completion[],
-  claim: { lockTimeoutMs: number; tasks: string[]; limit: number },
+  lockTimeoutMs: number,
+  claim: FairClaim,
 ): Promise<{ completed: Set<number>; claimed: ClaimedJob[] }> {
   const { rows } = await q.query<ClaimedJob & { completed_id: number | null }>(
     prepared(
       'jobs.completeAndClaim',
       sql`
     WITH completed AS MATERIALIZED (${completeJobs(workerId, done)}),
-    claimed AS MATERIALIZED (${claimFreeJobs(workerId, claim.lockTimeoutMs, claim.tasks, claim.limit)})
+    claimed AS MATERIALIZED (${claimFreeJobs(workerId, lockTimeoutMs, claim)})
     SELECT completed.id AS completed_id, ${CLAIMED_NULLS} FROM completed
     UNION ALL
     SELECT NULL::bigint, ${CLAIMED_OF('claimed')} FROM claimed`,

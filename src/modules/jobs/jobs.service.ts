@@ -30,11 +30,26 @@ export function toJob(r: repo.JobRow): Job {
 }
 
 export class JobsService {
+  /** The `default` lane's engine: other modules enqueue on it (any lane's task), and their tasks are registered on it. */
+  readonly engine: JobEngine;
+
   constructor(
     private readonly db: Db,
-    /** The engine: other modules enqueue on it, and their tasks are registered on it. */
-    readonly engine: JobEngine,
-  ) {}
+    /** One engine per lane, sharing one task registry; the first is the `default` lane's. */
+    readonly engines: JobEngine[],
+  ) {
+    this.engine = engines[0];
+  }
+
+  /** Starts every lane's worker. */
+  async start(): Promise<void> {
+    for (const e of this.engines) await e.start();
+  }
+
+  /** Stops every lane's worker at once (each within the stop timeout). */
+  async stop(): Promise<void> {
+    await Promise.all(this.engines.map((e) => e.stop()));
+  }
 
   /**
    * A job submitted through the API: only a visible task, its payload checked by the task;
