@@ -316,8 +316,14 @@ describe('replies', () => {
     expect(results.map((r) => r.statusCode)).toEqual(Array(50).fill(200));
     const stored = (await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}`, headers: a.auth })).json();
     expect(stored.replyCount).toBe(50);
-    expect(stored.replies).toHaveLength(50);
-    expect(new Set(stored.replies.map((r: { n: number }) => r.n)).size).toBe(50);
+    // The thread answers its latest 20; all 50 are on the replies route, each once.
+    expect(stored.replies).toHaveLength(20);
+    const page = (
+      await t.inject({ method: 'GET', url: `${admin(a)}/${th.id}/replies?limit=200`, headers: a.auth })
+    ).json();
+    expect(page.pagination).toEqual({ total: 50, limit: 200, offset: 0, hasMore: false });
+    expect(new Set(page.data.map((r: { n: number }) => r.n)).size).toBe(50);
+    expect(page.data.slice(30)).toEqual(stored.replies);
   });
 
   it('a thread full of replies answers 409 (APP_THREAD_MAX_REPLIES)', async () => {

@@ -66,6 +66,7 @@ const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectServices }> = asy
     ThreadS.CreateThreadInput,
     ThreadS.UpdateThreadInput,
     ThreadS.ReplyInput,
+    ThreadS.RepliesPage,
     RecordS.CreateRecordInput,
     RecordS.UpdateRecordInput,
     RecordS.UpsertRecordInput,

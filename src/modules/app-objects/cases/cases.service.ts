@@ -6,11 +6,13 @@
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
 import { isoWeek } from '../shared/aggregate.ts';
+import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
 import { type ChangeEvent, ObjectService, userIdentity } from '../shared/objects.service.ts';
 import { type Actor, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
+import { latestReplies } from '../threads/threads.repository.ts';
 import * as repo from './cases.repository.ts';
 import type { AppendHistoryInput, CaseListQuery, CreateCaseInput, UpdateCaseInput } from './cases.schema.ts';
 
@@ -169,8 +171,15 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     const of = { collectionId, appId, caller, parentType: 'case', parentId: id };
     const threads = await objects.childrenOf(this.db, { kind: THREAD, ...of }, RELATED_LIMIT);
     const records = await objects.childrenOf(this.db, { kind: RECORD, ...of }, RELATED_LIMIT);
+    // Each thread with its latest replies, as a thread is answered everywhere.
+    const latest = await latestReplies(
+      this.db,
+      collectionId,
+      threads.map((r) => r.id),
+      THREAD_LATEST_REPLIES,
+    );
     return {
-      threads: threads.map((r) => present(THREAD, r, caller)),
+      threads: threads.map((r) => present(THREAD, { ...r, replies: latest.get(r.id) ?? [] }, caller)),
       records: records.map((r) => present(RECORD, r, caller)),
     };
   }

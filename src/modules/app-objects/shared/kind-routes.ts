@@ -99,7 +99,7 @@ export function kindPaths(kind: ObjectKind, param: string) {
     base,
     one: `${base}/:${param}`,
     appRoute: <B, R extends TSchema, Q = undefined>(o: RouteSpec<B, R, Q>) => options(kind, AppParams, o),
-    objectRoute: <B, R extends TSchema>(o: RouteSpec<B, R>) => options(kind, ObjectParams, o),
+    objectRoute: <B, R extends TSchema, Q = undefined>(o: RouteSpec<B, R, Q>) => options(kind, ObjectParams, o),
     /** The id of the object a route on one object names. */
     idOf: (req: { params: Record<string, string> }) => req.params[param],
   };

@@ -37,6 +37,11 @@ export interface ObjectKind {
   aggregate: AggregateWhitelists;
   /** Statuses that close an object: entering one sets `closed_at` (once), leaving one clears it. */
   closedStatuses?: readonly string[];
+  /**
+   * Its JSON columns, each measured against the section bound and together against the object
+   * bound (`bounds.ts`) by every write that changes one.
+   */
+  sized: readonly string[];
 }
 
 export type FilterOp = 'eq' | 'status' | 'num' | 'prefix' | 'tag' | 'date' | 'search';
@@ -182,6 +187,7 @@ export const CASE: ObjectKind = {
     ),
   },
   closedStatuses: ['closed', 'resolved'],
+  sized: ['data', 'owner', 'admin'],
 };
 
 export const THREAD: ObjectKind = {
@@ -200,6 +206,8 @@ export const THREAD: ObjectKind = {
     replyCount: f('reply_count', 'int'),
     lastReplyAt: f('last_reply_at', 'ts'),
     body: f('body', 'json'),
+    // Not a column since migration 0104: replies are rows of app_thread_replies, and the
+    // thread service puts the latest of them on the row it presents (`withDetails`).
     replies: f('replies', 'json'),
     tags: f('tags', 'json'),
   },
@@ -241,6 +249,7 @@ export const THREAD: ObjectKind = {
       'last_reply_at',
     ),
   },
+  sized: ['data', 'owner', 'admin', 'body', 'tags'],
 };
 
 export const RECORD: ObjectKind = {
@@ -327,4 +336,5 @@ export const RECORD: ObjectKind = {
       'expires_at',
     ),
   },
+  sized: ['data', 'owner', 'admin', 'metadata', 'facet_rule'],
 };

@@ -7,6 +7,7 @@ import sql, { empty, join, raw, Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { badRequest } from '../../../platform/errors.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
+import { OBJECT_MAX_BYTES, SECTION_MAX_BYTES } from './bounds.ts';
 import { type FieldKind, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import type { Condition, ListSpec } from './list-query.ts';
 import type { Actor, Row } from './sections.ts';
@@ -119,7 +120,11 @@ export function visibleTo(caller: Actor, includeDeleted = false): Sql[] {
 
 const scope = (collectionId: string, appId: string) => [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
 
-/** Inserts an object; `values` by field name (sections included). */
+/**
+ * Inserts an object; `values` by field name (sections included). The size bounds are a
+ * condition of the insert (`INSERT … SELECT … WHERE`), so a refused create writes nothing;
+ * `undefined` when they refused it (`measureValues` says which).
+ */
 export async function insertObject(
   q: Queryable,
   kind: ObjectKind,
@@ -127,13 +132,15 @@ export async function insertObject(
   appId: string,
   id: string,
   values: Record<string, unknown>,
-): Promise<Row> {
+): Promise<Row | undefined> {
   const rendered = columnsOf(kind, values);
   for (const [col, v] of closedAtOf(kind, values.status, sql`NULL::timestamptz`)) rendered.set(col, v);
   const cols = [...rendered.keys()];
+  const check = newValuesCheck(kind, rendered);
   const { rows } = await q.query<Row>(sql`
     INSERT INTO ${raw(kind.table)} (collection_id, app_id, id${cols.length ? raw(`, ${cols.join(', ')}`) : empty})
-    VALUES (${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join([...rendered.values()])}` : empty})
+    SELECT ${collectionId}, ${appId}, ${id}${cols.length ? sql`, ${join([...rendered.values()])}` : empty}
+    ${check ? sql`WHERE ${check}` : empty}
     RETURNING *`);
   return rows[0];
 }
@@ -202,6 +209,10 @@ export interface Patch {
   reset?: string[];
 }
 
+/** A section merged by a patch: `(stored || set) - removed keys`, over the stored value named with the table. */
+const mergedSection = (kind: ObjectKind, section: string, p: SectionPatch): Sql =>
+  sql`(${raw(`${kind.table}.${section}`)} || ${JSON.stringify(p.set)}::jsonb) - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(p.remove)}::jsonb))`;
+
 /**
  * The SET list of a patch: columns set or reset, and sections merged key by key in SQL
  * (`section || patch`, minus removed keys), so concurrent patches of different keys never
@@ -218,17 +229,125 @@ export function assignments(kind: ObjectKind, patch: Patch): Sql[] {
   }
   for (const [section, p] of Object.entries(patch.sections)) {
     if (!p) continue;
-    const stored = raw(`${kind.table}.${section}`);
-    sets.push(
-      sql`${raw(section)} = (${stored} || ${JSON.stringify(p.set)}::jsonb) - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(p.remove)}::jsonb))`,
-    );
+    sets.push(sql`${raw(section)} = ${mergedSection(kind, section, p)}`);
   }
   return sets;
 }
 
 /**
- * One UPDATE statement (`assignments`): columns set, sections merged key by key. The
- * previous row (as JSON, locked) comes back too, for the audit trail.
+ * The value each measured JSON column (`kind.sized`) will have after a patch, as SQL over the
+ * stored row (named with the table): merged sections, JSON fields set, and reset ones as NULL
+ * (their defaults, `{}` or null, weigh nothing). Columns the patch leaves alone are not in it.
+ */
+export function changedJson(kind: ObjectKind, patch: Patch): Map<string, Sql> {
+  const out = new Map<string, Sql>();
+  for (const [col, v] of columnsOf(kind, patch.fields)) if (kind.sized.includes(col)) out.set(col, v);
+  for (const name of patch.reset ?? []) {
+    const [col] = columnOf(kind, name);
+    if (kind.sized.includes(col) && !out.has(col)) out.set(col, sql`NULL::jsonb`);
+  }
+  for (const [section, p] of Object.entries(patch.sections)) {
+    if (p && kind.sized.includes(section)) out.set(section, mergedSection(kind, section, p));
+  }
+  return out;
+}
+
+const bytesOf = (v: Sql) => sql`coalesce(octet_length((${v})::text), 0)`;
+
+/** The object's JSON columns after the change, together: changed ones as they will be, the rest as stored. */
+const totalOf = (kind: ObjectKind, changed: Map<string, Sql>) =>
+  join(
+    kind.sized.map((col) => bytesOf(changed.get(col) ?? raw(`${kind.table}.${col}`))),
+    ' + ',
+  );
+
+/**
+ * The size bounds (`bounds.ts`) as a condition of the statement that writes the change: each
+ * changed JSON column and the object as a whole, measured as PostgreSQL prints them. In the
+ * UPDATE's WHERE it is evaluated on the row the UPDATE changes (PostgreSQL rechecks it on the
+ * latest version after waiting for a concurrent writer's lock), so concurrent merges cannot
+ * pass a bound together. `undefined` when the change touches no JSON column.
+ */
+export function boundsCheck(kind: ObjectKind, changed: Map<string, Sql>): Sql | undefined {
+  if (changed.size === 0) return undefined;
+  return join(
+    [
+      ...[...changed.values()].map((v) => sql`${bytesOf(v)} <= ${SECTION_MAX_BYTES}`),
+      sql`(${totalOf(kind, changed)}) <= ${OBJECT_MAX_BYTES}`,
+    ],
+    ' AND ',
+  );
+}
+
+/** The sizes a refused write measured: each changed JSON column by field name, and the total. */
+export interface Measured {
+  sections: Record<string, number>;
+  total: number;
+}
+
+/** A JSON column's field name in the API (`facet_rule` is `facetRule`). */
+const nameOf = (kind: ObjectKind, col: string) =>
+  Object.entries(kind.fields).find(([, d]) => d.col === col)?.[0] ?? col;
+
+/**
+ * What a change would make of the object `id` (live or not), measured as `boundsCheck`
+ * measures it: for telling a write refused by a bound (413) from one whose object is gone (404).
+ */
+export async function measureChange(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+  changed: Map<string, Sql>,
+): Promise<Measured | undefined> {
+  const cols = [...changed.entries()];
+  const { rows } = await q.query<Record<string, number>>(sql`
+    SELECT ${join(
+      [...cols.map(([, v], i) => sql`${bytesOf(v)} AS ${raw(`s${i}`)}`), sql`${totalOf(kind, changed)} AS total`],
+      ', ',
+    )}
+    FROM ${raw(kind.table)} WHERE ${join([...scope(collectionId, appId), sql`id = ${id}`], ' AND ')}`);
+  const r = rows[0];
+  if (!r) return undefined;
+  return {
+    sections: Object.fromEntries(cols.map(([col], i) => [nameOf(kind, col), Number(r[`s${i}`])])),
+    total: Number(r.total),
+  };
+}
+
+/** A new object's JSON values (rendered by column) against the bounds; the columns left out hold their small defaults. */
+function newValuesCheck(kind: ObjectKind, rendered: Map<string, Sql>): Sql | undefined {
+  const given = [...rendered].filter(([col]) => kind.sized.includes(col)).map(([, v]) => v);
+  if (given.length === 0) return undefined;
+  return join(
+    [
+      ...given.map((v) => sql`${bytesOf(v)} <= ${SECTION_MAX_BYTES}`),
+      sql`(${join(given.map(bytesOf), ' + ')}) <= ${OBJECT_MAX_BYTES}`,
+    ],
+    ' AND ',
+  );
+}
+
+/** The sizes of a new object's JSON values (`values` by field name), measured as the bounds measure them. */
+export async function measureValues(q: Queryable, kind: ObjectKind, values: Record<string, unknown>): Promise<Measured> {
+  const cols = [...columnsOf(kind, values)].filter(([col]) => kind.sized.includes(col));
+  if (cols.length === 0) return { sections: {}, total: 0 };
+  const { rows } = await q.query<Record<string, number>>(
+    sql`SELECT ${join(
+      cols.map(([, v], i) => sql`${bytesOf(v)} AS ${raw(`s${i}`)}`),
+      ', ',
+    )}`,
+  );
+  const sections = Object.fromEntries(cols.map(([col], i) => [nameOf(kind, col), Number(rows[0][`s${i}`])]));
+  return { sections, total: Object.values(sections).reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * One UPDATE statement (`assignments`): columns set, sections merged key by key, and the size
+ * bounds checked in its WHERE (`boundsCheck`). The previous row (as JSON, locked) comes back
+ * too, for the audit trail. `undefined` when no row was changed: gone, not the owner's, or
+ * past a bound (`measureChange` tells which).
  */
 export async function patchObject(
   q: Queryable,
@@ -242,20 +361,25 @@ export async function patchObject(
   const sets = [...assignments(kind, patch), sql`updated_at = now()`];
   const where = [...scope(collectionId, appId), sql`id = ${id}`, sql`deleted_at IS NULL`];
   if (onlyContactId !== undefined) where.push(sql`contact_id = ${onlyContactId}`);
-  return updateWithPrevious(q, kind.table, sets, join(where, ' AND '));
+  return updateWithPrevious(q, kind.table, sets, join(where, ' AND '), boundsCheck(kind, changedJson(kind, patch)));
 }
 
-/** One UPDATE of the row `where` selects, answering the new row and the previous one (locked, as JSON). */
+/**
+ * One UPDATE of the row `where` selects, answering the new row and the previous one (locked,
+ * as JSON). `check` (the size bounds) is a condition of the UPDATE only: the row is locked
+ * first, then the check sees its latest version.
+ */
 export async function updateWithPrevious(
   q: Queryable,
   table: ObjectKind['table'],
   sets: Sql[],
   where: Sql,
+  check?: Sql,
 ): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
   const t = raw(table);
   const { rows } = await q.query<Row & { _previous: Record<string, unknown> }>(sql`
-    WITH prev AS (SELECT to_jsonb(p) AS j FROM ${t} p WHERE ${where} FOR UPDATE)
-    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${where}
+    WITH prev AS (SELECT to_jsonb(${t}) AS j FROM ${t} WHERE ${where} FOR UPDATE)
+    UPDATE ${t} SET ${join(sets, ', ')} FROM prev WHERE ${where}${check ? sql` AND ${check}` : empty}
     RETURNING ${t}.*, prev.j AS _previous`);
   if (!rows[0]) return undefined;
   const { _previous, ...row } = rows[0];

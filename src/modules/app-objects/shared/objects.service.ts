@@ -11,6 +11,7 @@ import type { Db, Queryable } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { type AggregateRequest, bucketLabel, parseAggregate } from './aggregate.ts';
+import { firstOversize, type Oversize, oversizeMessage } from './bounds.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
@@ -40,6 +41,31 @@ export interface ChangeEvent {
 type Input = Record<string, unknown>;
 
 const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice(1);
+
+/**
+ * The refusal of a write past a size bound (`bounds.ts`): 413 PAYLOAD_TOO_LARGE, as a body over
+ * the body limit is, naming the field (`data`, `reply`, or `object` for the whole), the bound
+ * and the size the write would have made. Nothing was written.
+ */
+export const tooLarge = (o: Oversize, what: string) =>
+  new AppError(413, 'PAYLOAD_TOO_LARGE', oversizeMessage(o, what), {
+    fields: [o.field],
+    reason: o.field === 'object' ? 'object_too_large' : o.field === 'reply' ? 'reply_too_large' : 'section_too_large',
+    limitBytes: o.limit,
+    bytes: o.bytes,
+  });
+
+/**
+ * A create the size bounds refused (`insertObject` answered no row): measures its values and
+ * throws the 413 naming the bound. Answers nothing: the caller goes on only with a row.
+ */
+export async function refuseNewValues(q: Queryable, kind: ObjectKind, values: Input): Promise<never> {
+  const m = await repo.measureValues(q, kind, values);
+  const over = firstOversize(m.sections, m.total);
+  // Unreachable unless the bounds changed between the two statements (a new deployment).
+  if (!over) throw new AppError(500, 'INTERNAL', 'The size check refused a create it then measured as fitting');
+  throw tooLarge(over, kind.name);
+}
 
 /**
  * authorType values that name the service's own people. A user describing themselves
@@ -193,10 +219,20 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     return this.record ? this.db.transaction(fn) : fn(this.db);
   }
 
+  /**
+   * Hook: the rows as the kind presents them, given what is not in its table (a thread's
+   * latest replies). Called before `present` by every read and write that answers objects.
+   */
+  protected async withDetails(_q: Queryable, _collectionId: string, rows: Row[]): Promise<Row[]> {
+    return rows;
+  }
+
   async create(collectionId: string, appId: string, caller: Actor, input: Create): Promise<AppObject> {
     const values = this.createValues(collectionId, caller, input);
     return this.inTransaction(async (q) => {
-      const row = await repo.insertObject(q, this.kind, collectionId, appId, newId(this.kind.idPrefix), values);
+      const row =
+        (await repo.insertObject(q, this.kind, collectionId, appId, newId(this.kind.idPrefix), values)) ??
+        (await refuseNewValues(q, this.kind, values));
       await this.record?.(q, collectionId, appId, {
         id: row.id,
         action: 'create',
@@ -225,7 +261,8 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
         changedFields: done.changedFields,
         changes: done.changes,
       });
-      return this.present(done.row, caller);
+      const [row] = await this.withDetails(q, collectionId, [done.row]);
+      return this.present(row, caller);
     });
   }
 
@@ -264,7 +301,9 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
   }
 
   async get(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
-    return this.present(await this.readable(this.db, collectionId, appId, id, caller), caller);
+    const row = await this.readable(this.db, collectionId, appId, id, caller);
+    const [detailed] = await this.withDetails(this.db, collectionId, [row]);
+    return this.present(detailed, caller);
   }
 
   private async listWith(
@@ -278,8 +317,9 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     spec.conditions.push(...extra);
     const fastCount = this.fastCount(collectionId, appId, caller, spec);
     const { rows, total } = await repo.listObjects(this.db, this.kind, collectionId, appId, caller, spec, fastCount);
+    const detailed = await this.withDetails(this.db, collectionId, rows);
     return {
-      data: rows.map((r) => this.present(r, caller)),
+      data: detailed.map((r) => this.present(r, caller)),
       pagination: { total, limit: spec.limit, offset: spec.offset, hasMore: spec.offset + rows.length < total },
     };
   }
@@ -344,7 +384,14 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
       built.patch,
       isAdmin(caller) ? undefined : (row.contact_id as string),
     );
-    if (!done) throw notFound(label(this.kind));
+    if (!done) {
+      // Gone since it was read, or past a size bound: measure what the change would make.
+      const changed = repo.changedJson(this.kind, built.patch);
+      const m = changed.size ? await repo.measureChange(q, this.kind, collectionId, appId, id, changed) : undefined;
+      const over = m && firstOversize(m.sections, m.total);
+      if (over) throw tooLarge(over, this.kind.name);
+      throw notFound(label(this.kind));
+    }
     return { ...done, ...this.changes(done.previous, done.row, built.named) };
   }
 

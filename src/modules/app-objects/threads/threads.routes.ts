@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ref } from '../../../platform/schemas.ts';
 import { actorOf } from '../shared/guards.ts';
 import { kindPaths, registerKindRoutes } from '../shared/kind-routes.ts';
+import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { THREAD } from '../shared/kinds.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
@@ -35,11 +36,22 @@ export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService 
     objectRoute({
       op: 'reply',
       summary:
-        'Reply to a thread: appends {at, authorId, authorType, …extra}, increments replyCount and sets lastReplyAt atomically',
+        'Reply to a thread: appends {at, authorId, authorType, …extra}, increments replyCount and sets lastReplyAt atomically; answers the thread with its latest replies. A reply over its size bound is a 413.',
       body: ref(S.ReplyInput),
       response: ref(S.AppThread),
       conflict: 'Conflict: the thread holds its limit of replies (APP_THREAD_MAX_REPLIES), or changed while replying',
     }),
     async (req) => service.reply(req.params.collectionId, req.params.appId, idOf(req), actorOf(req), req.body),
+  );
+
+  app.get(
+    `${one}/replies`,
+    objectRoute({
+      op: 'replies',
+      summary: `A thread's replies, paged (limit/offset, oldest first by default): the thread itself answers only its latest ${THREAD_LATEST_REPLIES}. Same visibility as reading the thread.`,
+      query: S.RepliesQuery,
+      response: ref(S.RepliesPage),
+    }),
+    async (req) => service.replies(req.params.collectionId, req.params.appId, idOf(req), actorOf(req), req.query),
   );
 };

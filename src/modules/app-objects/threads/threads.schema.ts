@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { Closed, Nullable, OPEN_OBJECT_MAX_PROPERTIES, OpenObject, ref } from '../../../platform/schemas.ts';
+import { REPLIES_PAGE_DEFAULT, REPLIES_PAGE_MAX, REPLY_MAX_BYTES, THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { THREAD } from '../shared/kinds.ts';
 import {
   AUTHOR_ID,
@@ -16,9 +17,11 @@ import {
 
 export const AppThread = objectSchema('AppThread', THREAD, {
   authorType: Type.String({ description: 'Default `user` for a user’s thread, `admin` for an admin’s' }),
-  replyCount: Type.Integer(),
+  replyCount: Type.Integer({ description: 'How many replies the thread holds' }),
   body: OpenObject(),
-  replies: Type.Array(ref(ReplyEntry)),
+  replies: Type.Array(ref(ReplyEntry), {
+    description: `The latest ${THREAD_LATEST_REPLIES} replies, oldest first (all of them while replyCount ≤ ${THREAD_LATEST_REPLIES}); the rest at …/threads/{threadId}/replies`,
+  }),
   tags: Type.Array(Type.String()),
 });
 
@@ -68,7 +71,7 @@ export const ReplyInput = Type.Object(
     $id: 'ReplyInput',
     additionalProperties: true,
     maxProperties: OPEN_OBJECT_MAX_PROPERTIES,
-    description: 'Any further fields (text, attachments, …) are stored with the reply',
+    description: `Any further fields (text, attachments, …) are stored with the reply. The stored entry may hold at most ${REPLY_MAX_BYTES / 1024} KiB (413 beyond).`,
   },
 );
 export type ReplyInput = Type.Static<typeof ReplyInput> & Record<string, unknown>;
@@ -82,3 +85,28 @@ export const ThreadListQuery = Closed({
   tag: Type.Optional(text(100)),
 });
 export type ThreadListQuery = Type.Static<typeof ThreadListQuery>;
+
+export const RepliesQuery = Closed({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: REPLIES_PAGE_MAX, default: REPLIES_PAGE_DEFAULT })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
+  sort: Type.Optional(
+    Type.Union([Type.Literal('at:asc'), Type.Literal('at:desc')], {
+      description: '`at:asc` (default: oldest first, the order of the thread’s `replies`) or `at:desc`',
+    }),
+  ),
+});
+export type RepliesQuery = Type.Static<typeof RepliesQuery>;
+
+/** A page of replies in the envelope every list answers. */
+export const RepliesPage = Type.Object(
+  {
+    data: Type.Array(ref(ReplyEntry)),
+    pagination: Type.Object({
+      total: Type.Integer(),
+      limit: Type.Integer(),
+      offset: Type.Integer(),
+      hasMore: Type.Boolean(),
+    }),
+  },
+  { $id: 'RepliesPage' },
+);
