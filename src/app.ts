@@ -201,7 +201,11 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     });
     app.addHook('onClose', () => closeRedis(shared.redis));
   }
-  await registerRateLimit(app, { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs }, shared);
+  await registerRateLimit(
+    app,
+    { max: config.rateLimitMax, windowMs: config.rateLimitWindowMs, collectionMax: config.rateLimitCollectionMax },
+    shared,
+  );
 
   registerAuth(
     app,

@@ -27,6 +27,8 @@ export interface Config {
   bodyLimitBytes: number;
   rateLimitMax: number;
   rateLimitWindowMs: number;
+  /** Requests per window of one collection, all its admin keys and users together. */
+  rateLimitCollectionMax: number;
   /** Failed authentications one client address may make per window before it is refused. */
   authFailureLimit: number;
   authFailureWindowMs: number;
@@ -68,6 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
   } catch {
     throw new ConfigError(`PUBLIC_BASE_URL must be an absolute http(s) address, got "${env.PUBLIC_BASE_URL}"`);
   }
+  const rateLimitMax = intFrom(env, 'RATE_LIMIT_MAX', 6000, 1);
   const httpHeadersTimeoutMs = intFrom(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100);
   const httpRequestTimeoutMs = intFrom(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100);
   // Node refuses a headers timeout longer than the whole-request timeout it is part of.
@@ -87,8 +90,11 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     role,
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
-    rateLimitMax: intFrom(env, 'RATE_LIMIT_MAX', 6000, 1),
+    rateLimitMax,
     rateLimitWindowMs: intFrom(env, 'RATE_LIMIT_WINDOW_MS', 60_000, 1000),
+    // Ten callers' worth by default: room for a collection's several keys and busy users,
+    // while minting more of them no longer multiplies what one tenant may take.
+    rateLimitCollectionMax: intFrom(env, 'RATE_LIMIT_COLLECTION_MAX', rateLimitMax * 10, 1),
     authFailureLimit: intFrom(env, 'AUTH_FAILURE_LIMIT', 30, 1),
     authFailureWindowMs: intFrom(env, 'AUTH_FAILURE_WINDOW_MS', 60_000, 1000),
     redis: redisSettings(env),

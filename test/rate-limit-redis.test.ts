@@ -4,11 +4,14 @@
  *   open), the failure budget still holds in process, and the log says so once, not once per
  *   request;
  * - with a real Redis (TEST_REDIS_URL; skipped without it): two apps, as two API processes
- *   would be, share one request budget and one failure budget.
+ *   would be, share one request budget and one failure budget, and each collection's budget
+ *   (RATE_LIMIT_COLLECTION_MAX) across its keys.
  * Several API processes on a real Redis, and Redis killed under them: multiprocess.process.test.ts.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../src/app.ts';
 import { freePort } from '../support/service-process.ts';
 import { createTestApp, superAuth, type TestApp } from './helpers/app.ts';
 
@@ -97,5 +100,61 @@ describe.skipIf(!redisUrl)('two apps on one Redis (TEST_REDIS_URL)', () => {
     // b has not seen this address fail yet: its first failure tells it the shared count.
     expect(await call(b, wrongKey())).toBe(401);
     expect(await call(b, wrongKey())).toBe(429);
+  });
+});
+
+describe.skipIf(!redisUrl)('two apps on one Redis share each collection’s budget (TEST_REDIS_URL)', () => {
+  const PER_COLLECTION = 6;
+  let t: TestApp;
+  let second: FastifyInstance;
+  beforeAll(async () => {
+    const env = {
+      REDIS_URL: redisUrl as string,
+      REDIS_KEY_PREFIX: `test:${randomUUID()}:`,
+      RATE_LIMIT_MAX: '100',
+      RATE_LIMIT_COLLECTION_MAX: String(PER_COLLECTION),
+    };
+    t = await createTestApp(env);
+    // A second app on the same database, as a second API process would be: it knows the keys.
+    second = await buildApp({ config: t.config, db: t.testDb.db, logger: false });
+    await second.ready();
+  });
+  afterAll(async () => {
+    await second?.close();
+    await t?.close();
+  });
+
+  it('two keys of a collection through two apps get RATE_LIMIT_COLLECTION_MAX between them; another collection is unaffected', async () => {
+    const a = await t.createCollection();
+    const b = await t.createCollection();
+    const other = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/api-keys`,
+      headers: superAuth,
+      payload: { name: 'second' },
+    });
+    const keys = [a.auth, { authorization: `Bearer ${other.json().key}` }];
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) =>
+        (i % 2 ? second : t.app).inject({
+          method: 'GET',
+          url: `/admin/collection/${a.id}/links`,
+          headers: keys[Math.floor(i / 2) % 2],
+        }),
+      ),
+    );
+    expect(answers.filter((r) => r.statusCode === 200)).toHaveLength(PER_COLLECTION);
+    const refused = answers.filter((r) => r.statusCode === 429);
+    expect(refused).toHaveLength(16 - PER_COLLECTION);
+    for (const r of refused) {
+      expect(r.json().details).toMatchObject({ budget: 'collection', limit: PER_COLLECTION });
+      expect(Number(r.headers['retry-after'])).toBeGreaterThan(0);
+    }
+    for (let i = 0; i < PER_COLLECTION; i++) {
+      const app = i % 2 ? second : t.app;
+      expect(
+        (await app.inject({ method: 'GET', url: `/admin/collection/${b.id}/links`, headers: b.auth })).statusCode,
+      ).toBe(200);
+    }
   });
 });

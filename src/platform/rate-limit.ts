@@ -9,10 +9,16 @@
  * or not answering within REDIS_COMMAND_TIMEOUT_MS) is served uncounted (the plugin's
  * `skipOnError`), and the log says so once, then at most once a minute (FailOpenLog). The
  * failed-authentication budget (platform/auth.ts) is shared the same way, with the same rule.
+ *
+ * Two request budgets: per caller (the plugin, `rateLimitKey`) and per collection (all its
+ * admin keys and users together, RATE_LIMIT_COLLECTION_MAX). Without the second, a collection's
+ * admin multiplies its share of the service by minting keys or user tokens. The collection's
+ * count uses the same stores (in process, or in Redis under keys of its own) and the same
+ * fail-open rule.
  */
 import { createRequire } from 'node:module';
 import rateLimit, { type FastifyRateLimitStore, type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { Redis } from 'ioredis';
 import { rateLimitKey, type SharedFailureCount } from './auth.ts';
 import { AppError } from './errors.ts';
@@ -27,6 +33,12 @@ const RedisStore = createRequire(import.meta.url)('@fastify/rate-limit/store/Red
   exponentialBackoff: boolean,
   redis: Redis,
   keyPrefix: string,
+) => Store;
+
+const LocalStore = createRequire(import.meta.url)('@fastify/rate-limit/store/LocalStore.js') as new (
+  continueExceeding: boolean,
+  exponentialBackoff: boolean,
+  cache: number,
 ) => Store;
 
 /**
@@ -65,9 +77,19 @@ function sharedStore(redis: Redis, keyPrefix: string, outage: FailOpenLog): Fast
 }
 
 export interface RateLimitSettings {
+  /** Requests per window of one caller (admin key, user, super admin, anonymous address). */
   max: number;
   windowMs: number;
+  /** Requests per window of one collection: every admin key and user of it together. */
+  collectionMax: number;
 }
+
+/**
+ * Collections counted in one process's memory at most. Past it the least recently seen
+ * collection's count is forgotten (it starts afresh): far more tenants than one process
+ * serves within a window.
+ */
+const LOCAL_COLLECTIONS = 100_000;
 
 /**
  * The request limits of every route (routes opt out with `config: { rateLimit: false }`),
@@ -86,7 +108,12 @@ export async function registerRateLimit(
     // client address. Failed authentications never reach this: they have their own budget.
     keyGenerator: rateLimitKey,
     errorResponseBuilder: (_req, ctx) =>
-      new AppError(429, 'RATE_LIMITED', `Rate limit exceeded: ${ctx.max} requests per ${ctx.after}; retry later`),
+      new AppError(
+        429,
+        'RATE_LIMITED',
+        `Rate limit exceeded: this caller's budget of ${ctx.max} requests per ${settings.windowMs / 1000} s is spent; retry in ${ctx.after}`,
+        { budget: 'caller', limit: ctx.max, windowMs: settings.windowMs },
+      ),
     ...(shared && {
       store: sharedStore(
         shared.redis,
@@ -97,6 +124,61 @@ export async function registerRateLimit(
       skipOnError: true,
     }),
   });
+  const collectionStore = shared
+    ? new (
+        sharedStore(
+          shared.redis,
+          `${shared.keyPrefix}rate-collection:`,
+          new FailOpenLog(shared.log, 'collection rate limit', 'requests are served without being counted'),
+        ) as unknown as new (
+          params: object,
+        ) => Store
+      )({})
+    : new LocalStore(false, false, LOCAL_COLLECTIONS);
+  const collectionBudget = collectionLimiter(collectionStore, settings);
+  // Every route the caller's budget covers, the collection's covers too: same opt-out.
+  app.addHook('onRoute', (route) => {
+    if (route.config?.rateLimit === false) return;
+    const hooks = route.onRequest ?? [];
+    route.onRequest = [...(Array.isArray(hooks) ? hooks : [hooks]), collectionBudget];
+  });
+}
+
+/** The collection a request is counted against: that of its admin key or user token. */
+function collectionOf(req: FastifyRequest): string | undefined {
+  const p = req.principal;
+  // The super admin is the operator, not a tenant; anonymous callers are counted by address
+  // only, or anyone could spend a collection's budget on its public routes.
+  return p?.kind === 'admin' || p?.kind === 'user' ? p.collectionId : undefined;
+}
+
+/**
+ * The collection budget's onRequest hook. It runs after the caller's (added to the route after
+ * the plugin's), so a request the caller's budget refused is not counted here.
+ */
+function collectionLimiter(store: Store, settings: RateLimitSettings): onRequestHookHandler {
+  return async (req: FastifyRequest, reply: FastifyReply) => {
+    const collectionId = collectionOf(req);
+    if (collectionId === undefined) return;
+    const count = await new Promise<{ current: number; ttl: number } | undefined>((resolve) =>
+      store.incr(
+        collectionId,
+        // Fail open as the caller's budget does; the shared store has logged the outage.
+        (err, res) => resolve(err ? undefined : res),
+        settings.windowMs,
+        settings.collectionMax,
+      ),
+    );
+    if (!count || count.current <= settings.collectionMax) return;
+    const wait = Math.max(1, Math.ceil(count.ttl / 1000));
+    reply.header('retry-after', String(wait));
+    throw new AppError(
+      429,
+      'RATE_LIMITED',
+      `Rate limit exceeded: collection ${collectionId}'s budget of ${settings.collectionMax} requests per ${settings.windowMs / 1000} s (all its keys and users together) is spent; retry in ${wait} s`,
+      { budget: 'collection', limit: settings.collectionMax, windowMs: settings.windowMs },
+    );
+  };
 }
 
 /** One failure more for a key, with the window starting at the first: [failures, ms left]. */
