@@ -330,7 +330,11 @@ function newValuesCheck(kind: ObjectKind, rendered: Map<string, Sql>): Sql | und
 }
 
 /** The sizes of a new object's JSON values (`values` by field name), measured as the bounds measure them. */
-export async function measureValues(q: Queryable, kind: ObjectKind, values: Record<string, unknown>): Promise<Measured> {
+export async function measureValues(
+  q: Queryable,
+  kind: ObjectKind,
+  values: Record<string, unknown>,
+): Promise<Measured> {
   const cols = [...columnsOf(kind, values)].filter(([col]) => kind.sized.includes(col));
   if (cols.length === 0) return { sections: {}, total: 0 };
   const { rows } = await q.query<Record<string, number>>(

@@ -74,6 +74,24 @@ export async function refuseNewValues(q: Queryable, kind: ObjectKind, values: In
  */
 export const STAFF_AUTHOR_TYPES: ReadonlySet<string> = new Set(['admin', 'agent', 'staff', 'system']);
 
+/**
+ * An author type as a reader would take it: NFKC (fullwidth `ａｄｍｉｎ` is `admin`),
+ * default-ignorable code points removed (zero-width space, soft hyphen, word joiner, variation
+ * selectors: invisible where the type is shown), then lower-cased and trimmed. Lower-casing
+ * after NFKC stands in for Unicode case folding: the staff names are ASCII, and every
+ * character whose fold is an ASCII letter lower-cases to it too (the Kelvin sign K is already
+ * `K` after NFKC). Look-alikes from other scripts (Cyrillic `а`) are not caught: NFKC keeps
+ * them apart, as a confusables table would not.
+ */
+export function normaliseAuthorType(s: string): string {
+  return s
+    .normalize('NFKC')
+    .replace(/\p{Default_Ignorable_Code_Point}/gu, '')
+    .toLowerCase()
+    .normalize('NFKC')
+    .trim();
+}
+
 type UserActor = Extract<Actor, { role: 'user' }>;
 
 /** What a user's create or reply may say about who wrote it. */
@@ -116,6 +134,15 @@ export function userIdentity(
       'FORBIDDEN',
       `authorType "${authorType}" names staff (${[...STAFF_AUTHOR_TYPES].join(', ')}); only admins may set it`,
       { fields: ['authorType'], reason: 'staff_author_type' },
+    );
+  }
+  // A look-alike (fullwidth letters, invisible characters inside) would be shown as staff. It
+  // is a malformed value rather than a request to act as staff, so a 400 that says what to send.
+  const normalised = normaliseAuthorType(authorType);
+  if (STAFF_AUTHOR_TYPES.has(normalised)) {
+    throw badRequest(
+      `authorType reads as "${normalised}" once normalised (NFKC, invisible characters removed, lower case), which names staff; describe the author in plain letters (e.g. "customer") or leave authorType out (default "user")`,
+      { fields: ['authorType'], reason: 'staff_author_type_lookalike', normalised },
     );
   }
   return {

@@ -36,7 +36,7 @@ export const CONTACT_ID =
 export const AUTHOR_ID =
   'On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone.';
 export const AUTHOR_TYPE =
-  'Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401.';
+  'Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` (any case) are a 401, and look-alikes of them (fullwidth letters, invisible characters; compared after NFKC) a 400.';
 
 /** The sections a create may carry. */
 export const createSections = {
