@@ -32,7 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-async function ok(method: 'POST' | 'PATCH' | 'GET', url: string, headers: Record<string, string>, payload?: unknown) {
+async function ok(method: 'POST' | 'PATCH' | 'GET', url: string, headers: Record<string, string>, payload?: object) {
   const res = await t.inject({ method, url, headers, ...(payload === undefined ? {} : { payload }) });
   expect(res.statusCode, res.body.slice(0, 500)).toBe(200);
   return res.json();
@@ -202,6 +202,21 @@ describe('bounded sections and objects', () => {
       details: { fields: ['object'], reason: 'object_too_large', limitBytes: OBJECT_MAX_BYTES },
     });
     expect(await storedBytes('app_records', rec.id)).toBe(before);
+  });
+
+  it('a user’s singletonPer create that updates their record is bounded as a PATCH is', async () => {
+    const reg = { recordType: 'registration', productId: 'p-big', singletonPer: 'product' };
+    const first = await ok('POST', path('public', a, 'records'), alice, { ...reg, data: { k0: big(900_000) } });
+    const before = await storedBytes('app_records', first.id);
+    const again = await t.inject({
+      method: 'POST',
+      url: path('public', a, 'records'),
+      headers: alice,
+      payload: { ...reg, data: { k1: big(900_000) } },
+    });
+    expect(again.statusCode, again.body.slice(0, 300)).toBe(413);
+    expect(again.json().details).toMatchObject({ fields: ['data'], reason: 'section_too_large' });
+    expect(await storedBytes('app_records', first.id)).toBe(before);
   });
 
   it('a create is measured as the database prints it: numbers written short are refused by their printed size', async () => {

@@ -644,8 +644,25 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Reply to a thread: appends {at, authorId, authorType, …extra}, increments replyCount and sets lastReplyAt atomically */
+        /** Reply to a thread: appends {at, authorId, authorType, …extra}, increments replyCount and sets lastReplyAt atomically; answers the thread with its latest replies. A reply over its size bound is a 413. */
         post: operations["threads_reply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/{zone}/collection/{collectionId}/app/{appId}/threads/{threadId}/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A thread's replies, paged (limit/offset, oldest first by default): the thread itself answers only its latest 20. Same visibility as reading the thread. */
+        get: operations["threads_replies"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1238,13 +1255,13 @@ export interface components {
             /** @description Not before this time; default now. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
             runAt?: string;
             /**
-             * @description Higher runs first
+             * @description Higher runs first, among this collection's jobs
              * @default 0
              */
             priority?: number;
             /** @description Idempotency key: a pending job with this key is updated instead of duplicated */
             key?: string;
-            /** @description Jobs of one named queue run one at a time, in enqueue order */
+            /** @description Jobs of one named queue run one at a time, in enqueue order; no ':' (the service's own queues) */
             queueName?: string;
             maxAttempts?: number;
         };
@@ -1504,11 +1521,13 @@ export interface components {
             authorType: string;
             parentType: string | null;
             parentId: string | null;
+            /** @description How many replies the thread holds */
             replyCount: number;
             lastReplyAt: string | null;
             body: {
                 [key: string]: unknown;
             };
+            /** @description The latest 20 replies, oldest first (all of them while replyCount ≤ 20); the rest at …/threads/{threadId}/replies */
             replies: components["schemas"]["ReplyEntry"][];
             tags: string[];
             createdAt: string;
@@ -1734,7 +1753,7 @@ export interface components {
             status?: string;
             /** @description On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone. */
             authorId?: string;
-            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401. */
+            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` (any case) are a 401, and look-alikes of them (fullwidth letters, invisible characters; compared after NFKC) a 400. */
             authorType?: string;
             productId?: string;
             proofId?: string;
@@ -1781,14 +1800,23 @@ export interface components {
             /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
             visibility?: "public" | "owner" | "admin";
         };
-        /** @description Any further fields (text, attachments, …) are stored with the reply */
+        /** @description Any further fields (text, attachments, …) are stored with the reply. The stored entry may hold at most 64 KiB (413 beyond). */
         ReplyInput: {
             /** @description On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone. */
             authorId?: string;
-            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401. */
+            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` (any case) are a 401, and look-alikes of them (fullwidth letters, invisible characters; compared after NFKC) a 400. */
             authorType?: string;
         } & {
             [key: string]: unknown;
+        };
+        RepliesPage: {
+            data: components["schemas"]["ReplyEntry"][];
+            pagination: {
+                total: number;
+                limit: number;
+                offset: number;
+                hasMore: boolean;
+            };
         };
         /** @description A field sent as null is left at its default, as if left out */
         CreateRecordInput: {
@@ -1817,7 +1845,7 @@ export interface components {
             contactId?: string;
             /** @description On the public zone: the user token’s user (the default) or contact; another value is a 401. Admins: anyone. */
             authorId?: string;
-            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` are a 401. */
+            /** @description Default `user` on the public zone, `admin` for admins. Users may describe themselves (`customer`) but not as staff: `admin`, `agent`, `staff`, `system` (any case) are a 401, and look-alikes of them (fullwidth letters, invisible characters; compared after NFKC) a 400. */
             authorType?: string;
             parentType?: string;
             parentId?: string;
@@ -4909,6 +4937,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -4969,6 +5006,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5174,6 +5220,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -5234,6 +5289,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5432,6 +5496,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5667,6 +5740,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -5727,6 +5809,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5932,6 +6023,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -6002,6 +6102,84 @@ export interface operations {
             };
             /** @description Conflict: the thread holds its limit of replies (APP_THREAD_MAX_REPLIES), or changed while replying */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    threads_replies: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description `at:asc` (default: oldest first, the order of the thread’s `replies`) or `at:desc` */
+                sort?: "at:asc" | "at:desc";
+            };
+            header?: never;
+            path: {
+                /** @description `admin` (admin credential of the collection) or `public` (user token; admins too) */
+                zone: "admin" | "public";
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description The app id */
+                appId: string;
+                threadId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RepliesPage"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6197,6 +6375,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -6257,6 +6444,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6471,6 +6667,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -6542,6 +6747,15 @@ export interface operations {
             };
             /** @description Conflict: another record holds this ref, or this singletonPer value */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6643,6 +6857,15 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
             /** @description Rate limited; see Retry-After */
             429: {
                 headers: {
@@ -6705,6 +6928,15 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written) */
+            413: {
                 headers: {
                     [name: string]: unknown;
                 };

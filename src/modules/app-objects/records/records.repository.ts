@@ -1,9 +1,17 @@
 /** SQL of records beyond the shared object SQL: upsert by ref, the scope a change leaves, bulk delete. */
-import sql, { join, raw, type Sql } from 'sql-template-tag';
+import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { conflict } from '../../../platform/errors.ts';
 import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
-import { assignments, columnsOf, type Patch } from '../shared/objects.repository.ts';
+import { firstOversize, tooLarge } from '../shared/bounds.ts';
+import {
+  assignments,
+  boundsCheck,
+  changedJson,
+  columnsOf,
+  measureChange,
+  type Patch,
+} from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
 /**
@@ -71,6 +79,8 @@ export async function createSingleton(
   const key = insert.singletonKey as string;
   const app = sql`collection_id = ${collectionId} AND app_id = ${appId}`;
   const sets = [...assignments(RECORD, update), sql`updated_at = now()`];
+  const changed = changedJson(RECORD, update);
+  const check = boundsCheck(RECORD, changed);
   for (let round = 1; round <= SINGLETON_ROUNDS; round++) {
     try {
       const { rows: live } = await q.query<{ id: string; contact_id: string | null; visibility: string }>(sql`
@@ -79,12 +89,19 @@ export async function createSingleton(
       if (live[0]) {
         const { contact_id, visibility } = live[0];
         if (onlyContactId !== undefined && (contact_id !== onlyContactId || visibility === 'admin')) return undefined;
-        // Key and liveness checked again: the record may have changed since it was read.
+        // Key and liveness checked again: the record may have changed since it was read. The
+        // merge is bounded as a PATCH's is, in the UPDATE's WHERE.
         const { rows } = await q.query<Row>(sql`
           UPDATE app_records SET ${join(sets, ', ')}
           WHERE ${app} AND id = ${live[0].id} AND singleton_key = ${key} AND deleted_at IS NULL
+            ${check ? sql`AND ${check}` : empty}
           RETURNING *`);
         if (rows[0]) return { ...rows[0], created: false };
+        if (check) {
+          const m = await measureChange(q, RECORD, collectionId, appId, live[0].id, changed);
+          const over = m && firstOversize(m.sections, m.total);
+          if (over) throw tooLarge(over, 'record');
+        }
         continue;
       }
       if (onlyContactId === undefined) {

@@ -12,6 +12,7 @@
  * 3.3 ms); `pg_column_size` was not used: it gives the compressed size of a stored value (a
  * 1 MB run of one letter is 11 KB), which says nothing about what a read answers.
  */
+import { AppError } from '../../../platform/errors.ts';
 
 /** One reply: the entry `{at, authorId, authorType, …extra}` as stored. */
 export const REPLY_MAX_BYTES = 64 * 1024;
@@ -66,3 +67,16 @@ export function oversizeMessage(o: Oversize, what: string): string {
   }
   return `${o.field} of a ${what} may hold at most ${kib(o.limit)}; after this write it would hold ${o.bytes} bytes. Nothing was written: remove keys (send them as null) or store large content elsewhere`;
 }
+
+/**
+ * The refusal of a write past a size bound: 413 PAYLOAD_TOO_LARGE, as a body over the body
+ * limit is, naming the field (`data`, `reply`, or `object` for the whole), the bound and the
+ * size the write would have made. Nothing was written.
+ */
+export const tooLarge = (o: Oversize, what: string) =>
+  new AppError(413, 'PAYLOAD_TOO_LARGE', oversizeMessage(o, what), {
+    fields: [o.field],
+    reason: o.field === 'object' ? 'object_too_large' : o.field === 'reply' ? 'reply_too_large' : 'section_too_large',
+    limitBytes: o.limit,
+    bytes: o.bytes,
+  });

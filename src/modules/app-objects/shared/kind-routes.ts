@@ -53,6 +53,15 @@ export interface KindDescription<O extends TSchema, C extends TSchema, U extends
 /** A documented 409: the error body, with a description of its own. */
 export const conflictResponse = (description: string) => ({ 409: { ...errorResponses[400], description } });
 
+/** Routes with a body: the body limit, and the size bounds of what a write leaves (bounds.ts). */
+const TOO_LARGE = {
+  413: {
+    ...errorResponses[400],
+    description:
+      'Payload too large: the body is over its limit, or the write would leave a reply, a section or the object past its size bound (nothing is written)',
+  },
+};
+
 interface RouteSpec<B, R extends TSchema, Q = undefined> {
   /** The operationId's second half (`{plural}_{op}`). */
   op: string;
@@ -86,7 +95,12 @@ function options<P extends TSchema, B, R extends TSchema, Q>(kind: ObjectKind, p
       params,
       body: o.body as B,
       querystring: o.query as Q,
-      response: { 200: o.response, ...errorResponses, ...(o.conflict ? conflictResponse(o.conflict) : {}) },
+      response: {
+        200: o.response,
+        ...errorResponses,
+        ...(o.conflict ? conflictResponse(o.conflict) : {}),
+        ...(o.body ? TOO_LARGE : {}),
+      },
     }),
   };
 }

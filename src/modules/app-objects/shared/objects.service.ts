@@ -11,7 +11,7 @@ import type { Db, Queryable } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
 import { newId } from '../../../platform/ids.ts';
 import { type AggregateRequest, bucketLabel, parseAggregate } from './aggregate.ts';
-import { firstOversize, type Oversize, oversizeMessage } from './bounds.ts';
+import { firstOversize, tooLarge } from './bounds.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
@@ -42,18 +42,7 @@ type Input = Record<string, unknown>;
 
 const label = (kind: ObjectKind) => kind.name[0].toUpperCase() + kind.name.slice(1);
 
-/**
- * The refusal of a write past a size bound (`bounds.ts`): 413 PAYLOAD_TOO_LARGE, as a body over
- * the body limit is, naming the field (`data`, `reply`, or `object` for the whole), the bound
- * and the size the write would have made. Nothing was written.
- */
-export const tooLarge = (o: Oversize, what: string) =>
-  new AppError(413, 'PAYLOAD_TOO_LARGE', oversizeMessage(o, what), {
-    fields: [o.field],
-    reason: o.field === 'object' ? 'object_too_large' : o.field === 'reply' ? 'reply_too_large' : 'section_too_large',
-    limitBytes: o.limit,
-    bytes: o.bytes,
-  });
+export { tooLarge };
 
 /**
  * A create the size bounds refused (`insertObject` answered no row): measures its values and
