@@ -8,11 +8,17 @@
  *   npm run cli -- openapi > openapi.json
  *
  * It uses the same services as the HTTP routes, so the rules are the same.
- * Run it while the embedded server is stopped: PGlite's data directory has one owner at a time.
+ *
+ * An embedded (PGlite) data directory has one owner at a time (db/data-dir-lock.ts): while the
+ * server (or another CLI run) holds it, the CLI changes nothing, says what to do instead (stop
+ * the server, or make the change through the running server's HTTP API) and exits non-zero. A
+ * write beside the server went into a second copy of the database the server never read, and
+ * was lost at its next start. Success is printed only after the database has closed cleanly,
+ * so what the CLI reports done is on disk.
  */
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
-import { migrate, openDatabase } from './db/index.ts';
+import { DataDirLockedError, migrate, openDatabase } from './db/index.ts';
 import { CollectionsService, collectionsSettings, generatedSuperAdminKey } from './modules/collections/index.ts';
 import { openApiDocument } from './openapi-document.ts';
 import { AppError } from './platform/errors.ts';
@@ -51,7 +57,15 @@ async function main(): Promise<number> {
     return 0;
   }
   const config = loadConfig();
-  const db = await openDatabase(config);
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase({ ...config, owner: `cli ${command}` });
+  } catch (err) {
+    if (!(err instanceof DataDirLockedError)) throw err;
+    console.error(`error: ${err.message}\n\nNothing was changed. ${instead(command)}`);
+    return 1;
+  }
+  let out: unknown;
   try {
     await migrate(db);
     const settings = collectionsSettings(config.env);
@@ -60,7 +74,6 @@ async function main(): Promise<number> {
       if (!v) throw new AppError(400, 'BAD_REQUEST', `${flag} is required`);
       return v;
     };
-    let out: unknown;
     switch (command) {
       case 'migrate':
         out = { migrated: true };
@@ -90,11 +103,30 @@ async function main(): Promise<number> {
         console.error(`unknown command "${command}"\n${USAGE}`);
         return 2;
     }
-    await print(JSON.stringify(out, null, 2));
-    return 0;
   } finally {
     await db.close();
   }
+  // Only now: a failed close (the write not safely on disk) is an error, not a success.
+  await print(JSON.stringify(out, null, 2));
+  return 0;
+}
+
+/** What to do when the data directory is held: stop its owner, or ask the running server. */
+function instead(command: string): string {
+  const http: Record<string, string> = {
+    'collection:create': 'POST /platform/collections {"id", "name"} with the super admin key',
+    'collection:list': 'GET /platform/collections with the super admin key',
+    'key:create': 'POST /admin/collection/{id}/api-keys {"name"} with the super admin key or an admin key',
+    'token:issue': 'POST /admin/collection/{id}/user-tokens {"userId"} with an admin key',
+    migrate: 'nothing: the running server applied the migrations when it started',
+    'super-key': 'the key the server logged at its first start, or stop the server',
+  };
+  const api = http[command];
+  return (
+    'Either stop the server that holds it (SIGTERM or Ctrl-C; a graceful stop releases the lock) and run this ' +
+    `command again, or use the running server's HTTP API instead${api ? `: ${api}` : ''}. ` +
+    'If that process is not this service (its pid was reused after a crash), remove the lock file.'
+  );
 }
 
 /**

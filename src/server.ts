@@ -10,7 +10,7 @@
 import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
-import { migrate, openDatabase } from './db/index.ts';
+import { DataDirLockedError, migrate, openDatabase } from './db/index.ts';
 import { generatedSuperAdminKey } from './modules/collections/index.ts';
 
 function parseRoleFlag(argv: string[]): Role | undefined {
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   let config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
   // One logger for the database layer and the app: connection trouble shows in the same log.
   const log = pino({ level: config.logLevel });
-  const db = await openDatabase({ ...config, log });
+  const db = await openDatabase({ ...config, log, owner: `server (role ${config.role})` });
   await migrate(db);
   let generatedKey: string | undefined;
   if (!config.env.SUPER_ADMIN_KEY) {
@@ -87,6 +87,10 @@ async function main(): Promise<void> {
 main().catch((err) => {
   if (err instanceof ConfigError) {
     console.error(`Configuration error: ${err.message}`);
+  } else if (err instanceof DataDirLockedError) {
+    // Another server, or a CLI command, owns the embedded database: starting beside it would
+    // read and write a copy it does not see.
+    console.error(`${err.message} Stop that process first, or give this one another DATA_DIR.`);
   } else {
     console.error(err);
   }

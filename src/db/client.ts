@@ -16,6 +16,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
+import { lockDataDir } from './data-dir-lock.ts';
 import { isConnectionLost } from './faults.ts';
 
 export interface QueryResult<T> {
@@ -118,7 +119,10 @@ export interface PgliteOptions {
   loadDataDir?: Blob;
 }
 
-/** A PGlite instance with this service's extensions and type parsers. */
+/**
+ * A PGlite instance with this service's extensions and type parsers. It takes no lock on a
+ * data directory: open one through `openPglite`, which does.
+ */
 export async function createPglite(options: PgliteOptions = {}): Promise<PGlite> {
   if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
   return PGlite.create({
@@ -130,8 +134,32 @@ export async function createPglite(options: PgliteOptions = {}): Promise<PGlite>
   });
 }
 
-export async function openPglite(options: PgliteOptions = {}): Promise<Db & { raw: PGlite }> {
-  return pgliteDb(await createPglite(options));
+/**
+ * A PGlite `Db`. With a data directory, the directory is locked first (data-dir-lock.ts) and
+ * the lock released once the instance has closed: a second process opening it is refused
+ * (DataDirLockedError) rather than writing beside us. `owner` names this process in the lock,
+ * for that refusal's message.
+ */
+export async function openPglite(options: PgliteOptions & { owner?: string } = {}): Promise<Db & { raw: PGlite }> {
+  if (!options.dataDir) return pgliteDb(await createPglite(options));
+  mkdirSync(options.dataDir, { recursive: true });
+  const lock = lockDataDir(options.dataDir, options.owner ?? 'a service process');
+  let pglite: PGlite;
+  try {
+    pglite = await createPglite(options);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  return pgliteDb(pglite, {
+    close: async () => {
+      try {
+        await pglite.close();
+      } finally {
+        lock.release();
+      }
+    },
+  });
 }
 
 /**
@@ -436,6 +464,8 @@ export async function openDatabase(config: {
   databasePoolSize?: number;
   databaseConnectTimeoutMs?: number;
   log?: DbLogger;
+  /** Who opens an embedded data directory (`server`, `cli <command>`): named in its lock. */
+  owner?: string;
 }): Promise<Db> {
   if (config.databaseUrl) {
     return openPostgres({
@@ -445,5 +475,5 @@ export async function openDatabase(config: {
       log: config.log,
     });
   }
-  return openPglite({ dataDir: config.dataDir });
+  return openPglite({ dataDir: config.dataDir, owner: config.owner });
 }
