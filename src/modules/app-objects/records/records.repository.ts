@@ -2,8 +2,8 @@
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { conflict } from '../../../platform/errors.ts';
-import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
 import { firstOversize, tooLarge } from '../shared/bounds.ts';
+import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
 import {
   assignments,
   boundsCheck,

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ref } from '../../../platform/schemas.ts';
+import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { actorOf } from '../shared/guards.ts';
 import { kindPaths, registerKindRoutes } from '../shared/kind-routes.ts';
-import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { THREAD } from '../shared/kinds.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
