@@ -129,7 +129,7 @@ export async function registerRateLimit(
         sharedStore(
           shared.redis,
           `${shared.keyPrefix}rate-collection:`,
-          new FailOpenLog(shared.log, 'collection rate limit', 'requests are served without being counted'),
+          new FailOpenLog(shared.log, 'collection budget', 'requests are served without being counted'),
         ) as unknown as new (
           params: object,
         ) => Store
