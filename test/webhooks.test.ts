@@ -26,6 +26,9 @@ beforeAll(async () => {
     WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
     WEBHOOK_RETRY_FACTOR: String(FACTOR),
     WEBHOOK_TIMEOUT_MS: '500',
+    // These tests pin the retry schedule and the count of failed attempts: no registration
+    // backoff in between (webhooks-fairness.test.ts has it).
+    WEBHOOK_BACKOFF_BASE_MS: '0',
     CLICK_FLUSH_MS: '5',
     JOBS_CONCURRENCY: '8',
     JOBS_POLL_INTERVAL_MS: '200',

@@ -53,10 +53,17 @@ export const EnqueueAsyncJobRequest = Closed(
     payload: Type.Optional(OpenObject({ description: 'Task input; checked by the task' })),
     runAt: Type.Optional(Instant('Not before this time; default now')),
     priority: Type.Optional(
-      Type.Integer({ minimum: -1000, maximum: 1000, default: 0, description: 'Higher runs first' }),
+      Type.Integer({
+        minimum: -1000,
+        maximum: 1000,
+        default: 0,
+        description: "Higher runs first, among this collection's jobs",
+      }),
     ),
     key: Type.Optional(Name('Idempotency key: a pending job with this key is updated instead of duplicated')),
-    queueName: Type.Optional(Name('Jobs of one named queue run one at a time, in enqueue order')),
+    queueName: Type.Optional(
+      Name("Jobs of one named queue run one at a time, in enqueue order; no ':' (the service's own queues)"),
+    ),
     maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 25 })),
   },
   { $id: 'EnqueueAsyncJobRequest' },

@@ -63,6 +63,13 @@ export class JobsService {
         knownTasks: known,
       });
     }
+    // The service's own queues are named `<task>:<id>` (one journey's rebuilds, say): a tenant's
+    // job in one would wait behind, or hold back, the service's work for that collection.
+    if (body.queueName?.includes(':'))
+      throw badRequest(
+        `queueName "${body.queueName}" contains ':', which only the service's own queues use; choose a name without it, e.g. "imports"`,
+        { field: 'queueName' },
+      );
     const payload = def.parsePayload ? def.parsePayload(body.payload ?? {}) : (body.payload ?? {});
     const res = await this.engine.enqueue(this.db, collectionId, {
       task: def.name,

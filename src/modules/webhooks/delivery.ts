@@ -6,6 +6,25 @@
  * number it is for, so a duplicated or stale job changes nothing. WEBHOOK_DISABLE_AFTER_FAILURES
  * consecutive failed attempts disable the registration and cancel its pending deliveries.
  *
+ * Fairness: deliveries run in a lane of the job engine of their own (JOBS_DELIVERIES_*), where
+ * each collection holds at most its share of a worker's slots (jobs engine.ts, "Fairness").
+ * Inside that share, one registration cannot take every slot, nor keep taking them while
+ * its receiver fails:
+ * - In flight: a worker process makes at most WEBHOOK_MAX_IN_FLIGHT attempts to one
+ *   registration at once; an attempt beyond that is put off (a new job for the same attempt,
+ *   a moment later, no attempt counted) and frees its slot at once.
+ * - Backoff: a failed attempt holds the registration's next attempts back for
+ *   WEBHOOK_BACKOFF_BASE_MS × 2^(consecutive failures − 1), at most WEBHOOK_BACKOFF_MAX_MS.
+ *   When it has passed, one attempt takes the turn (holding the others back for one more
+ *   period), as a circuit breaker's probe: a success ends the backoff, a failure doubles it.
+ *   Failures count once per round (attempts that failed alongside the first, while its backoff
+ *   runs, are logged, not counted). So a receiver that times out costs one slot per backoff,
+ *   not one per delivery, and reaches WEBHOOK_DISABLE_AFTER_FAILURES over minutes
+ *   (1 + 2 + … + 256 s by default), not in a burst. With the backoff off (0), every failed
+ *   attempt counts, as before.
+ *   Put-off attempts run when their time comes, not as soon as the receiver recovers. A
+ *   redelivery or a test asked for by hand is not held back (it is how one checks a receiver).
+ *
  * Concurrency: transactions take a registration's row before its deliveries (see
  * webhooks.repository.ts), and one aborted by a deadlock or serialization failure anyway is
  * run again (`retryOnConflict`).
@@ -37,7 +56,16 @@ export function retryDelayMs(
   return Math.round(Math.min(Math.max(jittered, retryAfterMs ?? 0), cfg.retryMaxDelayMs));
 }
 
+/** How far an attempt over the in-flight limit is put off: a moment, jittered (ms). */
+const IN_FLIGHT_DEFER_MS = 500;
+/** A put-off attempt runs this much later at most than the time it waits for, so they do not all start at once. */
+const DEFER_JITTER_MS = 250;
+
 export class WebhookDelivery {
+  /** Attempts this process is making now, per registration ("collection/webhook"). */
+  private readonly inFlight = new Map<string, number>();
+  private closing = false;
+
   constructor(
     private readonly settings: WebhooksSettings,
     private readonly log: Log,
@@ -57,13 +85,21 @@ export class WebhookDelivery {
       payload: DeliverPayload,
       visible: false,
       maxAttempts: 5,
+      // Slots of their own: no tenant job waits behind a receiver, nor a delivery behind a tenant's jobs.
+      lane: 'deliveries',
       handler: (payload, ctx) => this.runAttempt(ctx.db, ctx.job.collectionId, payload, ctx.signal),
     });
   }
 
-  /** Closes the sender's connections. */
+  /**
+   * Makes no new attempt and closes the sender's connections once the attempts in flight have
+   * ended, without waiting for them: the module stops before the job engine, whose stop ends
+   * them (or they time out). Waiting here held a shutdown for WEBHOOK_TIMEOUT_MS per hanging
+   * receiver before the engine could even begin to stop.
+   */
   close(): Promise<void> {
-    return this.sender.close();
+    this.closing = true;
+    return this.inFlight.size === 0 ? this.sender.close() : Promise.resolve();
   }
 
   /** Runs one attempt of a delivery; the `webhooks.deliver` task's handler. */
@@ -73,6 +109,8 @@ export class WebhookDelivery {
     payload: DeliverPayload,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
+    // Stopping: the job goes back to the queue (an engine retry), for a worker that runs.
+    if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
     const work = await repo.loadDeliveryWork(db, collectionId, payload.deliveryId);
     if (!work) return { skipped: 'delivery or registration no longer exists' };
     const { delivery, webhook, body } = work;
@@ -89,13 +127,40 @@ export class WebhookDelivery {
       });
       return { skipped: 'registration is not active' };
     }
+    const key = `${collectionId}/${delivery.webhook_id}`;
+    const inFlight = this.inFlight.get(key) ?? 0;
+    if (inFlight >= this.settings.maxInFlight)
+      return this.putOff(db, collectionId, payload, new Date(Date.now() + IN_FLIGHT_DEFER_MS), 'in-flight limit');
+    // A redelivery or a test someone asked for is made now: it is how they check the receiver.
+    const asked = payload.trigger === 'redeliver' || payload.trigger === 'test';
+    let turn = false;
+    if (webhook.failures > 0 && this.settings.backoffBaseMs > 0 && !asked) {
+      // One attempt per backoff period: the others wait a period for its outcome.
+      const period = Math.min(
+        this.settings.backoffBaseMs * 2 ** Math.min(webhook.failures - 1, 40),
+        this.settings.backoffMaxMs,
+      );
+      const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, period);
+      if (!t.taken) return this.putOff(db, collectionId, payload, t.until, 'registration backing off');
+      turn = true;
+    }
+    if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
     const startedAt = new Date();
-    const result = await this.sender.send(
-      webhook.url,
-      signatureHeaders(webhook.secret, delivery.event_id, body, new Date(), webhook.previousSecret),
-      body,
-      signal,
-    );
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    let result: AttemptResult;
+    try {
+      result = await this.sender.send(
+        webhook.url,
+        signatureHeaders(webhook.secret, delivery.event_id, body, new Date(), webhook.previousSecret),
+        body,
+        signal,
+      );
+    } finally {
+      const n = (this.inFlight.get(key) ?? 1) - 1;
+      if (n > 0) this.inFlight.set(key, n);
+      else this.inFlight.delete(key);
+      if (this.closing && this.inFlight.size === 0) void this.sender.close();
+    }
     // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
     if (signal?.aborted) throw new Error('worker stopping; attempt abandoned');
     if (result.outcome === 'succeeded') {
@@ -113,8 +178,30 @@ export class WebhookDelivery {
       return recorded ? { outcome: 'succeeded', statusCode: result.statusCode } : { skipped: 'raced' };
     }
     return retryOnConflict(() =>
-      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result)),
+      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result, turn)),
     );
+  }
+
+  /**
+   * Puts an attempt off to `until` (jittered): a job for the same attempt then, the delivery's
+   * next attempt time shown, nothing counted. The slot is free again at once.
+   */
+  private async putOff(
+    db: Db,
+    collectionId: string,
+    payload: DeliverPayload,
+    until: Date,
+    why: string,
+  ): Promise<Record<string, unknown>> {
+    const runAt = new Date(until.getTime() + Math.round(Math.random() * DEFER_JITTER_MS));
+    const waiting = await retryOnConflict(() =>
+      db.transaction(async (tx) => {
+        if (!(await repo.deferAttempt(tx, collectionId, payload.deliveryId, payload.attempt, runAt))) return false;
+        await this.queue.queueDelivery(tx, collectionId, payload, runAt);
+        return true;
+      }),
+    );
+    return waiting ? { deferred: why, until: runAt.toISOString() } : { skipped: 'raced' };
   }
 
   private async recordFailedAttempt(
@@ -123,6 +210,8 @@ export class WebhookDelivery {
     payload: DeliverPayload,
     startedAt: Date,
     result: AttemptResult,
+    /** The attempt took the registration's turn after a backoff (see the top). */
+    turn: boolean,
   ): Promise<Record<string, unknown>> {
     // The registration first: recordFailure and cancelPending below write it and its other
     // deliveries, and a disable takes them in that order too.
@@ -150,6 +239,7 @@ export class WebhookDelivery {
       d.webhook_id,
       limit,
       `${limit} consecutive failed delivery attempts; last: ${result.error ?? 'failed'}`,
+      { baseMs: this.settings.backoffBaseMs, maxMs: this.settings.backoffMaxMs, turn },
     );
     if (state && !state.active && state.consecutive_failures >= limit) {
       this.log.warn(

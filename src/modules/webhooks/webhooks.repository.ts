@@ -158,7 +158,8 @@ export async function updateWebhook(
   if (patch.events !== undefined) sets.push(sql`events = ${JSON.stringify(patch.events)}::jsonb`);
   if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
   if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
-  if (patch.reenable) sets.push(sql`consecutive_failures = 0, disabled_at = NULL, disabled_reason = NULL`);
+  if (patch.reenable)
+    sets.push(sql`consecutive_failures = 0, backoff_until = NULL, disabled_at = NULL, disabled_reason = NULL`);
   if (patch.rotate) {
     // Right-hand sides see the row as it was: previous_secret takes the secret being replaced.
     const { secret, graceSeconds } = patch.rotate;
@@ -244,6 +245,8 @@ export interface DeliveryWork {
   webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'> & {
     /** The rotated-out secret while its grace period lasts, else null. */
     previousSecret: string | null;
+    /** Consecutive failed attempts: above 0, attempts go through the backoff (delivery.ts). */
+    failures: number;
   };
 }
 
@@ -253,9 +256,17 @@ export async function loadDeliveryWork(
   deliveryId: string,
 ): Promise<DeliveryWork | undefined> {
   const { rows } = await db.query<
-    DeliveryRow & { body: string; w_url: string; w_secret: string; w_previous: string | null; w_active: boolean }
+    DeliveryRow & {
+      body: string;
+      w_url: string;
+      w_secret: string;
+      w_previous: string | null;
+      w_active: boolean;
+      w_failures: number;
+    }
   >(sql`
     SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active,
+      w.consecutive_failures AS w_failures,
       CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS w_previous
     FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
@@ -263,12 +274,53 @@ export async function loadDeliveryWork(
     WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
   const r = rows[0];
   if (!r) return undefined;
-  const { body, w_url, w_secret, w_previous, w_active, ...delivery } = r;
+  const { body, w_url, w_secret, w_previous, w_active, w_failures, ...delivery } = r;
   return {
     delivery,
     body,
-    webhook: { url: w_url, secret: w_secret, previousSecret: w_previous, active: w_active },
+    webhook: { url: w_url, secret: w_secret, previousSecret: w_previous, active: w_active, failures: w_failures },
   };
+}
+
+/**
+ * A failing registration's next attempt: taken (true) when its backoff has passed, which holds
+ * every other attempt back for `holdMs` (one more backoff period); otherwise answers when the
+ * backoff ends. One statement, so two workers never both take it.
+ */
+export async function takeBackoffTurn(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  holdMs: number,
+): Promise<{ taken: true } | { taken: false; until: Date }> {
+  const { rows } = await db.query<{ taken: boolean; until: Date | null }>(sql`
+    WITH turn AS (
+      UPDATE webhooks SET backoff_until = now() + make_interval(secs => ${holdMs / 1000}::float8)
+      WHERE collection_id = ${collectionId} AND id = ${webhookId} AND (backoff_until IS NULL OR backoff_until <= now())
+      RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM turn) AS taken,
+      (SELECT backoff_until FROM webhooks WHERE collection_id = ${collectionId} AND id = ${webhookId}) AS until`);
+  const r = rows[0];
+  return r.taken || r.until === null ? { taken: true } : { taken: false, until: r.until };
+}
+
+/**
+ * An attempt put off to `runAt` (its registration backing off, or at its in-flight limit):
+ * the delivery shows when it will be made. False when the delivery no longer waits for it.
+ */
+export async function deferAttempt(
+  db: Queryable,
+  collectionId: string,
+  deliveryId: string,
+  attempt: number,
+  runAt: Date,
+): Promise<boolean> {
+  const { rows } = await db.query(sql`
+    UPDATE webhook_deliveries SET next_attempt_at = ${runAt}, updated_at = now()
+    WHERE collection_id = ${collectionId} AND id = ${deliveryId} AND status = 'pending' AND attempt_count = ${attempt - 1}
+    RETURNING id`);
+  return rows.length > 0;
 }
 
 /**
@@ -314,7 +366,7 @@ export async function recordSuccessfulAttempt(
         ${a.statusCode}, 'succeeded', ${a.responseExcerpt} FROM d
       ON CONFLICT DO NOTHING
     ), w AS (
-      UPDATE webhooks SET consecutive_failures = 0
+      UPDATE webhooks SET consecutive_failures = 0, backoff_until = NULL
       WHERE collection_id = ${collectionId} AND id IN (SELECT id FROM w0) AND id IN (SELECT webhook_id FROM d)
     )
     SELECT count(*) AS n FROM d`);
@@ -381,23 +433,46 @@ export async function updateDelivery(
   );
 }
 
-/** Counts one more failure and disables the registration when it reaches `limit`. */
+/**
+ * Counts a failed attempt, and disables the registration when the count reaches `limit`.
+ * With the backoff on (`baseMs` > 0), a failure counts once per round: the first failure,
+ * or the attempt that took the turn after a backoff (`turn`); it then holds the next attempts
+ * back for `baseMs` × 2^(count − 1), at most `maxMs`. Attempts that failed alongside it, while
+ * a backoff already runs, are logged but not counted again (a burst to a receiver that is down
+ * for a moment is one failure, not one per delivery). With the backoff off, every failed
+ * attempt counts. The caller holds the registration's row.
+ */
 export async function recordFailure(
   db: Queryable,
   collectionId: string,
   webhookId: string,
   limit: number,
   reason: string,
+  backoff: { baseMs: number; maxMs: number; turn: boolean },
 ): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
   const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
-    UPDATE webhooks SET
-      consecutive_failures = consecutive_failures + 1,
-      active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
-      disabled_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE disabled_at END,
-      disabled_reason = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN ${reason} ELSE disabled_reason END,
-      updated_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE updated_at END
-    WHERE collection_id = ${collectionId} AND id = ${webhookId}
-    RETURNING active, consecutive_failures`);
+    WITH c AS (
+      SELECT id, consecutive_failures + CASE WHEN counted THEN 1 ELSE 0 END AS n, counted
+      FROM (
+        SELECT id, consecutive_failures,
+          (${backoff.turn} OR ${backoff.baseMs}::float8 <= 0 OR backoff_until IS NULL OR backoff_until <= now()) AS counted
+        FROM webhooks WHERE collection_id = ${collectionId} AND id = ${webhookId}
+      ) s
+    )
+    UPDATE webhooks w SET
+      consecutive_failures = c.n,
+      backoff_until = CASE
+        WHEN NOT c.counted THEN w.backoff_until
+        WHEN ${backoff.baseMs}::float8 > 0 THEN now() + make_interval(secs =>
+          least(${backoff.baseMs}::float8 * power(2, least(c.n - 1, 40)), ${backoff.maxMs}::float8) / 1000)
+        END,
+      active = CASE WHEN c.n >= ${limit} THEN false ELSE w.active END,
+      disabled_at = CASE WHEN c.n >= ${limit} AND w.active THEN now() ELSE w.disabled_at END,
+      disabled_reason = CASE WHEN c.n >= ${limit} AND w.active THEN ${reason} ELSE w.disabled_reason END,
+      updated_at = CASE WHEN c.n >= ${limit} AND w.active THEN now() ELSE w.updated_at END
+    FROM c
+    WHERE w.collection_id = ${collectionId} AND w.id = c.id
+    RETURNING w.active, w.consecutive_failures`);
   return rows[0];
 }
 
