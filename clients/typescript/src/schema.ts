@@ -1255,13 +1255,13 @@ export interface components {
             /** @description Not before this time; default now. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
             runAt?: string;
             /**
-             * @description Higher runs first
+             * @description Higher runs first, among this collection's jobs
              * @default 0
              */
             priority?: number;
             /** @description Idempotency key: a pending job with this key is updated instead of duplicated */
             key?: string;
-            /** @description Jobs of one named queue run one at a time, in enqueue order */
+            /** @description Jobs of one named queue run one at a time, in enqueue order; no ':' (the service's own queues) */
             queueName?: string;
             maxAttempts?: number;
         };

@@ -8,12 +8,33 @@
  * - Claiming: one UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED) flips up to as many due
  *   rows as the engine has free slots to `running`, stamping `locked_by` (this engine's
  *   random id) and `locked_at`. Workers in any number of processes share the table without
- *   ever claiming one row twice. The pick (which rows, most urgent first) is the function
- *   `jobs_pick_free` (migration 0303), so that its plan stays the ordered index scan whatever
- *   the statistics say; the claim and the completion batch are functions of migration 0304,
- *   so that a plan kept from a small table does not scan the table once it has grown. One
- *   claim is in flight per engine at a time; a claim that brings fewer jobs than asked ends
- *   the round (jobs committed meanwhile are announced).
+ *   ever claiming one row twice. The pick (which rows; see Fairness) is the function
+ *   `jobs_pick_fair` (migration 0305), planned with sorting off so that it reads the index in
+ *   order whatever the statistics say (0303); the claim and the completion batch are functions
+ *   (0304, 0305), so that a plan kept from a small table does not scan the table once it has
+ *   grown. One claim is in flight per engine at a time; a claim that brings fewer jobs than
+ *   asked ends the round (jobs committed meanwhile are announced).
+ * - Fairness (the guarantee, docs/jobs.md "Fair work between collections"):
+ *   - Lanes: a task names its lane (`default`, or `deliveries` for webhook deliveries); a
+ *     process runs one engine per lane, each with its own slots (JOBS_CONCURRENCY,
+ *     JOBS_DELIVERIES_CONCURRENCY), so no job of one lane ever waits for a slot of another.
+ *   - Turns: the pick walks the collections with pending jobs in the lane in byte order from
+ *     `cursor` (the collection this engine served last), wrapping around once, and takes from
+ *     each its most urgent due jobs. A collection that enqueues behind another's backlog is
+ *     served in the next claim, not after the backlog. `priority` orders a collection's own
+ *     jobs only; named-queue heads are taken by due time.
+ *   - Share: a collection holds at most `collectionConcurrency` of a lane's slots in one
+ *     engine (JOBS_COLLECTION_CONCURRENCY, default all but a quarter), so with two slots or
+ *     more, slow jobs of one collection always leave a slot to the others. Prefetched jobs
+ *     count; a batch that prefetches may take `prefetch` more, which start only within the
+ *     share (`drain`). Trade-off: a collection alone on a worker cannot use its last quarter of
+ *     the slots; set the share to the concurrency where one tenant owns the deployment.
+ *   - Cost: a claim looks at up to MAX_VISITS collections (two index probes each); the walk
+ *     stops once the claim is full or it is back at the cursor.
+ *   - Per process: shares and turns are kept by each engine; N worker processes give a
+ *     collection up to N shares.
+ *   - States of the walk (migration 0305): from the cursor upward → wrapped to the first
+ *     collection → back at the cursor (done). The cursor moves to the last collection served.
  * - Per-job cost: a batch of successes (those finishing in one turn of the event loop, or
  *   while the previous batch was being written) is recorded by one statement, which also
  *   claims jobs for the slots it frees: with short jobs a worker spends one round trip and
