@@ -136,6 +136,10 @@ try {
     ...database.env,
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     JOBS_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '32',
+    // Deliveries run in their own lane (jobs.md, "Fair work between collections"): the same
+    // 32 slots they had before it, all of them open to the one collection here.
+    JOBS_DELIVERIES_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '32',
+    JOBS_DELIVERIES_COLLECTION_CONCURRENCY: process.env.BENCH_JOBS_CONCURRENCY ?? '32',
     LOG_LEVEL: 'warn',
   });
   const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: DESTINATION });

@@ -9,10 +9,15 @@
 -- - `lane`: the slots a job runs in. A task declares its lane (default `default`; webhook
 --   deliveries run in `deliveries`), and each lane has its own slots in every worker, so no
 --   tenant job can take a delivery's slot, nor the other way round.
--- - The pick walks the collections that have pending jobs in the lane, in collection order
---   from a cursor the worker keeps (the last collection it served), wrapping around once: each
---   collection in turn gives its most urgent due jobs (priority orders a collection's own jobs
---   only), up to what it may still hold (its budget less what this worker already runs of it).
+-- - The pick walks the collections that have pending jobs in the lane, in descending collection
+--   order from a cursor the worker keeps (the last collection it served), wrapping around to
+--   the largest once: each collection in turn gives its most urgent due jobs (priority orders a
+--   collection's own jobs only), up to what it may still hold (its budget less what this worker
+--   already runs of it). Descending, because the look-up of the next collection then lands on
+--   the end of its range of the index, its newest jobs: the start holds the entries of jobs
+--   already claimed until VACUUM removes them, which an ascending look-up stepped over
+--   (measured after the bench's throughput runs, pickup p50: ascending 0.8–0.9 ms against
+--   graphile-worker's 0.6 ms; descending 0.7–0.9 ms against its 0.7–0.9 ms in the same run).
 -- - Ordered by `collection_id COLLATE "C"` (bytes), so that the worker's cursor compares
 --   the way the index does, whatever the database's collation.
 
@@ -43,6 +48,8 @@ AS $$
 #variable_conflict use_column
 DECLARE
   c text := p_after;
+  -- Next look-up from the top (the largest collection) rather than below `c`.
+  top boolean := p_after = '';
   wrapped boolean := p_after = '';
   taken integer := 0;
   got integer;
@@ -51,18 +58,25 @@ DECLARE
 BEGIN
   LOOP
     EXIT WHEN taken >= p_limit OR visits >= p_max_visits;
-    SELECT j.collection_id INTO c FROM jobs j
-      WHERE j.lane = p_lane AND j.status IN ('queued', 'errored') AND j.queue_name IS NULL
-        AND (j.collection_id COLLATE "C") > (c COLLATE "C")
-      ORDER BY (j.collection_id COLLATE "C") LIMIT 1;
+    IF top THEN
+      SELECT j.collection_id INTO c FROM jobs j
+        WHERE j.lane = p_lane AND j.status IN ('queued', 'errored') AND j.queue_name IS NULL
+        ORDER BY (j.collection_id COLLATE "C") DESC LIMIT 1;
+      top := false;
+    ELSE
+      SELECT j.collection_id INTO c FROM jobs j
+        WHERE j.lane = p_lane AND j.status IN ('queued', 'errored') AND j.queue_name IS NULL
+          AND (j.collection_id COLLATE "C") < (c COLLATE "C")
+        ORDER BY (j.collection_id COLLATE "C") DESC LIMIT 1;
+    END IF;
     IF NOT FOUND THEN
       EXIT WHEN wrapped;
       wrapped := true;
-      c := '';
+      top := true;
       CONTINUE;
     END IF;
     -- Round the circle once: the cursor's own collection comes last.
-    EXIT WHEN wrapped AND p_after <> '' AND (c COLLATE "C") > (p_after COLLATE "C");
+    EXIT WHEN wrapped AND p_after <> '' AND (c COLLATE "C") < (p_after COLLATE "C");
     visits := visits + 1;
     room := least(p_limit - taken, p_budget - coalesce(p_held_counts[array_position(p_held, c)], 0));
     CONTINUE WHEN room <= 0;

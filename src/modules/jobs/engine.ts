@@ -18,8 +18,9 @@
  *   - Lanes: a task names its lane (`default`, or `deliveries` for webhook deliveries); a
  *     process runs one engine per lane, each with its own slots (JOBS_CONCURRENCY,
  *     JOBS_DELIVERIES_CONCURRENCY), so no job of one lane ever waits for a slot of another.
- *   - Turns: the pick walks the collections with pending jobs in the lane in byte order from
- *     `cursor` (the collection this engine served last), wrapping around once, and takes from
+ *   - Turns: the pick walks the collections with pending jobs in the lane in descending byte
+ *     order from `cursor` (the collection this engine served last), wrapping around once (to
+ *     the largest: migration 0305 says why descending), and takes from
  *     each its most urgent due jobs. A collection that enqueues behind another's backlog is
  *     served in the next claim, not after the backlog. `priority` orders a collection's own
  *     jobs only; named-queue heads are taken by due time.
@@ -33,7 +34,7 @@
  *     stops once the claim is full or it is back at the cursor.
  *   - Per process: shares and turns are kept by each engine; N worker processes give a
  *     collection up to N shares.
- *   - States of the walk (migration 0305): from the cursor upward → wrapped to the first
+ *   - States of the walk (migration 0305): from the cursor downward → wrapped to the largest
  *     collection → back at the cursor (done). The cursor moves to the last collection served.
  * - Per-job cost: a batch of successes (those finishing in one turn of the event loop, or
  *   while the previous batch was being written) is recorded by one statement, which also
@@ -807,20 +808,20 @@ export class JobEngine {
   }
 
   /**
-   * The walk of the claim that brought `rows` went from the cursor up (in byte order, as the
-   * index: COLLATE "C"), wrapping around once: the last collection it served is the next
-   * claim's start.
+   * The walk of the claim that brought `rows` went down from the cursor (in byte order, as the
+   * index: COLLATE "C"), then wrapped around to the largest collection and down to the cursor:
+   * the last collection it served is the next claim's start.
    */
   private advanceCursor(rows: repo.ClaimedJob[]): void {
     if (rows.length === 0) return;
-    let before: string | undefined;
-    let after: string | undefined;
+    let below: string | undefined;
+    let wrapped: string | undefined;
     for (const { collection_id: c } of rows) {
-      if (this.cursor !== '' && byteOrder(c, this.cursor) <= 0) {
-        if (before === undefined || byteOrder(c, before) > 0) before = c;
-      } else if (after === undefined || byteOrder(c, after) > 0) after = c;
+      if (this.cursor === '' || byteOrder(c, this.cursor) >= 0) {
+        if (wrapped === undefined || byteOrder(c, wrapped) < 0) wrapped = c;
+      } else if (below === undefined || byteOrder(c, below) < 0) below = c;
     }
-    this.cursor = (before ?? after) as string;
+    this.cursor = (wrapped ?? below) as string;
   }
 
   /**
