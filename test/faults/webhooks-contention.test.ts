@@ -30,6 +30,12 @@ beforeAll(async () => {
     WEBHOOK_DISABLE_AFTER_FAILURES: '1000',
     WEBHOOK_TIMEOUT_MS: '2000',
     JOBS_CONCURRENCY: '32',
+    // Many attempts at once, to one registration, failing or not: the lock order under test.
+    // Without the fairness limits that would otherwise spread them out (webhooks.md).
+    JOBS_DELIVERIES_CONCURRENCY: '32',
+    JOBS_DELIVERIES_COLLECTION_CONCURRENCY: '32',
+    WEBHOOK_MAX_IN_FLIGHT: '32',
+    WEBHOOK_BACKOFF_BASE_MS: '0',
     JOBS_POLL_INTERVAL_MS: '100',
   });
   rx = await startReceiver();
