@@ -151,6 +151,57 @@ describe('bounded sections and objects', () => {
     await ok('PATCH', `${path('public', a, 'cases')}/${kase.id}`, alice, { data: { k0: null, k2: big(900_000) } });
   });
 
+  it('history appends of 900 KB cannot grow a case’s section past 1 MiB: a 413, nothing stored', async () => {
+    const kase = await ok('POST', path('public', a, 'cases'), alice, { data: { subject: 'Long story' } });
+    const url = `${path('admin', a, 'cases')}/${kase.id}/history`;
+    const results: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const before = await storedBytes('app_cases', kase.id);
+      const res = await t.inject({
+        method: 'POST',
+        url,
+        headers: a.auth,
+        payload: { historyTarget: 'admin', entry: { note: big(900_000) }, status: 'pending' },
+      });
+      results.push(res.statusCode);
+      if (res.statusCode === 413) {
+        expect(res.json()).toMatchObject({ errorCode: 'PAYLOAD_TOO_LARGE', details: { fields: ['admin'] } });
+        expect(await storedBytes('app_cases', kase.id)).toBe(before);
+      }
+    }
+    expect(results).toEqual([200, 413, 413, 413]);
+    expect(await storedBytes('app_cases', kase.id)).toBeLessThan(2 * SECTION_MAX_BYTES);
+    // A case that is not there is still a 404, not a 413.
+    const gone = await t.inject({
+      method: 'POST',
+      url: `${path('admin', a, 'cases')}/case_missing/history`,
+      headers: a.auth,
+      payload: { historyTarget: 'admin', entry: { note: big(900_000) } },
+    });
+    expect(gone.statusCode).toBe(404);
+  });
+
+  it('upserts by ref merge within the same bounds: repeated upserts of one ref cannot grow it', async () => {
+    const url = `${path('admin', a, 'records')}/upsert`;
+    const codes: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await t.inject({
+        method: 'POST',
+        url,
+        headers: a.auth,
+        payload: { ref: 'grows', recordType: 'note', data: { [`k${i}`]: big(900_000) } },
+      });
+      codes.push(res.statusCode);
+      if (res.statusCode === 413) expect(res.json()).toMatchObject({ details: { fields: ['data'] } });
+    }
+    expect(codes).toEqual([200, 413, 413]);
+    const { rows } = await t.testDb.db.query<{ n: number }>(
+      "SELECT octet_length(data::text) AS n FROM app_records WHERE collection_id = $1 AND ref = 'grows'",
+      [a.id],
+    );
+    expect(Number(rows[0].n)).toBeLessThan(SECTION_MAX_BYTES);
+  });
+
   it('concurrent PATCHes of 900 KB cannot pass the bound together: exactly one lands', async () => {
     const kase = await ok('POST', path('public', a, 'cases'), alice, {});
     const results = await Promise.all(

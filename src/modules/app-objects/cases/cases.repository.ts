@@ -3,7 +3,7 @@ import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { CASE } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
-import { closedAtFor, renderCondition, updateWithPrevious } from '../shared/objects.repository.ts';
+import { boundsCheck, closedAtFor, renderCondition, updateWithPrevious } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
 export interface HistoryRow {
@@ -73,11 +73,24 @@ export async function appendEntry(
   if (change.priority !== undefined) sets.push(sql`priority = ${change.priority}`);
   if (change.assignedTo !== undefined) sets.push(sql`assigned_to = ${change.assignedTo}`);
   const section = raw(target);
+  // The section as it will be, for the size bounds (bounds.ts): a history grows by every entry.
+  const grown = historyAppended(target, entry);
   const where = sql`collection_id = ${collectionId} AND app_id = ${appId} AND id = ${caseId} AND deleted_at IS NULL`;
-  const history = sql`${section} = jsonb_set(${section}, '{history}',
+  return updateWithPrevious(
+    q,
+    'app_cases',
+    [sql`${section} = ${grown}`, ...sets, sql`updated_at = now()`],
+    where,
+    boundsCheck(CASE, new Map([[target, grown]])),
+  );
+}
+
+/** A case's `owner` or `admin` section with one more history entry, as SQL over the stored row. */
+export function historyAppended(target: 'owner' | 'admin', entry: Record<string, unknown>): Sql {
+  const section = raw(`app_cases.${target}`);
+  return sql`jsonb_set(${section}, '{history}',
     (CASE WHEN jsonb_typeof(${section}->'history') = 'array' THEN ${section}->'history' ELSE '[]'::jsonb END)
     || jsonb_build_array(${JSON.stringify(entry)}::jsonb))`;
-  return updateWithPrevious(q, 'app_cases', [history, ...sets, sql`updated_at = now()`], where);
 }
 
 export async function summary(

@@ -17,7 +17,9 @@ import type { Row } from '../shared/sections.ts';
 /**
  * Insert `insert`, or, when a record holds this ref, apply `update` to it (reviving it if
  * deleted): fields set, reset to their default, sections merged by top-level key, as a PATCH
- * does. One statement, so concurrent upserts of one ref queue on its row.
+ * does. One statement, so concurrent upserts of one ref queue on its row. The merge is bounded
+ * as a PATCH's is (bounds.ts), in the update's WHERE: repeated upserts of one ref cannot grow
+ * the record without end; a refused one is a 413 naming the bound, and writes nothing.
  */
 export async function upsertByRef(
   q: Queryable,
@@ -32,13 +34,22 @@ export async function upsertByRef(
   const rendered = columnsOf(RECORD, insert);
   const cols = [...rendered.keys()];
   const sets = [...assignments(RECORD, update), sql`deleted_at = NULL`, sql`updated_at = now()`];
+  const changed = changedJson(RECORD, update);
+  const check = boundsCheck(RECORD, changed);
   const { rows } = await q.query<Row & { created: boolean }>(sql`
     INSERT INTO app_records (collection_id, app_id, id, ${raw(cols.join(', '))})
     VALUES (${collectionId}, ${appId}, ${id}, ${join([...rendered.values()])})
     ON CONFLICT (collection_id, app_id, ref) WHERE ref IS NOT NULL
-    DO UPDATE SET ${join(sets, ', ')}
+    DO UPDATE SET ${join(sets, ', ')} ${check ? sql`WHERE ${check}` : empty}
     RETURNING *, (xmax = 0) AS created`);
-  return rows[0];
+  if (rows[0]) return rows[0];
+  // Nothing inserted or updated: the record holding the ref refused the merge by a bound.
+  const { rows: held } = await q.query<{ id: string }>(sql`
+    SELECT id FROM app_records WHERE collection_id = ${collectionId} AND app_id = ${appId} AND ref = ${insert.ref}`);
+  const m = held[0] && (await measureChange(q, RECORD, collectionId, appId, held[0].id, changed));
+  const over = m && firstOversize(m.sections, m.total);
+  if (over) throw tooLarge(over, 'record');
+  throw conflict('The record holding this ref changed meanwhile; try again');
 }
 
 /** The unique index that keeps one live record per singleton key (migrations/0100). */
