@@ -95,6 +95,41 @@ describe('isolation between collections', () => {
   });
 });
 
+describe('in flight per registration', () => {
+  // An app of its own: hanging attempts of the tests above hold slots until their timeout.
+  let t2: TestApp;
+  beforeAll(async () => {
+    t2 = await createTestApp({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', JOBS_STOP_TIMEOUT_MS: '200' });
+  });
+  afterAll(() => t2.close());
+
+  it('one hanging receiver holds at most WEBHOOK_MAX_IN_FLIGHT (8) attempts at once, not its collection’s whole share', async () => {
+    const c = await t2.createCollection();
+    rx.answer('/c-hangs', { hang: true });
+    const reg = await t2.inject({
+      method: 'POST',
+      url: '/v1/webhooks',
+      headers: c.auth,
+      payload: { url: `${rx.url}/c-hangs`, events: ['link.created'] },
+    });
+    expect(reg.statusCode, reg.body).toBe(200);
+    for (let i = 0; i < 20; i++) {
+      const res = await t2.inject({
+        method: 'POST',
+        url: `/admin/collection/${c.id}/links`,
+        headers: c.auth,
+        payload: { url: 'https://dest.example/' },
+      });
+      expect(res.statusCode).toBe(200);
+    }
+    await waitFor(async () => (rx.on('/c-hangs').length >= 8 ? true : undefined), 10_000, 'eight attempts');
+    // The other twelve deliveries are put off while the eight hang (the timeout is 10 s), though
+    // the collection's share of the lane is 12 slots.
+    await sleep(1500);
+    expect(rx.on('/c-hangs')).toHaveLength(8);
+  });
+});
+
 describe('a failing registration backs off before it is disabled', () => {
   it('a receiver down for a moment during a burst costs a few counted failures, keeps its registration and gets every event', async () => {
     rx.answer('/flaky', { status: 500 });

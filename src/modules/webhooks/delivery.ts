@@ -131,24 +131,26 @@ export class WebhookDelivery {
     const inFlight = this.inFlight.get(key) ?? 0;
     if (inFlight >= this.settings.maxInFlight)
       return this.putOff(db, collectionId, payload, new Date(Date.now() + IN_FLIGHT_DEFER_MS), 'in-flight limit');
-    // A redelivery or a test someone asked for is made now: it is how they check the receiver.
-    const asked = payload.trigger === 'redeliver' || payload.trigger === 'test';
+    // Taken now, before anything else is awaited, so that concurrent attempts count each other.
+    this.inFlight.set(key, inFlight + 1);
     let turn = false;
-    if (webhook.failures > 0 && this.settings.backoffBaseMs > 0 && !asked) {
-      // One attempt per backoff period: the others wait a period for its outcome.
-      const period = Math.min(
-        this.settings.backoffBaseMs * 2 ** Math.min(webhook.failures - 1, 40),
-        this.settings.backoffMaxMs,
-      );
-      const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, period);
-      if (!t.taken) return this.putOff(db, collectionId, payload, t.until, 'registration backing off');
-      turn = true;
-    }
-    if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
-    const startedAt = new Date();
-    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    let startedAt: Date;
     let result: AttemptResult;
     try {
+      // A redelivery or a test someone asked for is made now: it is how they check the receiver.
+      const asked = payload.trigger === 'redeliver' || payload.trigger === 'test';
+      if (webhook.failures > 0 && this.settings.backoffBaseMs > 0 && !asked) {
+        // One attempt per backoff period: the others wait a period for its outcome.
+        const period = Math.min(
+          this.settings.backoffBaseMs * 2 ** Math.min(webhook.failures - 1, 40),
+          this.settings.backoffMaxMs,
+        );
+        const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, period);
+        if (!t.taken) return await this.putOff(db, collectionId, payload, t.until, 'registration backing off');
+        turn = true;
+      }
+      if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
+      startedAt = new Date();
       result = await this.sender.send(
         webhook.url,
         signatureHeaders(webhook.secret, delivery.event_id, body, new Date(), webhook.previousSecret),
