@@ -147,7 +147,8 @@ beforeAll(async () => {
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
       WEBHOOK_MAX_RETRIES: '1',
       WEBHOOK_RETRY_BASE_MS: '300',
-      WEBHOOK_DISABLE_AFTER_FAILURES: '2',
+      // One failed delivery (its two attempts) disables the registration.
+      WEBHOOK_DISABLE_AFTER_FAILURES: '1',
     },
   });
 

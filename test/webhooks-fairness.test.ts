@@ -159,3 +159,95 @@ describe('a failing registration backs off before it is disabled', () => {
     expect(duringOutage).toBeLessThanOrEqual(8 + 3);
   });
 });
+
+describe('failed deliveries, not attempts, disable; recover sends them again', () => {
+  // An app of its own: no backoff, quick retries, so that deliveries fail fast.
+  let t3: TestApp;
+  beforeAll(async () => {
+    t3 = await createTestApp({
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_BASE_MS: '20',
+      WEBHOOK_RETRY_FACTOR: '1',
+      WEBHOOK_BACKOFF_BASE_MS: '0',
+      JOBS_POLL_INTERVAL_MS: '200',
+      JOBS_STOP_TIMEOUT_MS: '200',
+    });
+  });
+  afterAll(() => t3.close());
+
+  it('a receiver answering 500 to a burst of 50 events stays active until 10 deliveries have failed; recover then re-sends every one', async () => {
+    const c = await t3.createCollection();
+    const call = (method: 'GET' | 'POST' | 'PATCH', url: string, payload?: object) =>
+      t3.inject({ method, url, headers: c.auth, ...(payload === undefined ? {} : { payload }) });
+    rx.answer('/burst', { status: 500 });
+    const hook = (await call('POST', '/v1/webhooks', { url: `${rx.url}/burst`, events: ['link.created'] })).json();
+    const since = new Date().toISOString();
+    await Promise.all(
+      Array.from({ length: 50 }, () => call('POST', `/admin/collection/${c.id}/links`, { url: 'https://d.example/' })),
+    );
+    const log = async () => (await call('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).json().items;
+    const ended = await waitFor(
+      async () => {
+        const items = (await log()) as { status: string; attemptCount: number }[];
+        return items.length === 50 && items.every((d) => d.status !== 'pending') ? items : undefined;
+      },
+      60_000,
+      'every delivery to end',
+    );
+    const failed = ended.filter((d) => d.status === 'failed');
+    // Each failed delivery made its four attempts first; the tenth disabled the registration,
+    // which cancelled the rest (none lost: they wait for recover).
+    expect(failed.length).toBeGreaterThanOrEqual(10);
+    for (const d of failed) expect(d.attemptCount).toBe(4);
+    const reg = (await call('GET', `/v1/webhooks/${hook.id}`)).json();
+    expect(reg).toMatchObject({ active: false, consecutiveFailures: 10 });
+    expect(reg.disabledReason).toMatch(/10 consecutive failed deliveries/);
+
+    // Recover needs the registration on; then every failed or cancelled delivery goes again.
+    expect((await call('POST', `/v1/webhooks/${hook.id}/recover`, { since })).statusCode).toBe(409);
+    rx.answer('/burst', { status: 200 });
+    expect((await call('PATCH', `/v1/webhooks/${hook.id}`, { active: true })).statusCode).toBe(200);
+    const res = await call('POST', `/v1/webhooks/${hook.id}/recover`, { since });
+    expect(res.statusCode, res.body).toBe(202);
+    expect(res.json()).toEqual({ count: 50, more: false });
+    const done = await waitFor(
+      async () => {
+        const items = (await log()) as { status: string }[];
+        return items.every((d) => d.status === 'succeeded') ? items : undefined;
+      },
+      60_000,
+      'every delivery to succeed',
+    );
+    expect(done).toHaveLength(50);
+    // Each event arrived (at least) once with a 200, under its own id.
+    const ok = new Set(rx.on('/burst').map((r) => r.body.id));
+    expect(ok.size).toBe(50);
+    // Another collection's key cannot recover this registration.
+    const other = await t3.createCollection();
+    const foreign = await t3.inject({
+      method: 'POST',
+      url: `/v1/webhooks/${hook.id}/recover`,
+      headers: other.auth,
+      payload: { since },
+    });
+    expect(foreign.statusCode).toBe(404);
+  });
+
+  it('recover refuses a bad since and an unknown registration, and changes nothing', async () => {
+    const c = await t3.createCollection();
+    const bad = await t3.inject({
+      method: 'POST',
+      url: '/v1/webhooks/wh_nope/recover',
+      headers: c.auth,
+      payload: { since: 'yesterday' },
+    });
+    expect(bad.statusCode).toBe(400);
+    const missing = await t3.inject({
+      method: 'POST',
+      url: '/v1/webhooks/wh_nope/recover',
+      headers: c.auth,
+      payload: { since: new Date().toISOString() },
+    });
+    expect(missing.statusCode).toBe(404);
+  });
+});

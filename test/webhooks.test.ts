@@ -420,7 +420,8 @@ describe.concurrent('retries', () => {
     expect(got).toHaveLength(4);
     expect(new Set(got.map((r) => r.body.id))).toEqual(new Set([queued.eventId]));
     expect(new Set(got.map((r) => r.headers['webhook-id']))).toEqual(new Set([queued.eventId]));
-    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().consecutiveFailures).toBe(4);
+    // One failed delivery: its last automatic retry failed.
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().consecutiveFailures).toBe(1);
   });
 
   it('retries a receiver that times out, and one that refuses connections', async () => {
@@ -483,27 +484,28 @@ describe.concurrent('retries', () => {
 });
 
 describe('disabling', () => {
-  it('disables after 10 consecutive failed attempts; nothing more is sent; PATCH re-enables and resets', async () => {
+  it('disables after 10 consecutive failed deliveries (not attempts); nothing more is sent; PATCH re-enables and resets', async () => {
     rx.answer('/dead', { status: 500 });
     const hook = await register(a, '/dead', ['link.created']);
-    // 4 attempts per event: the third event's second attempt is the 10th failure.
-    for (let i = 1; i <= 3; i++) {
-      await sendTest(a, hook).catch(() => {});
+    // 4 attempts per delivery: the 10th delivery's last retry is the 10th failed delivery.
+    for (let i = 1; i <= 10; i++) {
+      await sendTest(a, hook);
       await finalDeliveries(a, hook.id, i);
+      if (i < 10) expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json()).toMatchObject({ active: true });
     }
     const after = (await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json();
     expect(after).toMatchObject({ active: false, consecutiveFailures: 10, disabledAt: expect.any(String) });
-    expect(after.disabledReason).toMatch(/10 consecutive failed delivery attempts/);
-    expect(rx.on('/dead')).toHaveLength(10);
+    expect(after.disabledReason).toMatch(/10 consecutive failed deliveries/);
+    expect(rx.on('/dead')).toHaveLength(40);
     const log = await deliveries(a, hook.id);
-    expect(log[0].attempts).toHaveLength(2);
+    expect(log[0].attempts).toHaveLength(4);
 
     // Disabled: no new deliveries for new events; test and redeliver are refused.
     await api(a, 'POST', `/admin/collection/${a.id}/links`, { url: 'https://after-disable.example/' });
     expect((await api(a, 'POST', `/v1/webhooks/${hook.id}/test`)).statusCode).toBe(409);
     expect((await api(a, 'POST', `/v1/webhooks/${hook.id}/deliveries/${log[0].id}/redeliver`)).statusCode).toBe(409);
-    expect(await deliveries(a, hook.id)).toHaveLength(3);
-    expect(rx.on('/dead')).toHaveLength(10);
+    expect(await deliveries(a, hook.id)).toHaveLength(10);
+    expect(rx.on('/dead')).toHaveLength(40);
 
     const reenabled = await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, { active: true });
     expect(reenabled.json()).toMatchObject({
@@ -524,8 +526,9 @@ describe('disabling', () => {
     expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().consecutiveFailures).toBe(0);
     await sendTest(a, hook);
     await finalDeliveries(a, hook.id, 2);
+    // The second delivery failed after its four attempts: one failed delivery.
     expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json()).toMatchObject({
-      consecutiveFailures: 4,
+      consecutiveFailures: 1,
       active: true,
     });
   });

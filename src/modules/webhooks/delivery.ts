@@ -3,8 +3,9 @@
  * failure it schedules the next attempt as a new job (runAt) in the same transaction, so the
  * schedule survives a crash and belongs to this module (WEBHOOK_MAX_RETRIES retries,
  * exponential backoff with jitter, capped, Retry-After honoured). A job names the attempt
- * number it is for, so a duplicated or stale job changes nothing. WEBHOOK_DISABLE_AFTER_FAILURES
- * consecutive failed attempts disable the registration and cancel its pending deliveries.
+ * number it is for, so a duplicated or stale job changes nothing. A delivery fails when its
+ * last automatic retry fails; WEBHOOK_DISABLE_AFTER_FAILURES consecutive failed deliveries (not
+ * attempts: CONTRACT §8) disable the registration and cancel its pending deliveries.
  *
  * Fairness: deliveries run in a lane of the job engine of their own (JOBS_DELIVERIES_*), where
  * each collection holds at most its share of a worker's slots (jobs engine.ts, "Fairness").
@@ -17,11 +18,10 @@
  *   WEBHOOK_BACKOFF_BASE_MS × 2^(consecutive failures − 1), at most WEBHOOK_BACKOFF_MAX_MS.
  *   When it has passed, one attempt takes the turn (holding the others back for one more
  *   period), as a circuit breaker's probe: a success ends the backoff, a failure doubles it.
- *   Failures count once per round (attempts that failed alongside the first, while its backoff
- *   runs, are logged, not counted). So a receiver that times out costs one slot per backoff,
- *   not one per delivery, and reaches WEBHOOK_DISABLE_AFTER_FAILURES over minutes
- *   (1 + 2 + … + 256 s by default), not in a burst. With the backoff off (0), every failed
- *   attempt counts, as before.
+ *   Failures count once per round for the backoff's length (attempts that failed alongside
+ *   the first, while its backoff runs, are logged, not counted). So a receiver that times out
+ *   costs one slot per backoff, not one per delivery. With the backoff off (0), every failed
+ *   attempt counts.
  *   Put-off attempts run when their time comes, not as soon as the receiver recovers. A
  *   redelivery or a test asked for by hand is not held back (it is how one checks a receiver).
  *
@@ -215,7 +215,7 @@ export class WebhookDelivery {
     /** The attempt took the registration's turn after a backoff (see the top). */
     turn: boolean,
   ): Promise<Record<string, unknown>> {
-    // The registration first: recordFailure and cancelPending below write it and its other
+    // The registration first: the failure counts and cancelPending below write it and its other
     // deliveries, and a disable takes them in that order too.
     await repo.lockWebhookOfDelivery(tx, collectionId, payload.deliveryId);
     const d = await repo.lockDelivery(tx, collectionId, payload.deliveryId);
@@ -234,22 +234,11 @@ export class WebhookDelivery {
       responseExcerpt: result.responseExcerpt,
     });
     const base = { attemptCount: payload.attempt, lastStatusCode: result.statusCode, lastError: result.error };
-    const limit = this.settings.disableAfterFailures;
-    const state = await repo.recordFailure(
-      tx,
-      collectionId,
-      d.webhook_id,
-      limit,
-      `${limit} consecutive failed delivery attempts; last: ${result.error ?? 'failed'}`,
-      { baseMs: this.settings.backoffBaseMs, maxMs: this.settings.backoffMaxMs, turn },
-    );
-    if (state && !state.active && state.consecutive_failures >= limit) {
-      this.log.warn(
-        { collectionId, webhookId: d.webhook_id },
-        'webhook registration disabled after consecutive failures',
-      );
-      await repo.cancelPending(tx, collectionId, d.webhook_id, 'registration disabled');
-    }
+    const state = await repo.recordFailedAttempt(tx, collectionId, d.webhook_id, {
+      baseMs: this.settings.backoffBaseMs,
+      maxMs: this.settings.backoffMaxMs,
+      turn,
+    });
     if (state?.active && d.retries_left > 0) {
       const retry = this.settings.maxRetries - d.retries_left + 1;
       const runAt = new Date(Date.now() + retryDelayMs(this.settings, retry, result.retryAfterMs));
@@ -272,6 +261,23 @@ export class WebhookDelivery {
       status: 'failed',
       nextAttemptAt: null,
     });
+    // The delivery has failed (its last automatic retry, or its registration switched off):
+    // WEBHOOK_DISABLE_AFTER_FAILURES of them in a row disable the registration.
+    const limit = this.settings.disableAfterFailures;
+    const after = await repo.recordFailedDelivery(
+      tx,
+      collectionId,
+      d.webhook_id,
+      limit,
+      `${limit} consecutive failed deliveries; last: ${result.error ?? 'failed'}`,
+    );
+    if (after && !after.active && after.consecutive_failures === limit) {
+      this.log.warn(
+        { collectionId, webhookId: d.webhook_id },
+        'webhook registration disabled after consecutive failed deliveries',
+      );
+      await repo.cancelPending(tx, collectionId, d.webhook_id, 'registration disabled');
+    }
     return { outcome: result.outcome, error: result.error, final: true };
   }
 }

@@ -5,7 +5,8 @@
  *   in the transaction of the change; its envelope `{type, id, created_at, data}` is the body.
  * - delivery: one event to one registration; made of attempts (the delivery log).
  * - attempt: one signed POST, made by a `webhooks.deliver` job; failures are retried 3 times
- *   with backoff; 10 consecutive failed attempts disable the registration.
+ *   with backoff; a delivery fails when its last retry fails, and 10 consecutive failed
+ *   deliveries disable the registration (recover sends them again).
  * - SSRF guard: receivers must resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
  */
 import { defineModule } from '../../platform/module.ts';

@@ -21,6 +21,11 @@ export interface JobQueue {
     collectionId: string,
     options: { task: string; payload?: unknown; runAt?: Date; maxAttempts?: number },
   ): Promise<unknown>;
+  enqueueMany(
+    q: Queryable,
+    collectionId: string,
+    list: { task: string; payload?: unknown; runAt?: Date; maxAttempts?: number }[],
+  ): Promise<unknown>;
 }
 
 export const DeliverPayload = Type.Object({
@@ -106,6 +111,16 @@ export class WebhookOutbox implements DeliveryQueue {
     await repo.insertDeliveries(q, collectionId, deliveries);
     for (const d of deliveries) await this.queueDelivery(q, collectionId, { deliveryId: d.id, attempt: 1, trigger });
     return { eventIds: rows.map((r) => r.id), deliveryIds: deliveries.map((d) => d.id) };
+  }
+
+  /** Several attempts in one statement (a recover). */
+  async queueDeliveries(q: Queryable, collectionId: string, payloads: DeliverPayload[]): Promise<void> {
+    if (payloads.length === 0) return;
+    await this.jobs.enqueueMany(
+      q,
+      collectionId,
+      payloads.map((payload) => ({ task: DELIVER_TASK, payload, maxAttempts: 5 })),
+    );
   }
 
   async queueDelivery(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void> {

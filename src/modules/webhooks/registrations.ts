@@ -20,6 +20,8 @@ import {
   type Delivery,
   type DeliveryAttempt,
   type DeliveryListQuery,
+  RECOVER_MAX,
+  type RecoverAnswer,
   type RotateSecretBody,
   TEST_EVENT_TYPE,
   type UpdateWebhookBody,
@@ -81,7 +83,7 @@ export class WebhookRegistrations {
     private readonly db: Db,
     private readonly settings: WebhooksSettings,
     /** Writes test events and queues redeliveries. */
-    private readonly outbox: Pick<WebhookOutbox, 'writeEvents' | 'queueDelivery'>,
+    private readonly outbox: Pick<WebhookOutbox, 'writeEvents' | 'queueDelivery' | 'queueDeliveries'>,
   ) {}
 
   /** A replaced secret past its grace period signs nothing; it is not kept at rest either. */
@@ -250,5 +252,35 @@ export class WebhookRegistrations {
       });
     });
     return this.getDelivery(collectionId, webhookId, deliveryId);
+  }
+
+  /**
+   * Sends again every failed or cancelled delivery of the registration created since `since`
+   * (at most RECOVER_MAX a call, oldest first): the same events, a fresh set of automatic
+   * retries each. The registration must be active: re-enable it first.
+   */
+  async recover(collectionId: string, webhookId: string, since: Date): Promise<RecoverAnswer> {
+    return this.inTransaction(async (tx) => {
+      // The registration before its deliveries (the lock order), held against a disable.
+      const w = await repo.findWebhook(tx, collectionId, webhookId, 'share');
+      if (!w) throw notFound('Webhook');
+      if (!w.active) throw conflict('The registration is not active; re-enable it with PATCH {"active": true} first');
+      const reopened = await repo.reopenDeliveries(
+        tx,
+        collectionId,
+        webhookId,
+        since,
+        this.settings.maxRetries,
+        RECOVER_MAX,
+      );
+      await this.outbox.queueDeliveries(
+        tx,
+        collectionId,
+        reopened.map((d) => ({ deliveryId: d.id, attempt: d.attempt_count + 1, trigger: 'redeliver' as const })),
+      );
+      // Those reopened wait now: any failed one left is past the bound.
+      const more = reopened.length === RECOVER_MAX && (await repo.hasFailedSince(tx, collectionId, webhookId, since));
+      return { count: reopened.length, more };
+    });
   }
 }

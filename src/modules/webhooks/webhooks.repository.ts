@@ -159,7 +159,9 @@ export async function updateWebhook(
   if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
   if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
   if (patch.reenable)
-    sets.push(sql`consecutive_failures = 0, backoff_until = NULL, disabled_at = NULL, disabled_reason = NULL`);
+    sets.push(
+      sql`consecutive_failures = 0, attempt_failures = 0, backoff_until = NULL, disabled_at = NULL, disabled_reason = NULL`,
+    );
   if (patch.rotate) {
     // Right-hand sides see the row as it was: previous_secret takes the secret being replaced.
     const { secret, graceSeconds } = patch.rotate;
@@ -245,7 +247,7 @@ export interface DeliveryWork {
   webhook: Pick<WebhookRow, 'url' | 'secret' | 'active'> & {
     /** The rotated-out secret while its grace period lasts, else null. */
     previousSecret: string | null;
-    /** Consecutive failed attempts: above 0, attempts go through the backoff (delivery.ts). */
+    /** Failed attempts counted for the backoff: above 0, attempts go through it (delivery.ts). */
     failures: number;
   };
 }
@@ -266,7 +268,7 @@ export async function loadDeliveryWork(
     }
   >(sql`
     SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active,
-      w.consecutive_failures AS w_failures,
+      w.attempt_failures AS w_failures,
       CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS w_previous
     FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
@@ -349,7 +351,7 @@ export async function recordSuccessfulAttempt(
   const { rows } = await db.query<{ n: number }>(sql`
     WITH w0 AS MATERIALIZED (
       SELECT w.id FROM webhooks w
-      WHERE w.collection_id = ${collectionId} AND w.consecutive_failures <> 0
+      WHERE w.collection_id = ${collectionId} AND (w.consecutive_failures <> 0 OR w.attempt_failures <> 0)
         AND w.id = (SELECT webhook_id FROM webhook_deliveries WHERE collection_id = ${collectionId} AND id = ${a.deliveryId})
       FOR NO KEY UPDATE
     ), d AS (
@@ -366,7 +368,7 @@ export async function recordSuccessfulAttempt(
         ${a.statusCode}, 'succeeded', ${a.responseExcerpt} FROM d
       ON CONFLICT DO NOTHING
     ), w AS (
-      UPDATE webhooks SET consecutive_failures = 0, backoff_until = NULL
+      UPDATE webhooks SET consecutive_failures = 0, attempt_failures = 0, backoff_until = NULL
       WHERE collection_id = ${collectionId} AND id IN (SELECT id FROM w0) AND id IN (SELECT webhook_id FROM d)
     )
     SELECT count(*) AS n FROM d`);
@@ -434,46 +436,91 @@ export async function updateDelivery(
 }
 
 /**
- * Counts a failed attempt, and disables the registration when the count reaches `limit`.
- * With the backoff on (`baseMs` > 0), a failure counts once per round: the first failure,
- * or the attempt that took the turn after a backoff (`turn`); it then holds the next attempts
- * back for `baseMs` × 2^(count − 1), at most `maxMs`. Attempts that failed alongside it, while
- * a backoff already runs, are logged but not counted again (a burst to a receiver that is down
- * for a moment is one failure, not one per delivery). With the backoff off, every failed
- * attempt counts. The caller holds the registration's row.
+ * Counts a failed attempt for the backoff (`attempt_failures`). With the backoff on
+ * (`baseMs` > 0), a failure counts once per round: the first failure, or the attempt that
+ * took the turn after a backoff (`turn`); it then holds the next attempts back for
+ * `baseMs` × 2^(count − 1), at most `maxMs`. Attempts that failed alongside it, while a backoff
+ * already runs, are logged but not counted again. Disabling counts deliveries, not attempts
+ * (`recordFailedDelivery`). The caller holds the registration's row.
  */
-export async function recordFailure(
+export async function recordFailedAttempt(
   db: Queryable,
   collectionId: string,
   webhookId: string,
-  limit: number,
-  reason: string,
   backoff: { baseMs: number; maxMs: number; turn: boolean },
-): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
-  const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
+): Promise<{ active: boolean } | undefined> {
+  const { rows } = await db.query<{ active: boolean }>(sql`
     WITH c AS (
-      SELECT id, consecutive_failures + CASE WHEN counted THEN 1 ELSE 0 END AS n, counted
+      SELECT id, attempt_failures + CASE WHEN counted THEN 1 ELSE 0 END AS n, counted
       FROM (
-        SELECT id, consecutive_failures,
+        SELECT id, attempt_failures,
           (${backoff.turn} OR ${backoff.baseMs}::float8 <= 0 OR backoff_until IS NULL OR backoff_until <= now()) AS counted
         FROM webhooks WHERE collection_id = ${collectionId} AND id = ${webhookId}
       ) s
     )
     UPDATE webhooks w SET
-      consecutive_failures = c.n,
+      attempt_failures = c.n,
       backoff_until = CASE
         WHEN NOT c.counted THEN w.backoff_until
         WHEN ${backoff.baseMs}::float8 > 0 THEN now() + make_interval(secs =>
           least(${backoff.baseMs}::float8 * power(2, least(c.n - 1, 40)), ${backoff.maxMs}::float8) / 1000)
-        END,
-      active = CASE WHEN c.n >= ${limit} THEN false ELSE w.active END,
-      disabled_at = CASE WHEN c.n >= ${limit} AND w.active THEN now() ELSE w.disabled_at END,
-      disabled_reason = CASE WHEN c.n >= ${limit} AND w.active THEN ${reason} ELSE w.disabled_reason END,
-      updated_at = CASE WHEN c.n >= ${limit} AND w.active THEN now() ELSE w.updated_at END
+        END
     FROM c
     WHERE w.collection_id = ${collectionId} AND w.id = c.id
-    RETURNING w.active, w.consecutive_failures`);
+    RETURNING w.active`);
   return rows[0];
+}
+
+/**
+ * Counts one more failed delivery (its last automatic retry failed), and disables the
+ * registration when the count reaches `limit`. The caller holds the registration's row.
+ */
+export async function recordFailedDelivery(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  limit: number,
+  reason: string,
+): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
+  const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
+    UPDATE webhooks SET
+      consecutive_failures = consecutive_failures + 1,
+      active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
+      disabled_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE disabled_at END,
+      disabled_reason = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN ${reason} ELSE disabled_reason END,
+      updated_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE updated_at END
+    WHERE collection_id = ${collectionId} AND id = ${webhookId}
+    RETURNING active, consecutive_failures`);
+  return rows[0];
+}
+
+/**
+ * Makes the failed and cancelled deliveries of a registration created since `since` wait
+ * again, with a fresh set of automatic retries, at most `limit` of them (oldest first).
+ * Answers them with the attempt each makes next. The caller holds the registration's row.
+ */
+export async function reopenDeliveries(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  since: Date,
+  retries: number,
+  limit: number,
+): Promise<{ id: string; attempt_count: number }[]> {
+  const { rows } = await db.query<{ id: string; attempt_count: number }>(sql`
+    WITH picked AS (
+      SELECT id FROM webhook_deliveries
+      WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status IN ('failed', 'cancelled')
+        AND created_at >= ${since}
+      ORDER BY created_at, id
+      LIMIT ${limit}
+      FOR UPDATE
+    )
+    UPDATE webhook_deliveries d SET status = 'pending', retries_left = ${retries}, next_attempt_at = now(),
+      updated_at = now()
+    FROM picked WHERE d.collection_id = ${collectionId} AND d.id = picked.id
+    RETURNING d.id, d.attempt_count`);
+  return rows;
 }
 
 export async function listDeliveries(
@@ -556,4 +603,19 @@ export async function pruneEvents(db: Queryable, before: Date, limit: number): P
           WHERE d.collection_id = ev.collection_id AND d.event_id = ev.id AND d.status = 'pending')
       LIMIT ${limit})`);
   return rowCount;
+}
+
+/** Any failed or cancelled delivery of the registration created since `since`? */
+export async function hasFailedSince(
+  db: Queryable,
+  collectionId: string,
+  webhookId: string,
+  since: Date,
+): Promise<boolean> {
+  const { rows } = await db.query(sql`
+    SELECT 1 FROM webhook_deliveries
+    WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status IN ('failed', 'cancelled')
+      AND created_at >= ${since}
+    LIMIT 1`);
+  return rows.length > 0;
 }

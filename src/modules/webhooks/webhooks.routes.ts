@@ -42,6 +42,8 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
     S.WebhookList,
     S.Delivery,
     S.DeliveryPage,
+    S.RecoverBody,
+    S.RecoverAnswer,
   ]) {
     app.addSchema(schema);
   }
@@ -156,6 +158,26 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
       },
     },
     async (req, reply) => reply.code(202).send(await registrations.sendTest(req.webhookCollectionId, req.params.id)),
+  );
+
+  app.post(
+    '/v1/webhooks/:id/recover',
+    {
+      ...opts,
+      schema: {
+        tags,
+        operationId: 'webhooks_recover',
+        summary:
+          'Send again every failed or cancelled delivery created since `since` (same event ids, a fresh set of automatic retries)',
+        params: S.WebhookIdParams,
+        body: ref(S.RecoverBody),
+        response: { 202: ref(S.RecoverAnswer), ...errorResponses, 409: conflictResponse },
+      },
+    },
+    async (req, reply) =>
+      reply
+        .code(202)
+        .send(await registrations.recover(req.webhookCollectionId, req.params.id, new Date(req.body.since))),
   );
 
   app.get(

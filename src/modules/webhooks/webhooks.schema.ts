@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
 
 /** Event types a registration may subscribe to (docs/webhooks.md, Events). */
 export const EVENT_TYPES = ['link.clicked', 'link.created', 'link.updated', 'link.deleted'] as const;
@@ -129,6 +129,24 @@ export const DeliveryPage = Closed(
   { items: Type.Array(Type.Ref('Delivery')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'DeliveryPage' },
 );
+
+/** Deliveries one recover queues again at most; call again for the rest. */
+export const RECOVER_MAX = 10_000;
+
+export const RecoverBody = Closed(
+  { since: Instant('Failed and cancelled deliveries created at or after this instant are sent again') },
+  { $id: 'RecoverWebhookBody' },
+);
+export type RecoverBody = Type.Static<typeof RecoverBody>;
+
+export const RecoverAnswer = Closed(
+  {
+    count: Type.Integer({ description: 'Deliveries queued again' }),
+    more: Type.Boolean({ description: `More remain (at most ${RECOVER_MAX} a call): call again with the same since` }),
+  },
+  { $id: 'RecoverWebhookAnswer' },
+);
+export type RecoverAnswer = Type.Static<typeof RecoverAnswer>;
 
 /** The envelope every delivery carries, its body (docs/webhooks.md, Events). */
 export interface EventEnvelope {

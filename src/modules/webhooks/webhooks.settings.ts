@@ -13,7 +13,7 @@ export interface WebhooksSettings {
   retryMaxDelayMs: number;
   /** Automatic retries after the first attempt (default 3). */
   maxRetries: number;
-  /** Consecutive failed attempts that disable a registration (default 10). */
+  /** Consecutive failed deliveries (each after its last retry) that disable a registration (default 10). */
   disableAfterFailures: number;
   /** How much of a receiver's answer is read and kept in the delivery log. */
   responseExcerptBytes: number;
