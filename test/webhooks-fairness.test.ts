@@ -181,6 +181,9 @@ describe('failed deliveries, not attempts, disable; recover sends them again', (
       t3.inject({ method, url, headers: c.auth, ...(payload === undefined ? {} : { payload }) });
     rx.answer('/burst', { status: 500 });
     const hook = (await call('POST', '/v1/webhooks', { url: `${rx.url}/burst`, events: ['link.created'] })).json();
+    // Another registration of the collection hears of the disabling.
+    const watch = await call('POST', '/v1/webhooks', { url: `${rx.url}/watch`, events: ['webhook.disabled'] });
+    expect(watch.statusCode, watch.body).toBe(200);
     const since = new Date().toISOString();
     await Promise.all(
       Array.from({ length: 50 }, () => call('POST', `/admin/collection/${c.id}/links`, { url: 'https://d.example/' })),
@@ -202,6 +205,17 @@ describe('failed deliveries, not attempts, disable; recover sends them again', (
     const reg = (await call('GET', `/v1/webhooks/${hook.id}`)).json();
     expect(reg).toMatchObject({ active: false, consecutiveFailures: 10 });
     expect(reg.disabledReason).toMatch(/10 consecutive failed deliveries/);
+    const told = await waitFor(
+      async () => (rx.on('/watch').length > 0 ? rx.on('/watch') : undefined),
+      10_000,
+      'webhook.disabled',
+    );
+    await sleep(300);
+    expect(rx.on('/watch')).toHaveLength(1);
+    expect(told[0].body).toMatchObject({
+      type: 'webhook.disabled',
+      data: { webhook_id: hook.id, url: `${rx.url}/burst`, consecutive_failures: 10, disabled_at: reg.disabledAt },
+    });
 
     // Recover needs the registration on; then every failed or cancelled delivery goes again.
     expect((await call('POST', `/v1/webhooks/${hook.id}/recover`, { since })).statusCode).toBe(409);

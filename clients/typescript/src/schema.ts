@@ -1292,7 +1292,7 @@ export interface components {
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url: string;
-            events: ("link.clicked" | "link.created" | "link.updated" | "link.deleted")[];
+            events: ("link.clicked" | "link.created" | "link.updated" | "link.deleted" | "webhook.disabled")[];
             /** @default true */
             active?: boolean;
             description?: string;
@@ -1300,7 +1300,7 @@ export interface components {
         UpdateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url?: string;
-            events?: ("link.clicked" | "link.created" | "link.updated" | "link.deleted")[];
+            events?: ("link.clicked" | "link.created" | "link.updated" | "link.deleted" | "webhook.disabled")[];
             /** @description true re-enables a disabled registration and resets its failure count */
             active?: boolean;
             description?: string | null;

@@ -10,7 +10,7 @@ import { A, DataTable, Empty, ErrorNote, Loading, useAsync, usePolling, when } f
 
 type Webhook = Schemas['Webhook'];
 type Delivery = Schemas['Delivery'];
-const EVENTS = ['link.created', 'link.updated', 'link.deleted', 'link.clicked'] as const;
+const EVENTS = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'webhook.disabled'] as const;
 type EventType = (typeof EVENTS)[number];
 
 export default function WebhooksPage(props: PageProps) {

@@ -277,6 +277,19 @@ export class WebhookDelivery {
         'webhook registration disabled after consecutive failed deliveries',
       );
       await repo.cancelPending(tx, collectionId, d.webhook_id, 'registration disabled');
+      // The collection's other registrations that subscribe to it hear of it (this one is off).
+      await this.queue.publish(tx, collectionId, [
+        {
+          type: 'webhook.disabled',
+          data: {
+            webhook_id: d.webhook_id,
+            url: after.url,
+            disabled_at: after.disabled_at?.toISOString() ?? new Date().toISOString(),
+            disabled_reason: after.disabled_reason,
+            consecutive_failures: after.consecutive_failures,
+          },
+        },
+      ]);
     }
     return { outcome: result.outcome, error: result.error, final: true };
   }

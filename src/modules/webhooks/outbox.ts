@@ -47,9 +47,13 @@ export interface NewEvent {
   data: Record<string, unknown>;
 }
 
-/** Queues one attempt of a delivery (what the delivery task and the registrations need). */
+/**
+ * Queues one attempt of a delivery, and publishes the module's own events (what the delivery
+ * task needs: the next attempt, and `webhook.disabled`).
+ */
 export interface DeliveryQueue {
   queueDelivery(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void>;
+  publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<string[]>;
 }
 
 export class WebhookOutbox implements DeliveryQueue {

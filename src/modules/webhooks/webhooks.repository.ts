@@ -481,8 +481,23 @@ export async function recordFailedDelivery(
   webhookId: string,
   limit: number,
   reason: string,
-): Promise<{ active: boolean; consecutive_failures: number } | undefined> {
-  const { rows } = await db.query<{ active: boolean; consecutive_failures: number }>(sql`
+): Promise<
+  | {
+      active: boolean;
+      consecutive_failures: number;
+      url: string;
+      disabled_at: Date | null;
+      disabled_reason: string | null;
+    }
+  | undefined
+> {
+  const { rows } = await db.query<{
+    active: boolean;
+    consecutive_failures: number;
+    url: string;
+    disabled_at: Date | null;
+    disabled_reason: string | null;
+  }>(sql`
     UPDATE webhooks SET
       consecutive_failures = consecutive_failures + 1,
       active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
@@ -490,7 +505,7 @@ export async function recordFailedDelivery(
       disabled_reason = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN ${reason} ELSE disabled_reason END,
       updated_at = CASE WHEN consecutive_failures + 1 >= ${limit} AND active THEN now() ELSE updated_at END
     WHERE collection_id = ${collectionId} AND id = ${webhookId}
-    RETURNING active, consecutive_failures`);
+    RETURNING active, consecutive_failures, url, disabled_at, disabled_reason`);
   return rows[0];
 }
 

@@ -2,7 +2,13 @@ import { Type } from 'typebox';
 import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
 
 /** Event types a registration may subscribe to (docs/webhooks.md, Events). */
-export const EVENT_TYPES = ['link.clicked', 'link.created', 'link.updated', 'link.deleted'] as const;
+export const EVENT_TYPES = [
+  'link.clicked',
+  'link.created',
+  'link.updated',
+  'link.deleted',
+  'webhook.disabled',
+] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
