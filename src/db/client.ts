@@ -167,10 +167,11 @@ export async function openPglite(options: PgliteOptions & { owner?: string } = {
  * so a loop of statements (an import of 10,000 records, say) never lets the event loop reach
  * timers or sockets: every other request of the process, another tenant's included, waited for
  * the whole loop (measured: 4 imports of 2,000 records for one collection, and another
- * collection's reader got 3 answers in 9.9 s). A statement that comes after the thread has
- * gone SHARE_EVERY_MS since it last waited for a turn of the event loop waits for one first
- * (setImmediate): other work then gets in between, at the price of at most one turn per
- * SHARE_EVERY_MS (a few microseconds each). After: 115 answers, the slowest in 52 ms.
+ * collection's reader got 3 answers in the 4.45 s they took). A statement that comes after the
+ * thread has gone SHARE_EVERY_MS since it last waited for a turn of the event loop waits for
+ * one first (setImmediate): other work then gets in between, at the price of at most one turn
+ * per SHARE_EVERY_MS (a few microseconds each). After: 117 answers in 5.3 s, the slowest in
+ * 54 ms (docs/benchmarks.md, "Fair work between collections").
  */
 const SHARE_EVERY_MS = 5;
 let lastTurn = performance.now();

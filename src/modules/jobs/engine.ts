@@ -263,6 +263,8 @@ export class JobEngine {
   private readonly housekeeping: boolean;
   /** The collection served last: a claim's walk starts after it (see "Fairness"). */
   private cursor = '';
+  /** The lane's task names, and the registry's size when they were read (`taskNames`). */
+  private laneTasks: { seen: number; names: string[] } = { seen: -1, names: [] };
   /** Every claim this engine holds: waiting in `ready`, running, or its outcome being written. */
   private readonly running = new Map<number, Running>();
   /** Claimed jobs waiting for a slot (prefetched), in claim order. */
@@ -780,11 +782,25 @@ export class JobEngine {
     }
   }
 
-  /** The tasks of this engine's lane (the registry may be shared with other lanes' engines). */
+  /**
+   * The tasks of this engine's lane (the registry may be shared with other lanes' engines). Read
+   * on every claim: worked out again only when the registry has grown (tasks are never removed).
+   */
   private taskNames(): string[] {
-    const names: string[] = [];
-    for (const def of this.tasks.values()) if ((def.lane ?? 'default') === this.lane) names.push(def.name);
-    return names;
+    if (this.laneTasks.seen !== this.tasks.size) {
+      const names: string[] = [];
+      for (const def of this.tasks.values()) if ((def.lane ?? 'default') === this.lane) names.push(def.name);
+      this.laneTasks = { seen: this.tasks.size, names };
+    }
+    return this.laneTasks.names;
+  }
+
+  /** How many of this engine's claims each collection has, of those `counted`. */
+  private perCollection(counted: (e: Running) => boolean): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const e of this.running.values())
+      if (counted(e)) out.set(e.row.collection_id, (out.get(e.row.collection_id) ?? 0) + 1);
+    return out;
   }
 
   /**
@@ -793,9 +809,7 @@ export class JobEngine {
    * `prefetch` for a completion batch that prefetches.
    */
   private fairClaim(limit: number, prefetch: number): repo.FairClaim {
-    const held = new Map<string, number>();
-    for (const e of this.running.values())
-      if (!e.returned) held.set(e.row.collection_id, (held.get(e.row.collection_id) ?? 0) + 1);
+    const held = this.perCollection((e) => !e.returned);
     return {
       lane: this.lane,
       tasks: this.taskNames(),
@@ -870,10 +884,7 @@ export class JobEngine {
       }
       return;
     }
-    const runningOf = new Map<string, number>();
-    for (const e of this.running.values())
-      if (e.startedAt !== undefined && !e.returned)
-        runningOf.set(e.row.collection_id, (runningOf.get(e.row.collection_id) ?? 0) + 1);
+    const runningOf = this.perCollection((e) => e.startedAt !== undefined && !e.returned);
     for (let i = 0; i < this.ready.length && this.executing < this.settings.concurrency; ) {
       if (this.abort.signal.aborted) return;
       const c = this.ready[i].row.collection_id;

@@ -62,6 +62,8 @@ const IN_FLIGHT_DEFER_MS = 500;
 const DEFER_JITTER_MS = 250;
 
 export class WebhookDelivery {
+  /** A failing registration's backoff, from the settings. */
+  private readonly backoff: repo.Backoff;
   /** Attempts this process is making now, per registration ("collection/webhook"). */
   private readonly inFlight = new Map<string, number>();
   private closing = false;
@@ -73,7 +75,9 @@ export class WebhookDelivery {
     private readonly sender: WebhookSender,
     /** Where the next attempt of a failed delivery is queued: the outbox. */
     private readonly queue: DeliveryQueue,
-  ) {}
+  ) {
+    this.backoff = { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs };
+  }
 
   /**
    * The delivery task. The engine's own retries only cover a crash or a database error inside
@@ -139,13 +143,9 @@ export class WebhookDelivery {
     try {
       // A redelivery or a test someone asked for is made now: it is how they check the receiver.
       const asked = payload.trigger === 'redeliver' || payload.trigger === 'test';
-      if (webhook.failures > 0 && this.settings.backoffBaseMs > 0 && !asked) {
+      if (webhook.failures > 0 && this.backoff.baseMs > 0 && !asked) {
         // One attempt per backoff period: the others wait a period for its outcome.
-        const period = Math.min(
-          this.settings.backoffBaseMs * 2 ** Math.min(webhook.failures - 1, 40),
-          this.settings.backoffMaxMs,
-        );
-        const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, period);
+        const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, this.backoff);
         if (!t.taken) return await this.putOff(db, collectionId, payload, t.until, 'registration backing off');
         turn = true;
       }
@@ -234,11 +234,7 @@ export class WebhookDelivery {
       responseExcerpt: result.responseExcerpt,
     });
     const base = { attemptCount: payload.attempt, lastStatusCode: result.statusCode, lastError: result.error };
-    const state = await repo.recordFailedAttempt(tx, collectionId, d.webhook_id, {
-      baseMs: this.settings.backoffBaseMs,
-      maxMs: this.settings.backoffMaxMs,
-      turn,
-    });
+    const state = await repo.recordFailedAttempt(tx, collectionId, d.webhook_id, { ...this.backoff, turn });
     if (state?.active && d.retries_left > 0) {
       const retry = this.settings.maxRetries - d.retries_left + 1;
       const runAt = new Date(Date.now() + retryDelayMs(this.settings, retry, result.retryAfterMs));

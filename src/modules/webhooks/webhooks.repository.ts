@@ -13,7 +13,7 @@
  * on the active registrations it reads (`activeSubscriptions`), so a DELETE never removes a
  * registration between that read and the deliveries written for it.
  */
-import sql, { join, raw } from 'sql-template-tag';
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 
 export interface WebhookRow {
@@ -284,20 +284,30 @@ export async function loadDeliveryWork(
   };
 }
 
+/** A failing registration's backoff settings (delivery.ts): the first period and the cap, ms. */
+export interface Backoff {
+  baseMs: number;
+  maxMs: number;
+}
+
+/** The backoff period after `failures` counted failures: base × 2^(failures − 1), capped. */
+const backoffPeriod = (b: Backoff, failures: Sql) =>
+  sql`make_interval(secs => least(${b.baseMs}::float8 * power(2, least(greatest(${failures}, 1) - 1, 40)), ${b.maxMs}::float8) / 1000)`;
+
 /**
  * A failing registration's next attempt: taken (true) when its backoff has passed, which holds
- * every other attempt back for `holdMs` (one more backoff period); otherwise answers when the
- * backoff ends. One statement, so two workers never both take it.
+ * every other attempt back for one more period; otherwise answers when the backoff ends. One
+ * statement, so two workers never both take it.
  */
 export async function takeBackoffTurn(
   db: Queryable,
   collectionId: string,
   webhookId: string,
-  holdMs: number,
+  backoff: Backoff,
 ): Promise<{ taken: true } | { taken: false; until: Date }> {
   const { rows } = await db.query<{ taken: boolean; until: Date | null }>(sql`
     WITH turn AS (
-      UPDATE webhooks SET backoff_until = now() + make_interval(secs => ${holdMs / 1000}::float8)
+      UPDATE webhooks SET backoff_until = now() + ${backoffPeriod(backoff, sql`attempt_failures`)}
       WHERE collection_id = ${collectionId} AND id = ${webhookId} AND (backoff_until IS NULL OR backoff_until <= now())
       RETURNING id
     )
@@ -447,7 +457,7 @@ export async function recordFailedAttempt(
   db: Queryable,
   collectionId: string,
   webhookId: string,
-  backoff: { baseMs: number; maxMs: number; turn: boolean },
+  backoff: Backoff & { turn: boolean },
 ): Promise<{ active: boolean } | undefined> {
   const { rows } = await db.query<{ active: boolean }>(sql`
     WITH c AS (
@@ -462,14 +472,19 @@ export async function recordFailedAttempt(
       attempt_failures = c.n,
       backoff_until = CASE
         WHEN NOT c.counted THEN w.backoff_until
-        WHEN ${backoff.baseMs}::float8 > 0 THEN now() + make_interval(secs =>
-          least(${backoff.baseMs}::float8 * power(2, least(c.n - 1, 40)), ${backoff.maxMs}::float8) / 1000)
+        WHEN ${backoff.baseMs}::float8 > 0 THEN now() + ${backoffPeriod(backoff, sql`c.n`)}
         END
     FROM c
     WHERE w.collection_id = ${collectionId} AND w.id = c.id
     RETURNING w.active`);
   return rows[0];
 }
+
+/** A registration after a failed delivery was counted: enough for `webhook.disabled`. */
+export type AfterFailedDelivery = Pick<
+  WebhookRow,
+  'active' | 'consecutive_failures' | 'url' | 'disabled_at' | 'disabled_reason'
+>;
 
 /**
  * Counts one more failed delivery (its last automatic retry failed), and disables the
@@ -481,23 +496,8 @@ export async function recordFailedDelivery(
   webhookId: string,
   limit: number,
   reason: string,
-): Promise<
-  | {
-      active: boolean;
-      consecutive_failures: number;
-      url: string;
-      disabled_at: Date | null;
-      disabled_reason: string | null;
-    }
-  | undefined
-> {
-  const { rows } = await db.query<{
-    active: boolean;
-    consecutive_failures: number;
-    url: string;
-    disabled_at: Date | null;
-    disabled_reason: string | null;
-  }>(sql`
+): Promise<AfterFailedDelivery | undefined> {
+  const { rows } = await db.query<AfterFailedDelivery>(sql`
     UPDATE webhooks SET
       consecutive_failures = consecutive_failures + 1,
       active = CASE WHEN consecutive_failures + 1 >= ${limit} THEN false ELSE active END,
@@ -508,6 +508,11 @@ export async function recordFailedDelivery(
     RETURNING active, consecutive_failures, url, disabled_at, disabled_reason`);
   return rows[0];
 }
+
+/** A registration's failed and cancelled deliveries created at or after `since` (what recover sends). */
+const failedSince = (collectionId: string, webhookId: string, since: Date) => sql`
+  collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status IN ('failed', 'cancelled')
+    AND created_at >= ${since}`;
 
 /**
  * Makes the failed and cancelled deliveries of a registration created since `since` wait
@@ -524,9 +529,7 @@ export async function reopenDeliveries(
 ): Promise<{ id: string; attempt_count: number }[]> {
   const { rows } = await db.query<{ id: string; attempt_count: number }>(sql`
     WITH picked AS (
-      SELECT id FROM webhook_deliveries
-      WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status IN ('failed', 'cancelled')
-        AND created_at >= ${since}
+      SELECT id FROM webhook_deliveries WHERE ${failedSince(collectionId, webhookId, since)}
       ORDER BY created_at, id
       LIMIT ${limit}
       FOR UPDATE
@@ -628,9 +631,6 @@ export async function hasFailedSince(
   since: Date,
 ): Promise<boolean> {
   const { rows } = await db.query(sql`
-    SELECT 1 FROM webhook_deliveries
-    WHERE collection_id = ${collectionId} AND webhook_id = ${webhookId} AND status IN ('failed', 'cancelled')
-      AND created_at >= ${since}
-    LIMIT 1`);
+    SELECT 1 FROM webhook_deliveries WHERE ${failedSince(collectionId, webhookId, since)} LIMIT 1`);
   return rows.length > 0;
 }

@@ -6,11 +6,11 @@
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
 import { isoWeek } from '../shared/aggregate.ts';
-import { firstOversize, THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
+import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
-import { type ChangeEvent, ObjectService, tooLarge, userIdentity } from '../shared/objects.service.ts';
+import { type ChangeEvent, ObjectService, userIdentity } from '../shared/objects.service.ts';
 import { type Actor, isAdmin, present, seesAdminSection } from '../shared/sections.ts';
 import { latestReplies } from '../threads/threads.repository.ts';
 import * as repo from './cases.repository.ts';
@@ -84,9 +84,7 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
       if (!done) {
         // Refused by a size bound (413, naming it), or the case is gone (404).
         const grown = new Map([[target, repo.historyAppended(target, entry)]]);
-        const m = await objects.measureChange(tx, CASE, collectionId, appId, id, grown);
-        const over = m && firstOversize(m.sections, m.total);
-        throw over ? tooLarge(over, CASE.name) : notFound('Case');
+        throw (await objects.sizeRefusal(tx, CASE, collectionId, appId, id, grown)) ?? notFound('Case');
       }
       const { changedFields, changes } = this.changes(done.previous, done.row, named);
       await repo.insertHistory(tx, collectionId, {

@@ -2,15 +2,14 @@
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { conflict } from '../../../platform/errors.ts';
-import { firstOversize, tooLarge } from '../shared/bounds.ts';
 import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
 import {
   assignments,
   boundsCheck,
   changedJson,
   columnsOf,
-  measureChange,
   type Patch,
+  sizeRefusal,
 } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
 
@@ -46,10 +45,8 @@ export async function upsertByRef(
   // Nothing inserted or updated: the record holding the ref refused the merge by a bound.
   const { rows: held } = await q.query<{ id: string }>(sql`
     SELECT id FROM app_records WHERE collection_id = ${collectionId} AND app_id = ${appId} AND ref = ${insert.ref}`);
-  const m = held[0] && (await measureChange(q, RECORD, collectionId, appId, held[0].id, changed));
-  const over = m && firstOversize(m.sections, m.total);
-  if (over) throw tooLarge(over, 'record');
-  throw conflict('The record holding this ref changed meanwhile; try again');
+  const refusal = held[0] && (await sizeRefusal(q, RECORD, collectionId, appId, held[0].id, changed));
+  throw refusal ?? conflict('The record holding this ref changed meanwhile; try again');
 }
 
 /** The unique index that keeps one live record per singleton key (migrations/0100). */
@@ -108,11 +105,8 @@ export async function createSingleton(
             ${check ? sql`AND ${check}` : empty}
           RETURNING *`);
         if (rows[0]) return { ...rows[0], created: false };
-        if (check) {
-          const m = await measureChange(q, RECORD, collectionId, appId, live[0].id, changed);
-          const over = m && firstOversize(m.sections, m.total);
-          if (over) throw tooLarge(over, 'record');
-        }
+        const refusal = await sizeRefusal(q, RECORD, collectionId, appId, live[0].id, changed);
+        if (refusal) throw refusal;
         continue;
       }
       if (onlyContactId === undefined) {

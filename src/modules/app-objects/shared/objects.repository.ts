@@ -5,9 +5,9 @@
  */
 import sql, { empty, join, raw, Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
-import { badRequest } from '../../../platform/errors.ts';
+import { type AppError, badRequest } from '../../../platform/errors.ts';
 import type { AggregateSpec, MetricName } from './aggregate.ts';
-import { OBJECT_MAX_BYTES, SECTION_MAX_BYTES } from './bounds.ts';
+import { firstOversize, OBJECT_MAX_BYTES, SECTION_MAX_BYTES, tooLarge } from './bounds.ts';
 import { type FieldKind, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import type { Condition, ListSpec } from './list-query.ts';
 import type { Actor, Row } from './sections.ts';
@@ -290,10 +290,29 @@ const nameOf = (kind: ObjectKind, col: string) =>
   Object.entries(kind.fields).find(([, d]) => d.col === col)?.[0] ?? col;
 
 /**
+ * Why a bounded write of `changed` to the object `id` wrote nothing, when a size bound is why:
+ * the 413 naming the bound, measured as `boundsCheck` measures it. Undefined when the change
+ * fits (or the object is gone): the caller's own answer then (404, or a retry).
+ */
+export async function sizeRefusal(
+  q: Queryable,
+  kind: ObjectKind,
+  collectionId: string,
+  appId: string,
+  id: string,
+  changed: Map<string, Sql>,
+): Promise<AppError | undefined> {
+  if (changed.size === 0) return undefined;
+  const m = await measureChange(q, kind, collectionId, appId, id, changed);
+  const over = m && firstOversize(m.sections, m.total);
+  return over ? tooLarge(over, kind.name) : undefined;
+}
+
+/**
  * What a change would make of the object `id` (live or not), measured as `boundsCheck`
  * measures it: for telling a write refused by a bound (413) from one whose object is gone (404).
  */
-export async function measureChange(
+async function measureChange(
   q: Queryable,
   kind: ObjectKind,
   collectionId: string,
@@ -351,7 +370,7 @@ export async function measureValues(
  * One UPDATE statement (`assignments`): columns set, sections merged key by key, and the size
  * bounds checked in its WHERE (`boundsCheck`). The previous row (as JSON, locked) comes back
  * too, for the audit trail. `undefined` when no row was changed: gone, not the owner's, or
- * past a bound (`measureChange` tells which).
+ * past a bound (`sizeRefusal` tells which).
  */
 export async function patchObject(
   q: Queryable,

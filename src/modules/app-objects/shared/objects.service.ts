@@ -403,10 +403,7 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     if (!done) {
       // Gone since it was read, or past a size bound: measure what the change would make.
       const changed = repo.changedJson(this.kind, built.patch);
-      const m = changed.size ? await repo.measureChange(q, this.kind, collectionId, appId, id, changed) : undefined;
-      const over = m && firstOversize(m.sections, m.total);
-      if (over) throw tooLarge(over, this.kind.name);
-      throw notFound(label(this.kind));
+      throw (await repo.sizeRefusal(q, this.kind, collectionId, appId, id, changed)) ?? notFound(label(this.kind));
     }
     return { ...done, ...this.changes(done.previous, done.row, built.named) };
   }
