@@ -157,26 +157,29 @@ function collectionOf(req: FastifyRequest): string | undefined {
  * the plugin's), so a request the caller's budget refused is not counted here.
  */
 function collectionLimiter(store: Store, settings: RateLimitSettings): onRequestHookHandler {
-  return async (req: FastifyRequest, reply: FastifyReply) => {
+  // Callback style, as app.ts's hooks that run on every request: a request of no collection
+  // (anonymous, the super admin) passes without a promise.
+  return (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
     const collectionId = collectionOf(req);
-    if (collectionId === undefined) return;
-    const count = await new Promise<{ current: number; ttl: number } | undefined>((resolve) =>
-      store.incr(
-        collectionId,
+    if (collectionId === undefined) return done();
+    store.incr(
+      collectionId,
+      (err, count) => {
         // Fail open as the caller's budget does; the shared store has logged the outage.
-        (err, res) => resolve(err ? undefined : res),
-        settings.windowMs,
-        settings.collectionMax,
-      ),
-    );
-    if (!count || count.current <= settings.collectionMax) return;
-    const wait = Math.max(1, Math.ceil(count.ttl / 1000));
-    reply.header('retry-after', String(wait));
-    throw new AppError(
-      429,
-      'RATE_LIMITED',
-      `Rate limit exceeded: collection ${collectionId}'s budget of ${settings.collectionMax} requests per ${settings.windowMs / 1000} s (all its keys and users together) is spent; retry in ${wait} s`,
-      { budget: 'collection', limit: settings.collectionMax, windowMs: settings.windowMs },
+        if (err || !count || count.current <= settings.collectionMax) return done();
+        const wait = Math.max(1, Math.ceil(count.ttl / 1000));
+        reply.header('retry-after', String(wait));
+        done(
+          new AppError(
+            429,
+            'RATE_LIMITED',
+            `Rate limit exceeded: collection ${collectionId}'s budget of ${settings.collectionMax} requests per ${settings.windowMs / 1000} s (all its keys and users together) is spent; retry in ${wait} s`,
+            { budget: 'collection', limit: settings.collectionMax, windowMs: settings.windowMs },
+          ),
+        );
+      },
+      settings.windowMs,
+      settings.collectionMax,
     );
   };
 }
