@@ -97,6 +97,7 @@ function buildModules(platform: Platform, env: Config['env']): Built {
   const services = Object.fromEntries(built) as unknown as Services;
   for (const m of manifests) {
     for (const task of m.tasks?.(built.get(m.name)) ?? []) services.jobs.engine.registerTask(task);
+    services.webhooks.catalogue.add(m.events ?? []);
   }
   return { services, lifecycles, routes };
 }
@@ -183,7 +184,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   app.removeContentTypeParser('text/plain');
   registerJsonBodyParser(app, config.env);
   app.addSchema(ErrorBody);
-  await registerOpenApi(app, config);
+  await registerOpenApi(app, config, services.webhooks.catalogue.openApiWebhooks());
 
   // Counts shared by every API process (REDIS_URL), else kept in this one. A worker serves no
   // requests and opens no connection to Redis.

@@ -9,6 +9,7 @@
  *                  constructors, so nothing is wired later and nothing can be forgotten;
  *   routes         a Fastify plugin given the service, registered under BASE_PATH;
  *   tasks(...)     its background tasks (platform/tasks.ts), registered on the job engine;
+ *   events         the events it publishes (platform/events.ts), gathered into the catalogue;
  *   lifecycle(...) what it runs in the background in a role: started once the app is ready,
  *                  stopped in reverse dependency order before the database closes, after the
  *                  requests still running have finished.
@@ -19,6 +20,7 @@
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { Db } from '../db/index.ts';
+import type { EventDefinition } from './events.ts';
 import type { Env } from './settings.ts';
 import type { TaskDefinition } from './tasks.ts';
 
@@ -55,6 +57,8 @@ export interface ModuleManifest<Settings = unknown, Deps = unknown, Service = un
   create(platform: Platform, settings: Settings, deps: Deps): Service;
   routes?: FastifyPluginAsync<{ service: Service }>;
   tasks?(service: Service): TaskDefinition[];
+  /** The event types it publishes, with their schemas (the webhooks module's catalogue). */
+  events?: readonly EventDefinition[];
   lifecycle?(service: Service, role: Role): Lifecycle | undefined;
 }
 

@@ -4,7 +4,12 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+/** `webhooks`: the OpenAPI 3.1 section describing every event the service sends (the event catalogue). */
+export async function registerOpenApi(
+  app: FastifyInstance,
+  config: Config,
+  webhooks: Record<string, unknown>,
+): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -22,6 +27,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         },
       },
       security: [{ bearerAuth: [] }, { apiKey: [] }],
+      // The catalogue builds well-formed path items; the plugin's type wants its own type for them.
+      webhooks: webhooks as never,
     },
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),

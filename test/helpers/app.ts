@@ -73,6 +73,8 @@ export async function createTestApp(
     LOG_LEVEL: 'silent',
     PUBLIC_BASE_URL: 'http://short.test',
     RATE_LIMIT_MAX: '100000',
+    // An event outside the catalogue fails the change that published it, so the test fails.
+    WEBHOOK_EVENTS_STRICT: 'true',
     // With TEST_REDIS_URL (CI's PostgreSQL run), rate limits are counted in Redis, each app
     // under keys of its own so that apps and runs never share a count by accident.
     ...(process.env.TEST_REDIS_URL && {

@@ -245,6 +245,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event catalogue: every type with a description, the JSON Schema of its data and an example */
+        get: operations["webhooks_eventTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1144,7 +1161,188 @@ export interface paths {
         trace?: never;
     };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "job.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A job of a visible task (one the API enqueues) completed
+         * @description A job of a visible task (one the API enqueues) completed. `result` is what the task returned, or null with `result_truncated` when its JSON is over 8 KB (GET .../jobs/{id} has it). Jobs of internal tasks (webhook deliveries, say) publish nothing.
+         */
+        post: operations["event_job_completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "job.failed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A job of a visible task failed for good: its last attempt threw, or its worker stopped responding on its last attempt (lock timeout)
+         * @description A job of a visible task failed for good: its last attempt threw, or its worker stopped responding on its last attempt (lock timeout). An attempt that will be retried publishes nothing; a cancelled job publishes nothing either (only the API cancels, and its answer says so).
+         */
+        post: operations["event_job_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.clicked": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Someone followed a short link (a GET of /l/{code}; a HEAD is not a click)
+         * @description Someone followed a short link (a GET of /l/{code}; a HEAD is not a click). Sent a moment after the visit, once the click is stored (CLICK_FLUSH_MS).
+         */
+        post: operations["event_link_clicked"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.clicks.milestone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A link’s click count reached a threshold: 10, 100, 1,000 and every further power of ten, or the link’s own `clickMilestones`
+         * @description A link’s click count reached a threshold: 10, 100, 1,000 and every further power of ten, or the link’s own `clickMilestones`. Sent once per threshold, in the transaction that stored the click that reached it; `clicks` is the count after that batch of clicks (it may pass the threshold by a few under load).
+         */
+        post: operations["event_link_clicks_milestone"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short link was created
+         * @description A short link was created. `created_by` is the admin key (or user) that created it.
+         */
+        post: operations["event_link_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short link was deleted; its code stays reserved to the collection.
+         * @description A short link was deleted; its code stays reserved to the collection.
+         */
+        post: operations["event_link_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "link.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A short link was changed
+         * @description A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at) and `previous` holds their values before.
+         */
+        post: operations["event_link_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A registration of the collection was disabled after WEBHOOK_DISABLE_AFTER_FAILURES consecutive failed deliveries
+         * @description A registration of the collection was disabled after WEBHOOK_DISABLE_AFTER_FAILURES consecutive failed deliveries. Sent to the collection’s other active registrations that subscribe to it, never to the disabled one; POST /v1/webhooks/{id}/recover sends what it missed once it is enabled again.
+         */
+        post: operations["event_webhook_disabled"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "webhook.test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to; it cannot be subscribed to.
+         * @description Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to; it cannot be subscribed to.
+         */
+        post: operations["event_webhook_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /** @description The one error body of the service */
@@ -1292,18 +1490,42 @@ export interface components {
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url: string;
-            events: ("link.clicked" | "link.created" | "link.updated" | "link.deleted" | "webhook.disabled")[];
+            events: string[];
+            /** @description Each list given narrows the subscription to events about one of its ids; an event that is not about such an id (a case event under linkIds) is not sent. Which types each filter applies to: GET /v1/webhooks/event-types, `filterable`. */
+            filters?: {
+                /** @description Only events about one of these apps */
+                appIds?: string[];
+                /** @description Only events about one of these links */
+                linkIds?: string[];
+                /** @description Only events about one of these interactions */
+                interactionIds?: string[];
+                /** @description Only events about one of these journeys */
+                journeyIds?: string[];
+            };
             /** @default true */
             active?: boolean;
             description?: string;
+            maxPerSecond?: number | null;
         };
         UpdateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url?: string;
-            events?: ("link.clicked" | "link.created" | "link.updated" | "link.deleted" | "webhook.disabled")[];
+            events?: string[];
+            /** @description null removes the filters */
+            filters?: {
+                /** @description Only events about one of these apps */
+                appIds?: string[];
+                /** @description Only events about one of these links */
+                linkIds?: string[];
+                /** @description Only events about one of these interactions */
+                interactionIds?: string[];
+                /** @description Only events about one of these journeys */
+                journeyIds?: string[];
+            } | null;
             /** @description true re-enables a disabled registration and resets its failure count */
             active?: boolean;
             description?: string | null;
+            maxPerSecond?: number | null;
         };
         RotateSecretBody: {
             /** @description How long the replaced secret keeps signing next to the new one (default WEBHOOK_SECRET_GRACE_SECONDS, 24 h); 0 retires it at once, e.g. after a leak */
@@ -1313,8 +1535,10 @@ export interface components {
             id: string;
             url: string;
             events: string[];
+            filters: components["schemas"]["WebhookFilters"] | null;
             active: boolean;
             description: string | null;
+            maxPerSecond: number | null;
             consecutiveFailures: number;
             disabledAt: string | null;
             disabledReason: string | null;
@@ -1354,6 +1578,15 @@ export interface components {
                 error: string | null;
                 responseExcerpt: string | null;
             }[];
+            /** @description The body every attempt sent (the event envelope); in the answer for one delivery, not in lists */
+            payload?: {
+                type: string;
+                id: string;
+                created_at: string;
+                data: {
+                    [key: string]: unknown;
+                };
+            };
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1375,6 +1608,37 @@ export interface components {
             /** @description More remain (at most 10000 a call): call again with the same since */
             more: boolean;
         };
+        /** @description Each list given narrows the subscription to events about one of its ids; an event that is not about such an id (a case event under linkIds) is not sent. Which types each filter applies to: GET /v1/webhooks/event-types, `filterable`. */
+        WebhookFilters: {
+            /** @description Only events about one of these apps */
+            appIds?: string[];
+            /** @description Only events about one of these links */
+            linkIds?: string[];
+            /** @description Only events about one of these interactions */
+            interactionIds?: string[];
+            /** @description Only events about one of these journeys */
+            journeyIds?: string[];
+        };
+        EventTypeList: {
+            items: {
+                type: string;
+                /** @description What `family.*` subscribes to */
+                family: string;
+                description: string;
+                /** @description The JSON Schema of the event’s `data` */
+                schema: {
+                    [key: string]: unknown;
+                };
+                /** @description An example `data` */
+                example: {
+                    [key: string]: unknown;
+                };
+                /** @description The `filters` keys that narrow this type */
+                filterable: string[];
+                /** @description false for webhook.test, sent only on request */
+                subscribable: boolean;
+            }[];
+        };
         CreateLinkBody: {
             /** @description Destination address, http or https */
             url: string;
@@ -1384,6 +1648,8 @@ export interface components {
             tags?: string[];
             /** @description From this time on the short address answers 410. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
             expiresAt?: string;
+            /** @description Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten */
+            clickMilestones?: number[];
         };
         UpdateLinkBody: {
             /** @description Destination address, http or https */
@@ -1393,6 +1659,7 @@ export interface components {
             title?: string | null;
             tags?: string[];
             expiresAt?: string | null;
+            clickMilestones?: number[] | null;
         };
         Link: {
             id: string;
@@ -1403,6 +1670,7 @@ export interface components {
             tags: string[];
             expiresAt: string | null;
             clicks: number;
+            clickMilestones: number[] | null;
             createdBy: string;
             /** Format: date-time */
             createdAt: string;
@@ -3637,6 +3905,62 @@ export interface operations {
             };
             /** @description The job is running or finished */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    webhooks_eventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8713,6 +9037,522 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
+            };
+        };
+    };
+    event_job_completed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "job.completed",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "job_id": 4211,
+                 *         "task": "interactions.export",
+                 *         "queue_name": null,
+                 *         "attempts": 1,
+                 *         "max_attempts": 5,
+                 *         "result": {
+                 *           "fileId": "exp_7QmW2xZ9aB4kR1tY",
+                 *           "rows": 1520
+                 *         },
+                 *         "result_truncated": false,
+                 *         "completed_at": "2026-11-25T20:10:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "job.completed";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        job_id: number;
+                        task: string;
+                        queue_name: string | null;
+                        /** @description Attempts made, this one included */
+                        attempts: number;
+                        max_attempts: number;
+                        /** @description What the task returned (JSON), null when truncated */
+                        result: unknown;
+                        result_truncated: boolean;
+                        /** Format: date-time */
+                        completed_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_job_failed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "job.failed",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "job_id": 4212,
+                 *         "task": "records.import",
+                 *         "queue_name": "imports",
+                 *         "attempts": 5,
+                 *         "max_attempts": 5,
+                 *         "error": "BAD_REQUEST: items[3].data is not an object",
+                 *         "failed_at": "2026-11-25T20:11:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "job.failed";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        job_id: number;
+                        task: string;
+                        queue_name: string | null;
+                        /** @description Attempts made, this one included */
+                        attempts: number;
+                        max_attempts: number;
+                        error: string;
+                        /** Format: date-time */
+                        failed_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_link_clicked: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.clicked",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "link_id": "lnk_Jm1q9Zx0aB3kR7tW",
+                 *         "short_url": "https://sho.rt/l/aZ3k9Qp",
+                 *         "destination_url": "https://example.com/summer",
+                 *         "clicked_at": "2026-11-22T03:01:02.345Z",
+                 *         "click": {
+                 *           "ip_address": "203.0.113.9",
+                 *           "user_agent": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X)",
+                 *           "referer": "https://news.example/post",
+                 *           "country": "DE",
+                 *           "city": "Munich",
+                 *           "device_type": "mobile"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.clicked";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        link_id: string;
+                        short_url: string;
+                        destination_url: string;
+                        /** Format: date-time */
+                        clicked_at: string;
+                        click: {
+                            ip_address: string | null;
+                            user_agent: string | null;
+                            referer: string | null;
+                            country: string | null;
+                            city: string | null;
+                            device_type: string | null;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_link_clicks_milestone: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.clicks.milestone",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "link_id": "lnk_Jm1q9Zx0aB3kR7tW",
+                 *         "short_url": "https://sho.rt/l/aZ3k9Qp",
+                 *         "milestone": 100,
+                 *         "clicks": 100,
+                 *         "reached_at": "2026-11-22T03:01:02.345Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.clicks.milestone";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        link_id: string;
+                        short_url: string;
+                        /** @description The threshold reached */
+                        milestone: number;
+                        /** @description The link’s click count when it was reached */
+                        clicks: number;
+                        /** Format: date-time */
+                        reached_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_link_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.created",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "link_id": "lnk_Jm1q9Zx0aB3kR7tW",
+                 *         "short_url": "https://sho.rt/l/aZ3k9Qp",
+                 *         "destination_url": "https://example.com/spring",
+                 *         "code": "aZ3k9Qp",
+                 *         "title": "Spring sale",
+                 *         "tags": [
+                 *           "sale"
+                 *         ],
+                 *         "expires_at": null,
+                 *         "created_by": "key_8HkQ2mXo1PzR4vTe"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.created";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        link_id: string;
+                        /** @description The short address, on the service’s public address */
+                        short_url: string;
+                        destination_url: string;
+                        code: string;
+                        title: string | null;
+                        tags: string[];
+                        expires_at: string | null;
+                        created_by: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_link_deleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.deleted",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "link_id": "lnk_Jm1q9Zx0aB3kR7tW",
+                 *         "short_url": "https://sho.rt/l/aZ3k9Qp",
+                 *         "destination_url": "https://example.com/spring",
+                 *         "code": "aZ3k9Qp",
+                 *         "title": "Spring sale",
+                 *         "tags": [
+                 *           "sale"
+                 *         ],
+                 *         "expires_at": null,
+                 *         "deleted_at": "2026-11-22T03:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.deleted";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        link_id: string;
+                        /** @description The short address, on the service’s public address */
+                        short_url: string;
+                        destination_url: string;
+                        code: string;
+                        title: string | null;
+                        tags: string[];
+                        expires_at: string | null;
+                        deleted_at: string | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_link_updated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "link.updated",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "link_id": "lnk_Jm1q9Zx0aB3kR7tW",
+                 *         "short_url": "https://sho.rt/l/aZ3k9Qp",
+                 *         "destination_url": "https://example.com/summer",
+                 *         "code": "aZ3k9Qp",
+                 *         "title": "Spring sale",
+                 *         "tags": [
+                 *           "sale"
+                 *         ],
+                 *         "expires_at": null,
+                 *         "changed_fields": [
+                 *           "destination_url"
+                 *         ],
+                 *         "previous": {
+                 *           "destination_url": "https://example.com/spring"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "link.updated";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        link_id: string;
+                        /** @description The short address, on the service’s public address */
+                        short_url: string;
+                        destination_url: string;
+                        code: string;
+                        title: string | null;
+                        tags: string[];
+                        expires_at: string | null;
+                        changed_fields: string[];
+                        previous: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_webhook_disabled: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.disabled",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "webhook_id": "wh_Q1w2E3r4T5y6U7i8",
+                 *         "url": "https://hooks.example.com/in",
+                 *         "disabled_at": "2026-11-25T20:10:00.000Z",
+                 *         "disabled_reason": "10 consecutive failed deliveries; last: status 500",
+                 *         "consecutive_failures": 10
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "webhook.disabled";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        webhook_id: string;
+                        url: string;
+                        /** Format: date-time */
+                        disabled_at: string;
+                        disabled_reason: string | null;
+                        consecutive_failures: number;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_webhook_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "webhook.test",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "webhook_id": "wh_Q1w2E3r4T5y6U7i8",
+                 *         "message": "This is a test event sent on request."
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "webhook.test";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        webhook_id: string;
+                        message: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
         };
     };

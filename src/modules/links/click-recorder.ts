@@ -7,9 +7,9 @@
  * what is captured and how it is enriched.
  */
 import type { Db } from '../../db/index.ts';
-import type { NewEvent } from '../webhooks/index.ts';
+import type { NewEvent } from '../../platform/events.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
-import type { EventPublisher } from './links.events.ts';
+import { type EventPublisher, milestonesCrossed } from './links.events.ts';
 import * as repo from './links.repository.ts';
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation). */
@@ -127,7 +127,7 @@ export class ClickRecorder {
     try {
       await this.db.transaction(async (tx) => {
         // A click of a link whose collection was removed meanwhile is not stored (nor announced).
-        const stored = await repo.insertClicks(tx, clicks);
+        const { stored, counted } = await repo.insertClicks(tx, clicks);
         const byCollection = new Map<string, NewEvent[]>();
         batch.forEach((raw, i) => {
           if (!stored[i]) return;
@@ -149,9 +149,30 @@ export class ClickRecorder {
                 device_type: c.deviceType,
               },
             },
+            scope: { linkId: raw.linkId },
           });
           byCollection.set(raw.collectionId, events);
         });
+        // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks).
+        const codes = new Map(batch.map((raw) => [raw.linkId, raw.code]));
+        const at = new Date().toISOString();
+        for (const link of counted) {
+          for (const milestone of milestonesCrossed(link.clicks - link.n, link.clicks, link.click_milestones)) {
+            const events = byCollection.get(link.collection_id) ?? [];
+            events.push({
+              type: 'link.clicks.milestone',
+              data: {
+                link_id: link.id,
+                short_url: this.shortUrl(codes.get(link.id) ?? ''),
+                milestone,
+                clicks: link.clicks,
+                reached_at: at,
+              },
+              scope: { linkId: link.id },
+            });
+            byCollection.set(link.collection_id, events);
+          }
+        }
         for (const [collectionId, events] of byCollection) await this.events.publish(tx, collectionId, events);
       });
       return [];

@@ -12,7 +12,7 @@
 import { defineModule } from '../../platform/module.ts';
 import type { WebhooksService } from '../webhooks/index.ts';
 import { ClickRecorder } from './click-recorder.ts';
-import { shortUrl } from './links.events.ts';
+import { linkEvents, shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService, linksSettings } from './links.service.ts';
 
@@ -31,6 +31,7 @@ export const linksModule = defineModule({
     return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder);
   },
   routes: linksRoutes,
+  events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished).
   lifecycle: (service) => ({

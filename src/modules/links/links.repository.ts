@@ -14,6 +14,7 @@ export interface LinkRow {
   tags: string[];
   expires_at: Date | null;
   clicks: number;
+  click_milestones: number[] | null;
   created_by: string;
   created_at: Date;
   updated_at: Date;
@@ -46,7 +47,7 @@ export interface NewClick {
 }
 
 const COLUMNS = raw(
-  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, created_by, created_at, updated_at, deleted_at',
+  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at',
 );
 
 /** Inserts a link unless its code is taken (then undefined: the caller decides). */
@@ -60,13 +61,15 @@ export async function insertLink(
     title: string | null;
     tags: string[];
     expiresAt: Date | null;
+    clickMilestones: number[] | null;
     createdBy: string;
   },
 ): Promise<LinkRow | undefined> {
+  const milestones = l.clickMilestones ? JSON.stringify(l.clickMilestones) : null;
   const { rows } = await db.query<LinkRow>(sql`
-    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, created_by)
+    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by)
     VALUES (${collectionId}, ${l.id}, ${l.code}, ${l.destinationUrl}, ${l.title}, ${JSON.stringify(l.tags)}::jsonb,
-      ${l.expiresAt}, ${l.createdBy})
+      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy})
     ON CONFLICT (code) DO NOTHING
     RETURNING ${COLUMNS}`);
   return rows[0];
@@ -142,13 +145,22 @@ export async function updateLink(
   db: Queryable,
   collectionId: string,
   id: string,
-  patch: { code?: string; destinationUrl?: string; title?: string | null; tags?: string[]; expiresAt?: Date | null },
+  patch: {
+    code?: string;
+    destinationUrl?: string;
+    title?: string | null;
+    tags?: string[];
+    expiresAt?: Date | null;
+    clickMilestones?: number[] | null;
+  },
 ): Promise<LinkRow> {
   const sets = [sql`updated_at = now()`];
   if (patch.code !== undefined) sets.push(sql`code = ${patch.code}`);
   if (patch.destinationUrl !== undefined) sets.push(sql`destination_url = ${patch.destinationUrl}`);
   if (patch.title !== undefined) sets.push(sql`title = ${patch.title}`);
   if (patch.tags !== undefined) sets.push(sql`tags = ${JSON.stringify(patch.tags)}::jsonb`);
+  if (patch.clickMilestones !== undefined)
+    sets.push(sql`click_milestones = ${patch.clickMilestones ? JSON.stringify(patch.clickMilestones) : null}::jsonb`);
   if (patch.expiresAt !== undefined) sets.push(sql`expires_at = ${patch.expiresAt}`);
   const { rows } = await db.query<LinkRow>(sql`
     UPDATE links SET ${join(sets, ', ')}
@@ -176,8 +188,25 @@ export async function notifyChanged(db: Queryable, codes: string[]): Promise<voi
  * locked first and only clicks of links found are stored. The locks are taken in one stable
  * order, so flushes running at once in several processes cannot deadlock.
  */
-export async function insertClicks(db: Queryable, clicks: NewClick[]): Promise<boolean[]> {
-  if (clicks.length === 0) return [];
+/** A link's counter moved by a batch of clicks: from `clicks - n` to `clicks`. */
+export interface CountedLink {
+  collection_id: string;
+  id: string;
+  clicks: number;
+  n: number;
+  click_milestones: number[] | null;
+}
+
+/**
+ * Stores clicks and moves their links' counters, under the links' row locks (so counters
+ * move one batch at a time, and each crossing of a threshold is seen by exactly one batch).
+ * Returns which clicks were stored (their link still exists) and each counter's move.
+ */
+export async function insertClicks(
+  db: Queryable,
+  clicks: NewClick[],
+): Promise<{ stored: boolean[]; counted: CountedLink[] }> {
+  if (clicks.length === 0) return { stored: [], counted: [] };
   const keyOf = (collectionId: string, linkId: string) => `${collectionId}\u0000${linkId}`;
   const perLink = new Map<string, { collectionId: string; linkId: string; n: number }>();
   for (const c of clicks) {
@@ -197,13 +226,14 @@ export async function insertClicks(db: Queryable, clicks: NewClick[]): Promise<b
   const found = new Set(locked.map((r) => keyOf(r.collection_id, r.id)));
   const stored = clicks.map((c) => found.has(keyOf(c.collectionId, c.linkId)));
   const kept = clicks.filter((_, i) => stored[i]);
-  if (kept.length === 0) return stored;
-  const counted = links.filter((l) => found.has(keyOf(l.collectionId, l.linkId)));
-  await db.query(sql`
+  if (kept.length === 0) return { stored, counted: [] };
+  const counting = links.filter((l) => found.has(keyOf(l.collectionId, l.linkId)));
+  const { rows: counted } = await db.query<CountedLink>(sql`
     UPDATE links l SET clicks = l.clicks + k.n
-    FROM unnest(${counted.map((l) => l.collectionId)}::text[], ${counted.map((l) => l.linkId)}::text[],
-      ${counted.map((l) => l.n)}::int[]) AS k (collection_id, id, n)
-    WHERE l.collection_id = k.collection_id AND l.id = k.id`);
+    FROM unnest(${counting.map((l) => l.collectionId)}::text[], ${counting.map((l) => l.linkId)}::text[],
+      ${counting.map((l) => l.n)}::int[]) AS k (collection_id, id, n)
+    WHERE l.collection_id = k.collection_id AND l.id = k.id
+    RETURNING l.collection_id, l.id, l.clicks, k.n, l.click_milestones`);
   // One array parameter per column whatever the batch size: cheap to bind and to parse.
   // Times go as ISO strings: the driver's own Date formatting is several times slower.
   const col = <K extends keyof NewClick>(k: K) => kept.map((c) => c[k]);
@@ -212,7 +242,7 @@ export async function insertClicks(db: Queryable, clicks: NewClick[]): Promise<b
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[],
       ${kept.map((c) => c.clickedAt.toISOString())}::timestamptz[], ${col('ipAddress')}::text[], ${col('userAgent')}::text[],
       ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[])`);
-  return stored;
+  return { stored, counted };
 }
 
 export async function listClicks(

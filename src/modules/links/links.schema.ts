@@ -10,6 +10,15 @@ const Code = Type.String({
 const Destination = Type.String({ minLength: 1, maxLength: 2048, description: 'Destination address, http or https' });
 const Title = Type.String({ maxLength: 300 });
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { maxItems: 20, uniqueItems: true });
+/** Thresholds of `link.clicks.milestone` events (links.events.ts). */
+export const MILESTONES_MAX = 20;
+const ClickMilestones = Type.Array(Type.Integer({ minimum: 1, maximum: 1_000_000_000_000 }), {
+  minItems: 1,
+  maxItems: MILESTONES_MAX,
+  uniqueItems: true,
+  description:
+    'Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten',
+});
 
 export const LinkParams = Type.Object({
   collectionId: CollectionIdParam,
@@ -25,6 +34,7 @@ export const CreateLinkBody = Closed(
     title: Type.Optional(Title),
     tags: Type.Optional(Tags),
     expiresAt: Type.Optional(Instant('From this time on the short address answers 410', 'end')),
+    clickMilestones: Type.Optional(ClickMilestones),
   },
   { $id: 'CreateLinkBody' },
 );
@@ -39,6 +49,7 @@ export const UpdateLinkBody = Closed(
     expiresAt: Type.Optional(
       Nullable(Instant('From this time on the short address answers 410; null removes the expiry', 'end')),
     ),
+    clickMilestones: Type.Optional(Nullable(ClickMilestones)),
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -54,6 +65,7 @@ export const Link = Closed(
     tags: Type.Array(Type.String()),
     expiresAt: Nullable(Timestamp),
     clicks: Type.Integer(),
+    clickMilestones: Nullable(Type.Array(Type.Integer(), { description: 'Its own milestones; null: the default' })),
     createdBy: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,

@@ -7,9 +7,9 @@
 import { randomInt } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
+import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
-import type { NewEvent } from '../webhooks/index.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import { parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
@@ -139,6 +139,7 @@ export class LinksService {
       tags: r.tags,
       expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
       clicks: r.clicks,
+      clickMilestones: r.click_milestones,
       createdBy: r.created_by,
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
@@ -187,13 +188,18 @@ export class LinksService {
           title: body.title ?? null,
           tags: body.tags ?? [],
           expiresAt,
+          clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
           createdBy: actorId,
         });
         if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
       }
       if (!inserted) throw new Error('could not find a free link code');
       await this.publish(tx, collectionId, [
-        { type: 'link.created', data: { ...this.eventData(inserted), created_by: actorId } },
+        {
+          type: 'link.created',
+          data: { ...this.eventData(inserted), created_by: actorId },
+          scope: { linkId: inserted.id },
+        },
       ]);
       await repo.notifyChanged(tx, [inserted.code]);
       return inserted;
@@ -245,6 +251,7 @@ export class LinksService {
         title: body.title,
         tags: body.tags,
         expiresAt,
+        clickMilestones: body.clickMilestones === null ? null : sortedMilestones(body.clickMilestones),
       });
       const fields: string[] = [];
       if (before.code !== after.code) fields.push('code');
@@ -256,7 +263,11 @@ export class LinksService {
       const beforeData = this.eventData(before);
       for (const f of fields) previous[f] = beforeData[f];
       await this.publish(tx, collectionId, [
-        { type: 'link.updated', data: { ...this.eventData(after), changed_fields: fields, previous } },
+        {
+          type: 'link.updated',
+          data: { ...this.eventData(after), changed_fields: fields, previous },
+          scope: { linkId: after.id },
+        },
       ]);
       await repo.notifyChanged(tx, [...new Set([before.code, after.code])]);
       return { before, after };
@@ -270,7 +281,11 @@ export class LinksService {
       const row = await repo.softDeleteLink(tx, collectionId, linkId);
       if (!row) throw notFound('Link');
       await this.publish(tx, collectionId, [
-        { type: 'link.deleted', data: { ...this.eventData(row), deleted_at: row.deleted_at?.toISOString() ?? null } },
+        {
+          type: 'link.deleted',
+          data: { ...this.eventData(row), deleted_at: row.deleted_at?.toISOString() ?? null },
+          scope: { linkId: row.id },
+        },
       ]);
       await repo.notifyChanged(tx, [row.code]);
       return row;
@@ -398,4 +413,9 @@ export class LinksService {
   flush(): Promise<void> {
     return this.clickRecorder.flush();
   }
+}
+
+/** A link's own milestones, kept in order (undefined stays undefined: nothing given). */
+function sortedMilestones(list: number[] | undefined): number[] | undefined {
+  return list && [...list].sort((a, b) => a - b);
 }

@@ -8,24 +8,29 @@
  *   with backoff; a delivery fails when its last retry fails, and 10 consecutive failed
  *   deliveries disable the registration (recover sends them again).
  * - SSRF guard: receivers must resolve to public addresses (WEBHOOK_ALLOW_PRIVATE_NETWORKS).
+ * - catalogue: every event type of every module (their manifests' `events`), with the JSON
+ *   Schema of its data; registrations subscribe to types, families (`case.*`) or `*`.
  */
 import { defineModule } from '../../platform/module.ts';
 import type { JobsService } from '../jobs/index.ts';
+import { EventCatalogue } from './catalogue.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { WebhookOutbox } from './outbox.ts';
 import { WebhookRegistrations } from './registrations.ts';
 import { WebhookSender } from './sender.ts';
+import { webhookEvents } from './webhooks.events.ts';
 import { webhooksRoutes } from './webhooks.routes.ts';
 import { WebhooksService } from './webhooks.service.ts';
 import { webhooksSettings } from './webhooks.settings.ts';
 
+export { EventCatalogue, type EventTypeEntry, eventSchemaName } from './catalogue.ts';
 export { retryDelayMs, WebhookDelivery } from './delivery.ts';
 export { DELIVER_TASK, type DeliverPayload, type JobQueue, type NewEvent, WebhookOutbox } from './outbox.ts';
 export { WebhookRegistrations } from './registrations.ts';
 export { WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
 export { forbiddenAddressReason } from './ssrf.ts';
-export { EVENT_TYPES, type EventType, TEST_EVENT_TYPE } from './webhooks.schema.ts';
+export { TEST_EVENT_TYPE } from './webhooks.schema.ts';
 export { WebhooksService } from './webhooks.service.ts';
 export { type WebhooksSettings, webhooksSettings } from './webhooks.settings.ts';
 
@@ -34,18 +39,21 @@ export const webhooksModule = defineModule({
   needs: ['jobs'],
   settings: webhooksSettings,
   // The outbox queues on the job engine; delivery and registrations queue through the outbox.
+  // The catalogue starts empty: buildApp adds every module's `events`, this one's included.
   create: ({ db, log }, settings, deps: { jobs: JobsService }) => {
-    const outbox = new WebhookOutbox(db, settings, deps.jobs.engine);
+    const catalogue = new EventCatalogue(settings.eventsStrict, log);
+    const outbox = new WebhookOutbox(db, settings, deps.jobs.engine, catalogue);
     const sender = new WebhookSender({
       allowPrivateNetworks: settings.allowPrivateNetworks,
       timeoutMs: settings.timeoutMs,
       responseExcerptBytes: settings.responseExcerptBytes,
     });
     const delivery = new WebhookDelivery(settings, log, sender, outbox);
-    const registrations = new WebhookRegistrations(db, settings, outbox);
-    return new WebhooksService(settings, log, registrations, outbox, delivery);
+    const registrations = new WebhookRegistrations(db, settings, outbox, catalogue);
+    return new WebhooksService(settings, log, catalogue, registrations, outbox, delivery);
   },
   routes: webhooksRoutes,
+  events: webhookEvents,
   tasks: (service) => [service.delivery.deliverTask()],
   // Housekeeping in worker processes; every process closes the sender's connections.
   lifecycle: (service, role) => ({

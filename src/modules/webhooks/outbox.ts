@@ -7,12 +7,21 @@
  */
 import { type Static, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/index.ts';
+import type { EventScope, NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import { EventCatalogue } from './catalogue.ts';
+import type { WebhookFilters } from './webhooks.repository.ts';
 import * as repo from './webhooks.repository.ts';
 import type { EventEnvelope } from './webhooks.schema.ts';
 import type { WebhooksSettings } from './webhooks.settings.ts';
 
 export const DELIVER_TASK = 'webhooks.deliver';
+/**
+ * The most attempts one delivery job makes. Enough that the engine's cost per delivery (a
+ * job's insert, claim and completion) becomes small next to the POST; few enough that one job
+ * of a slow receiver holds its lane slot for few rounds of its in-flight limit.
+ */
+export const DELIVERIES_PER_JOB = 50;
 
 /** The part of the job engine this module needs (see src/modules/jobs). */
 export interface JobQueue {
@@ -38,14 +47,29 @@ export const DeliverPayload = Type.Object({
     Type.Literal('redeliver'),
     Type.Literal('test'),
   ]),
+  /**
+   * More attempts of the same trigger made by this job (delivery.ts, "Delivery at scale"): the
+   * deliveries of one change to one registration, or attempts put off together, go in one job
+   * rather than one job each. Each item is judged alone, like a job of its own.
+   */
+  more: Type.Optional(
+    Type.Array(Type.Object({ deliveryId: Type.String({ maxLength: 64 }), attempt: Type.Integer({ minimum: 1 }) }), {
+      maxItems: DELIVERIES_PER_JOB - 1,
+    }),
+  ),
 });
 export type DeliverPayload = Static<typeof DeliverPayload>;
-
-/** An event to publish: its type and data; id and time are given here. */
-export interface NewEvent {
-  type: string;
-  data: Record<string, unknown>;
+/** One attempt to queue, with when it is due (now when absent). */
+export interface QueuedAttempt {
+  /** Its registration: a job holds one registration's attempts only (a lane slot each, as before). */
+  webhookId: string;
+  deliveryId: string;
+  attempt: number;
+  trigger: DeliverPayload['trigger'];
+  runAt?: Date;
 }
+
+export type { NewEvent } from '../../platform/events.ts';
 
 /**
  * Queues one attempt of a delivery, and publishes the module's own events (what the delivery
@@ -53,6 +77,8 @@ export interface NewEvent {
  */
 export interface DeliveryQueue {
   queueDelivery(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void>;
+  /** Several attempts in one statement; neighbours with the same trigger and due time share a job. */
+  queueAttempts(q: Queryable, collectionId: string, attempts: QueuedAttempt[]): Promise<void>;
   publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<string[]>;
 }
 
@@ -62,6 +88,8 @@ export class WebhookOutbox implements DeliveryQueue {
     private readonly settings: Pick<WebhooksSettings, 'maxRetries' | 'logRetentionMs'>,
     /** Where delivery jobs go: the job engine (modules/jobs). */
     private readonly jobs: JobQueue,
+    /** Every type published, checked here (catalogue.ts). */
+    private readonly catalogue: EventCatalogue,
   ) {}
 
   /**
@@ -71,9 +99,13 @@ export class WebhookOutbox implements DeliveryQueue {
    */
   async publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
+    for (const e of events) this.catalogue.check(e);
     const subscriptions = await repo.activeSubscriptions(q, collectionId);
-    const written = await this.writeEvents(q, collectionId, events, (type) =>
-      subscriptions.filter((s) => s.events.includes(type)).map((s) => s.id),
+    if (subscriptions.length === 0) return [];
+    const written = await this.writeEvents(q, collectionId, events, (e) =>
+      subscriptions
+        .filter((s) => EventCatalogue.covers(s.events, e.type) && passes(s.filters, e.scope))
+        .map((s) => s.id),
     );
     return written.eventIds;
   }
@@ -86,26 +118,27 @@ export class WebhookOutbox implements DeliveryQueue {
     q: Queryable,
     collectionId: string,
     events: NewEvent[],
-    recipients: (type: string) => string[],
+    recipients: (event: NewEvent) => string[],
     trigger: DeliverPayload['trigger'] = 'automatic',
   ): Promise<{ eventIds: string[]; deliveryIds: string[] }> {
     const createdAt = new Date();
     // An event nobody is subscribed to is not stored: the outbox holds what must be sent.
     const rows = events
-      .filter((e) => recipients(e.type).length > 0)
-      .map((e) => {
+      .map((e) => ({ e, to: recipients(e) }))
+      .filter(({ to }) => to.length > 0)
+      .map(({ e, to }) => {
         const envelope: EventEnvelope = {
           type: e.type,
           id: newId('evt'),
           created_at: createdAt.toISOString(),
           data: e.data,
         };
-        return { id: envelope.id, type: e.type, body: JSON.stringify(envelope), createdAt };
+        return { id: envelope.id, type: e.type, body: JSON.stringify(envelope), createdAt, to };
       });
     if (rows.length === 0) return { eventIds: [], deliveryIds: [] };
     await repo.insertEvents(q, collectionId, rows);
     const deliveries = rows.flatMap((r) =>
-      recipients(r.type).map((webhookId) => ({
+      r.to.map((webhookId) => ({
         id: newId('dlv'),
         webhookId,
         eventId: r.id,
@@ -113,11 +146,19 @@ export class WebhookOutbox implements DeliveryQueue {
       })),
     );
     await repo.insertDeliveries(q, collectionId, deliveries);
-    for (const d of deliveries) await this.queueDelivery(q, collectionId, { deliveryId: d.id, attempt: 1, trigger });
+    // One job per registration (and DELIVERIES_PER_JOB), all in one statement: a job per
+    // delivery cost a statement and a job each (2,000 per batch of clicks).
+    const byWebhook = new Map<string, QueuedAttempt[]>();
+    for (const d of deliveries) {
+      const list = byWebhook.get(d.webhookId) ?? [];
+      list.push({ webhookId: d.webhookId, deliveryId: d.id, attempt: 1, trigger });
+      byWebhook.set(d.webhookId, list);
+    }
+    await this.queueAttempts(q, collectionId, [...byWebhook.values()].flat());
     return { eventIds: rows.map((r) => r.id), deliveryIds: deliveries.map((d) => d.id) };
   }
 
-  /** Several attempts in one statement (a recover). */
+  /** Several attempts in one statement (a recover), a job each. */
   async queueDeliveries(q: Queryable, collectionId: string, payloads: DeliverPayload[]): Promise<void> {
     if (payloads.length === 0) return;
     await this.jobs.enqueueMany(
@@ -125,6 +166,35 @@ export class WebhookOutbox implements DeliveryQueue {
       collectionId,
       payloads.map((payload) => ({ task: DELIVER_TASK, payload, maxAttempts: 5 })),
     );
+  }
+
+  /**
+   * Attempts in one statement: neighbours in the list with the same registration, trigger and
+   * due time share a job (up to DELIVERIES_PER_JOB), so callers list them together.
+   */
+  async queueAttempts(q: Queryable, collectionId: string, attempts: QueuedAttempt[]): Promise<void> {
+    if (attempts.length === 0) return;
+    const jobs: { task: string; payload: DeliverPayload; runAt?: Date; maxAttempts: number }[] = [];
+    let open: { payload: DeliverPayload & { more: { deliveryId: string; attempt: number }[] } } | undefined;
+    let last: QueuedAttempt | undefined;
+    for (const a of attempts) {
+      const joins =
+        open &&
+        last &&
+        last.webhookId === a.webhookId &&
+        last.trigger === a.trigger &&
+        last.runAt?.getTime() === a.runAt?.getTime() &&
+        open.payload.more.length < DELIVERIES_PER_JOB - 1;
+      if (open && joins) open.payload.more.push({ deliveryId: a.deliveryId, attempt: a.attempt });
+      else {
+        open = { payload: { deliveryId: a.deliveryId, attempt: a.attempt, trigger: a.trigger, more: [] } };
+        jobs.push({ task: DELIVER_TASK, payload: open.payload, runAt: a.runAt, maxAttempts: 5 });
+      }
+      last = a;
+    }
+    // A job of one attempt keeps the payload it always had.
+    for (const j of jobs) if (j.payload.more?.length === 0) delete j.payload.more;
+    await this.jobs.enqueueMany(q, collectionId, jobs);
   }
 
   async queueDelivery(q: Queryable, collectionId: string, payload: DeliverPayload, runAt?: Date): Promise<void> {
@@ -143,4 +213,24 @@ export class WebhookOutbox implements DeliveryQueue {
       if (n < 1000) return total;
     }
   }
+}
+
+/** The filters key of each scope key. */
+const FILTER_OF = {
+  appId: 'appIds',
+  linkId: 'linkIds',
+  interactionId: 'interactionIds',
+  journeyId: 'journeyIds',
+} as const satisfies Record<keyof EventScope, keyof WebhookFilters>;
+
+/** Whether an event passes a registration's filters: each list given must hold what the event is about. */
+function passes(filters: WebhookFilters | null, scope: EventScope | undefined): boolean {
+  if (!filters) return true;
+  for (const [key, list] of Object.entries(FILTER_OF) as [keyof EventScope, keyof WebhookFilters][]) {
+    const allowed = filters[list];
+    if (!allowed) continue;
+    const value = scope?.[key];
+    if (value == null || !allowed.includes(value)) return false;
+  }
+  return true;
 }

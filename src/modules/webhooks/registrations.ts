@@ -11,6 +11,7 @@
 import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { EventCatalogue, EventTypeEntry } from './catalogue.ts';
 import type { WebhookOutbox } from './outbox.ts';
 import { newSecret } from './signing.ts';
 import { literalHostReason } from './ssrf.ts';
@@ -20,6 +21,7 @@ import {
   type Delivery,
   type DeliveryAttempt,
   type DeliveryListQuery,
+  type EventEnvelope,
   RECOVER_MAX,
   type RecoverAnswer,
   type RotateSecretBody,
@@ -34,8 +36,10 @@ function toWebhook(r: repo.WebhookRow, withSecret = false): Webhook {
     id: r.id,
     url: r.url,
     events: r.events,
+    filters: r.filters,
     active: r.active,
     description: r.description,
+    maxPerSecond: r.max_per_second,
     consecutiveFailures: r.consecutive_failures,
     disabledAt: r.disabled_at ? r.disabled_at.toISOString() : null,
     disabledReason: r.disabled_reason,
@@ -84,7 +88,14 @@ export class WebhookRegistrations {
     private readonly settings: WebhooksSettings,
     /** Writes test events and queues redeliveries. */
     private readonly outbox: Pick<WebhookOutbox, 'writeEvents' | 'queueDelivery' | 'queueDeliveries'>,
+    /** What `events` may name (400 for anything else). */
+    private readonly catalogue: EventCatalogue,
   ) {}
+
+  /** The catalogue: every type with its description, data schema and example. */
+  eventTypes(): { items: EventTypeEntry[] } {
+    return { items: this.catalogue.list() };
+  }
 
   /** A replaced secret past its grace period signs nothing; it is not kept at rest either. */
   forgetRetiredSecrets(): Promise<number> {
@@ -121,6 +132,7 @@ export class WebhookRegistrations {
 
   async create(collectionId: string, body: CreateWebhookBody): Promise<Webhook> {
     const url = this.checkUrl(body.url);
+    this.catalogue.checkSubscription(body.events);
     return this.db.transaction(async (tx) => {
       // Count and insert under one lock: otherwise parallel creates all see room for one more.
       await repo.lockRegistrations(tx, collectionId);
@@ -131,8 +143,10 @@ export class WebhookRegistrations {
         id: newId('wh'),
         url,
         events: body.events,
+        filters: body.filters ?? null,
         active: body.active ?? true,
         description: body.description ?? null,
+        maxPerSecond: body.maxPerSecond ?? null,
         secret: newSecret(),
       });
       return toWebhook(row, true);
@@ -151,6 +165,7 @@ export class WebhookRegistrations {
 
   async update(collectionId: string, id: string, body: UpdateWebhookBody): Promise<Webhook> {
     const url = body.url !== undefined ? this.checkUrl(body.url) : undefined;
+    if (body.events) this.catalogue.checkSubscription(body.events);
     return this.inTransaction(async (tx) => {
       // The registration first, then its deliveries (cancelPending): the module's lock order.
       const current = await repo.findWebhook(tx, collectionId, id, 'update');
@@ -158,7 +173,9 @@ export class WebhookRegistrations {
       const row = await repo.updateWebhook(tx, collectionId, id, {
         url,
         events: body.events,
+        filters: body.filters,
         description: body.description,
+        maxPerSecond: body.maxPerSecond,
         active: body.active,
         // Turning a registration on (again) starts its failure count afresh.
         reenable: body.active === true,
@@ -227,7 +244,8 @@ export class WebhookRegistrations {
   async getDelivery(collectionId: string, webhookId: string, deliveryId: string): Promise<Delivery> {
     const row = await repo.findDelivery(this.db, collectionId, webhookId, deliveryId);
     if (!row) throw notFound('Delivery');
-    return toDelivery(row, await repo.attemptsOf(this.db, collectionId, [deliveryId]));
+    const delivery = toDelivery(row, await repo.attemptsOf(this.db, collectionId, [deliveryId]));
+    return { ...delivery, payload: JSON.parse(row.body) as EventEnvelope };
   }
 
   /** Sends a delivery again, with the same event id and a fresh set of automatic retries. */

@@ -21,8 +21,12 @@ export interface WebhookRow {
   id: string;
   url: string;
   events: string[];
+  /** What the registration narrows its events to (subscription filters), or null. */
+  filters: WebhookFilters | null;
   active: boolean;
   description: string | null;
+  /** Attempts a second at most, per worker process (delivery.ts); null: no limit. */
+  max_per_second: number | null;
   secret: string;
   consecutive_failures: number;
   disabled_at: Date | null;
@@ -65,8 +69,16 @@ export interface AttemptRow {
   response_excerpt: string | null;
 }
 
+/** Subscription filters: each list narrows to events about one of its ids. */
+export interface WebhookFilters {
+  appIds?: string[];
+  linkIds?: string[];
+  interactionIds?: string[];
+  journeyIds?: string[];
+}
+
 const WEBHOOK_COLUMNS = raw(
-  'collection_id, id, url, events, active, description, secret, consecutive_failures, disabled_at, disabled_reason, previous_secret_expires_at, created_at, updated_at',
+  'collection_id, id, url, events, filters, active, description, max_per_second, secret, consecutive_failures, disabled_at, disabled_reason, previous_secret_expires_at, created_at, updated_at',
 );
 const DELIVERY_COLUMNS = raw(
   'd.collection_id, d.id, d.webhook_id, d.event_id, e.type AS event_type, d.status, d.attempt_count, d.retries_left, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at',
@@ -75,11 +87,21 @@ const DELIVERY_COLUMNS = raw(
 export async function insertWebhook(
   db: Queryable,
   collectionId: string,
-  w: { id: string; url: string; events: string[]; active: boolean; description: string | null; secret: string },
+  w: {
+    id: string;
+    url: string;
+    events: string[];
+    filters: WebhookFilters | null;
+    active: boolean;
+    description: string | null;
+    maxPerSecond: number | null;
+    secret: string;
+  },
 ): Promise<WebhookRow> {
+  const filters = w.filters ? JSON.stringify(w.filters) : null;
   const { rows } = await db.query<WebhookRow>(sql`
-    INSERT INTO webhooks (collection_id, id, url, events, active, description, secret)
-    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${w.active}, ${w.description}, ${w.secret})
+    INSERT INTO webhooks (collection_id, id, url, events, filters, active, description, max_per_second, secret)
+    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${filters}::jsonb, ${w.active}, ${w.description}, ${w.maxPerSecond}, ${w.secret})
     RETURNING ${WEBHOOK_COLUMNS}`);
   return rows[0];
 }
@@ -145,7 +167,11 @@ export async function updateWebhook(
   patch: {
     url?: string;
     events?: string[];
+    /** null removes the filters. */
+    filters?: WebhookFilters | null;
     description?: string | null;
+    /** null removes the limit. */
+    maxPerSecond?: number | null;
     active?: boolean;
     /** Re-enabling: clears the failure count and the disabled marks. */
     reenable?: boolean;
@@ -156,7 +182,10 @@ export async function updateWebhook(
   const sets = [sql`updated_at = now()`];
   if (patch.url !== undefined) sets.push(sql`url = ${patch.url}`);
   if (patch.events !== undefined) sets.push(sql`events = ${JSON.stringify(patch.events)}::jsonb`);
+  if (patch.filters !== undefined)
+    sets.push(sql`filters = ${patch.filters ? JSON.stringify(patch.filters) : null}::jsonb`);
   if (patch.description !== undefined) sets.push(sql`description = ${patch.description}`);
+  if (patch.maxPerSecond !== undefined) sets.push(sql`max_per_second = ${patch.maxPerSecond}`);
   if (patch.active !== undefined) sets.push(sql`active = ${patch.active}`);
   if (patch.reenable)
     sets.push(
@@ -204,10 +233,10 @@ export async function deleteWebhook(db: Queryable, collectionId: string, id: str
 export async function activeSubscriptions(
   db: Queryable,
   collectionId: string,
-): Promise<{ id: string; events: string[] }[]> {
+): Promise<{ id: string; events: string[]; filters: WebhookFilters | null }[]> {
   // In id order: the lock order of registrations (see the top of this file).
-  const { rows } = await db.query<{ id: string; events: string[] }>(
-    sql`SELECT id, events FROM webhooks WHERE collection_id = ${collectionId} AND active ORDER BY id FOR KEY SHARE`,
+  const { rows } = await db.query<{ id: string; events: string[]; filters: WebhookFilters | null }>(
+    sql`SELECT id, events, filters FROM webhooks WHERE collection_id = ${collectionId} AND active ORDER BY id FOR KEY SHARE`,
   );
   return rows;
 }
@@ -249,14 +278,22 @@ export interface DeliveryWork {
     previousSecret: string | null;
     /** Failed attempts counted for the backoff: above 0, attempts go through it (delivery.ts). */
     failures: number;
+    /** Attempts a second at most (per worker process), or null. */
+    maxPerSecond: number | null;
   };
 }
 
-export async function loadDeliveryWork(
+/**
+ * The work of many attempts in one query (the deliveries lane loads what one event-loop turn
+ * of its handlers asked for together, delivery.ts); answers those found, by delivery id.
+ */
+export async function loadDeliveryWorks(
   db: Queryable,
   collectionId: string,
-  deliveryId: string,
-): Promise<DeliveryWork | undefined> {
+  deliveryIds: string[],
+): Promise<Map<string, DeliveryWork>> {
+  const found = new Map<string, DeliveryWork>();
+  if (deliveryIds.length === 0) return found;
   const { rows } = await db.query<
     DeliveryRow & {
       body: string;
@@ -265,23 +302,32 @@ export async function loadDeliveryWork(
       w_previous: string | null;
       w_active: boolean;
       w_failures: number;
+      w_max_per_second: number | null;
     }
   >(sql`
     SELECT ${DELIVERY_COLUMNS}, e.body, w.url AS w_url, w.secret AS w_secret, w.active AS w_active,
-      w.attempt_failures AS w_failures,
+      w.attempt_failures AS w_failures, w.max_per_second AS w_max_per_second,
       CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS w_previous
     FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
     JOIN webhooks w ON w.collection_id = d.collection_id AND w.id = d.webhook_id
-    WHERE d.collection_id = ${collectionId} AND d.id = ${deliveryId}`);
-  const r = rows[0];
-  if (!r) return undefined;
-  const { body, w_url, w_secret, w_previous, w_active, w_failures, ...delivery } = r;
-  return {
-    delivery,
-    body,
-    webhook: { url: w_url, secret: w_secret, previousSecret: w_previous, active: w_active, failures: w_failures },
-  };
+    WHERE d.collection_id = ${collectionId} AND d.id = ANY(${deliveryIds}::text[])`);
+  for (const r of rows) {
+    const { body, w_url, w_secret, w_previous, w_active, w_failures, w_max_per_second, ...delivery } = r;
+    found.set(delivery.id, {
+      delivery,
+      body,
+      webhook: {
+        url: w_url,
+        secret: w_secret,
+        previousSecret: w_previous,
+        active: w_active,
+        failures: w_failures,
+        maxPerSecond: w_max_per_second,
+      },
+    });
+  }
+  return found;
 }
 
 /** A failing registration's backoff settings (delivery.ts): the first period and the cap, ms. */
@@ -318,71 +364,103 @@ export async function takeBackoffTurn(
 }
 
 /**
- * An attempt put off to `runAt` (its registration backing off, or at its in-flight limit):
- * the delivery shows when it will be made. False when the delivery no longer waits for it.
+ * Attempts put off, each to its `runAt` (its registration backing off, at its in-flight limit or
+ * at its rate): each delivery shows when its attempt will be made. Answers the deliveries that
+ * still wait for that attempt (the others were made or ended meanwhile: nothing to queue).
+ * Deliveries are locked in id order (the module's lock order).
  */
-export async function deferAttempt(
+export async function deferAttempts(
   db: Queryable,
   collectionId: string,
-  deliveryId: string,
-  attempt: number,
-  runAt: Date,
-): Promise<boolean> {
-  const { rows } = await db.query(sql`
-    UPDATE webhook_deliveries SET next_attempt_at = ${runAt}, updated_at = now()
-    WHERE collection_id = ${collectionId} AND id = ${deliveryId} AND status = 'pending' AND attempt_count = ${attempt - 1}
-    RETURNING id`);
-  return rows.length > 0;
+  items: { deliveryId: string; attempt: number; runAt: Date }[],
+): Promise<Set<string>> {
+  if (items.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(sql`
+    WITH a AS (
+      SELECT * FROM unnest(${items.map((i) => i.deliveryId)}::text[], ${items.map((i) => i.attempt)}::int[],
+        ${items.map((i) => i.runAt.toISOString())}::timestamptz[]) AS a (delivery_id, attempt, run_at)
+    ), locked AS MATERIALIZED (
+      SELECT d.id, a.run_at FROM webhook_deliveries d JOIN a ON a.delivery_id = d.id
+      WHERE d.collection_id = ${collectionId} AND d.status = 'pending' AND d.attempt_count = a.attempt - 1
+      ORDER BY d.id
+      FOR UPDATE OF d
+    )
+    UPDATE webhook_deliveries d SET next_attempt_at = locked.run_at, updated_at = now()
+    FROM locked WHERE d.collection_id = ${collectionId} AND d.id = locked.id
+    RETURNING d.id`);
+  return new Set(rows.map((r) => r.id));
+}
+
+/** A successful attempt to record (recordSuccessfulAttempts). */
+export interface SuccessfulAttempt {
+  deliveryId: string;
+  attempt: number;
+  trigger: string;
+  startedAt: Date;
+  durationMs: number;
+  statusCode: number;
+  responseExcerpt: string | null;
 }
 
 /**
- * Records a successful attempt in one statement (the hot path): the attempt row, the
- * delivery's final state and the registration's failure count reset. Nothing is written when
- * the delivery is no longer waiting for this attempt (a duplicate or stale job).
+ * Records successful attempts in one statement (the hot path; delivery.ts gathers those that
+ * end in one event-loop turn): each attempt row, each delivery's final state, and the failure
+ * count reset of their registrations. Nothing is written for a delivery no longer waiting for
+ * that attempt (a duplicate or stale job). Answers the deliveries recorded. One attempt per
+ * delivery in a call (the caller keeps the first).
  *
- * Lock order: when the count needs a reset, the registration is locked (`w0`) before the
- * delivery. `w0` is read by an uncorrelated condition of the delivery's UPDATE, which the
- * planner runs once, before that UPDATE reads its first row. With the count at 0 (the usual
- * case) no registration lock is taken at all.
+ * Lock order: registrations whose count needs a reset are locked (`w0`, in id order) before
+ * any delivery; the deliveries are then locked in id order (`locked`). `w0` is read by an
+ * uncorrelated condition of `locked`, which the planner runs once, before `locked` reads its
+ * first row. With the counts at 0 (the usual case) no registration lock is taken at all.
  */
-export async function recordSuccessfulAttempt(
+export async function recordSuccessfulAttempts(
   db: Queryable,
   collectionId: string,
-  a: {
-    deliveryId: string;
-    attempt: number;
-    trigger: string;
-    startedAt: Date;
-    durationMs: number;
-    statusCode: number;
-    responseExcerpt: string | null;
-  },
-): Promise<boolean> {
-  const { rows } = await db.query<{ n: number }>(sql`
-    WITH w0 AS MATERIALIZED (
+  attempts: SuccessfulAttempt[],
+): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set();
+  const col = <K extends keyof SuccessfulAttempt>(k: K) => attempts.map((a) => a[k]);
+  const { rows } = await db.query<{ id: string }>(sql`
+    WITH a AS (
+      SELECT * FROM unnest(${col('deliveryId')}::text[], ${col('attempt')}::int[], ${col('trigger')}::text[],
+        ${attempts.map((a) => a.startedAt.toISOString())}::timestamptz[], ${col('durationMs')}::int[],
+        ${col('statusCode')}::int[], ${col('responseExcerpt')}::text[])
+        AS a (delivery_id, attempt, trigger, started_at, duration_ms, status_code, response_excerpt)
+    ), w0 AS MATERIALIZED (
       SELECT w.id FROM webhooks w
       WHERE w.collection_id = ${collectionId} AND (w.consecutive_failures <> 0 OR w.attempt_failures <> 0)
-        AND w.id = (SELECT webhook_id FROM webhook_deliveries WHERE collection_id = ${collectionId} AND id = ${a.deliveryId})
+        AND w.id IN (
+          SELECT d.webhook_id FROM webhook_deliveries d JOIN a ON a.delivery_id = d.id
+          WHERE d.collection_id = ${collectionId})
+      ORDER BY w.id
       FOR NO KEY UPDATE
-    ), d AS (
-      UPDATE webhook_deliveries SET status = 'succeeded', attempt_count = ${a.attempt}, next_attempt_at = NULL,
-        last_status_code = ${a.statusCode}, last_error = NULL, updated_at = now()
-      WHERE collection_id = ${collectionId} AND id = ${a.deliveryId} AND status = 'pending'
-        AND attempt_count = ${a.attempt - 1}
+    ), locked AS MATERIALIZED (
+      SELECT d.id FROM webhook_deliveries d JOIN a ON a.delivery_id = d.id
+      WHERE d.collection_id = ${collectionId} AND d.status = 'pending' AND d.attempt_count = a.attempt - 1
         AND (SELECT count(*) FROM w0) >= 0
-      RETURNING webhook_id
+      ORDER BY d.id
+      FOR UPDATE OF d
+    ), d AS (
+      UPDATE webhook_deliveries d SET status = 'succeeded', attempt_count = a.attempt, next_attempt_at = NULL,
+        last_status_code = a.status_code, last_error = NULL, updated_at = now()
+      FROM locked, a
+      WHERE d.collection_id = ${collectionId} AND d.id = locked.id AND a.delivery_id = d.id
+        AND d.status = 'pending' AND d.attempt_count = a.attempt - 1
+      RETURNING d.id, d.webhook_id
     ), ins AS (
       INSERT INTO webhook_attempts (collection_id, delivery_id, attempt, webhook_id, trigger, started_at, duration_ms,
         status_code, outcome, response_excerpt)
-      SELECT ${collectionId}, ${a.deliveryId}, ${a.attempt}, d.webhook_id, ${a.trigger}, ${a.startedAt}, ${a.durationMs},
-        ${a.statusCode}, 'succeeded', ${a.responseExcerpt} FROM d
+      SELECT ${collectionId}, d.id, a.attempt, d.webhook_id, a.trigger, a.started_at, a.duration_ms,
+        a.status_code, 'succeeded', a.response_excerpt
+      FROM d JOIN a ON a.delivery_id = d.id
       ON CONFLICT DO NOTHING
     ), w AS (
       UPDATE webhooks SET consecutive_failures = 0, attempt_failures = 0, backoff_until = NULL
       WHERE collection_id = ${collectionId} AND id IN (SELECT id FROM w0) AND id IN (SELECT webhook_id FROM d)
     )
-    SELECT count(*) AS n FROM d`);
-  return rows[0].n > 0;
+    SELECT id FROM d`);
+  return new Set(rows.map((r) => r.id));
 }
 
 export async function lockDelivery(
@@ -561,14 +639,15 @@ export async function listDeliveries(
   return { rows, total: count.rows[0].total };
 }
 
+/** One delivery, with its event's body (the payload every attempt sent). */
 export async function findDelivery(
   db: Queryable,
   collectionId: string,
   webhookId: string,
   deliveryId: string,
-): Promise<DeliveryRow | undefined> {
-  const { rows } = await db.query<DeliveryRow>(sql`
-    SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries d
+): Promise<(DeliveryRow & { body: string }) | undefined> {
+  const { rows } = await db.query<DeliveryRow & { body: string }>(sql`
+    SELECT ${DELIVERY_COLUMNS}, e.body FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
     WHERE d.collection_id = ${collectionId} AND d.webhook_id = ${webhookId} AND d.id = ${deliveryId}`);
   return rows[0];

@@ -44,12 +44,30 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox<{ service: WebhooksServic
     S.DeliveryPage,
     S.RecoverBody,
     S.RecoverAnswer,
+    S.WebhookFilters,
+    S.EventTypeList,
   ]) {
     app.addSchema(schema);
   }
   const tags = ['webhooks'];
   const webhook = { 200: ref(S.Webhook), ...errorResponses };
   const opts = { onRequest: collectionAdminKey };
+
+  // Public, as the documentation it is: the same for every collection, and a receiver's
+  // author may read it before holding a key.
+  app.get(
+    '/v1/webhooks/event-types',
+    {
+      schema: {
+        tags,
+        operationId: 'webhooks_eventTypes',
+        summary: 'The event catalogue: every type with a description, the JSON Schema of its data and an example',
+        security: [],
+        response: { 200: ref(S.EventTypeList), ...errorResponses },
+      },
+    },
+    async () => registrations.eventTypes(),
+  );
 
   app.post(
     '/v1/webhooks',

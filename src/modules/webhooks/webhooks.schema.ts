@@ -1,25 +1,50 @@
 import { Type } from 'typebox';
 import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
 
-/** Event types a registration may subscribe to (docs/webhooks.md, Events). */
-export const EVENT_TYPES = [
-  'link.clicked',
-  'link.created',
-  'link.updated',
-  'link.deleted',
-  'webhook.disabled',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
 /** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
 
-const EventTypeSchema = Type.Union(
-  EVENT_TYPES.map((t) => Type.Literal(t)),
-  { description: 'An event type (see docs/webhooks.md)' },
-);
+const EventPattern = Type.String({
+  minLength: 1,
+  maxLength: 100,
+  pattern: '^(\\*|[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*(\\.\\*)?)$',
+  description:
+    'An event type from GET /v1/webhooks/event-types (`case.updated`), a family wildcard (`case.*`), or `*` for every type',
+});
 const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'Absolute http(s) address of the receiver' });
-const Events = Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true });
+const Events = Type.Array(EventPattern, { minItems: 1, maxItems: 100, uniqueItems: true });
+const FilterIds = (what: string) =>
+  Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 200 }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      description: `Only events about one of these ${what}`,
+    }),
+  );
+const filterProperties = {
+  appIds: FilterIds('apps'),
+  linkIds: FilterIds('links'),
+  interactionIds: FilterIds('interactions'),
+  journeyIds: FilterIds('journeys'),
+};
+const filtersOptions = {
+  minProperties: 1,
+  description:
+    'Each list given narrows the subscription to events about one of its ids; an event that is not about such an id (a case event under linkIds) is not sent. Which types each filter applies to: GET /v1/webhooks/event-types, `filterable`.',
+};
+/** Narrows a subscription by what its events are about (docs/webhooks.md, Subscriptions). */
+export const WebhookFilters = Closed(filterProperties, { $id: 'WebhookFilters', ...filtersOptions });
+/** The same, inline in request bodies (so their static types carry it). */
+const FiltersBody = Closed(filterProperties, filtersOptions);
+export type WebhookFilters = Type.Static<typeof WebhookFilters>;
 const Description = Type.String({ maxLength: 500 });
+const MaxPerSecond = Type.Integer({
+  minimum: 1,
+  maximum: 10_000,
+  description:
+    'At most this many attempts a second to the receiver, per worker process; attempts beyond it wait (not failures). null or absent: no limit',
+});
 
 export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
 export const DeliveryParams = Type.Object({
@@ -31,8 +56,10 @@ export const CreateWebhookBody = Closed(
   {
     url: Url,
     events: Events,
+    filters: Type.Optional(FiltersBody),
     active: Type.Optional(Type.Boolean({ default: true })),
     description: Type.Optional(Description),
+    maxPerSecond: Type.Optional(Nullable(MaxPerSecond)),
   },
   { $id: 'CreateWebhookBody' },
 );
@@ -42,10 +69,12 @@ export const UpdateWebhookBody = Closed(
   {
     url: Type.Optional(Url),
     events: Type.Optional(Events),
+    filters: Type.Optional(Type.Union([FiltersBody, Type.Null()], { description: 'null removes the filters' })),
     active: Type.Optional(
       Type.Boolean({ description: 'true re-enables a disabled registration and resets its failure count' }),
     ),
     description: Type.Optional(Nullable(Description)),
+    maxPerSecond: Type.Optional(Nullable(MaxPerSecond)),
   },
   { $id: 'UpdateWebhookBody', minProperties: 1 },
 );
@@ -56,8 +85,12 @@ export const Webhook = Closed(
     id: Type.String(),
     url: Type.String(),
     events: Type.Array(Type.String()),
+    filters: Nullable(Type.Ref('WebhookFilters')),
     active: Type.Boolean(),
     description: Nullable(Type.String()),
+    maxPerSecond: Nullable(
+      Type.Integer({ description: 'Attempts a second at most, per worker process; null: no limit' }),
+    ),
     consecutiveFailures: Type.Integer(),
     disabledAt: Nullable(Timestamp),
     disabledReason: Nullable(Type.String()),
@@ -114,6 +147,19 @@ export const Delivery = Closed(
     lastStatusCode: Nullable(Type.Integer()),
     lastError: Nullable(Type.String()),
     attempts: Type.Array(DeliveryAttempt),
+    payload: Type.Optional(
+      Type.Object(
+        {
+          type: Type.String(),
+          id: Type.String(),
+          created_at: Type.String(),
+          data: Type.Record(Type.String(), Type.Unknown()),
+        },
+        {
+          description: 'The body every attempt sent (the event envelope); in the answer for one delivery, not in lists',
+        },
+      ),
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -134,6 +180,23 @@ export type DeliveryListQuery = Type.Static<typeof DeliveryListQuery>;
 export const DeliveryPage = Closed(
   { items: Type.Array(Type.Ref('Delivery')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'DeliveryPage' },
+);
+
+export const EventTypeList = Closed(
+  {
+    items: Type.Array(
+      Closed({
+        type: Type.String(),
+        family: Type.String({ description: 'What `family.*` subscribes to' }),
+        description: Type.String(),
+        schema: Type.Record(Type.String(), Type.Unknown(), { description: 'The JSON Schema of the event’s `data`' }),
+        example: Type.Record(Type.String(), Type.Unknown(), { description: 'An example `data`' }),
+        filterable: Type.Array(Type.String(), { description: 'The `filters` keys that narrow this type' }),
+        subscribable: Type.Boolean({ description: 'false for webhook.test, sent only on request' }),
+      }),
+    ),
+  },
+  { $id: 'EventTypeList' },
 );
 
 /** Deliveries one recover queues again at most; call again for the rest. */

@@ -8,6 +8,7 @@
  * Here: the event publisher other modules are given, and hourly housekeeping.
  */
 import type { Queryable } from '../../db/index.ts';
+import type { EventCatalogue } from './catalogue.ts';
 import type { WebhookDelivery } from './delivery.ts';
 import type { NewEvent, WebhookOutbox } from './outbox.ts';
 import type { WebhookRegistrations } from './registrations.ts';
@@ -23,6 +24,8 @@ export class WebhooksService {
   constructor(
     readonly settings: WebhooksSettings,
     private readonly log: Log,
+    /** Every event type published (buildApp adds each module's). */
+    readonly catalogue: EventCatalogue,
     readonly registrations: WebhookRegistrations,
     readonly outbox: WebhookOutbox,
     readonly delivery: WebhookDelivery,

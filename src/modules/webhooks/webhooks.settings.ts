@@ -2,6 +2,8 @@
 import { boolFrom, type Env, intFrom } from '../../platform/settings.ts';
 
 export interface WebhooksSettings {
+  /** An event outside the catalogue fails its change (tests) instead of being logged once (catalogue.ts). */
+  eventsStrict: boolean;
   /** Let receivers live on loopback/private networks (tests, local development). */
   allowPrivateNetworks: boolean;
   /** Per-attempt timeout, connect to last byte read. */
@@ -35,6 +37,7 @@ export interface WebhooksSettings {
 
 export function webhooksSettings(env: Env): WebhooksSettings {
   return {
+    eventsStrict: boolFrom(env, 'WEBHOOK_EVENTS_STRICT', false),
     allowPrivateNetworks: boolFrom(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     timeoutMs: intFrom(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     retryBaseMs: intFrom(env, 'WEBHOOK_RETRY_BASE_MS', 60_000, 1, 3_600_000),

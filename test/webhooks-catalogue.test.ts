@@ -1,0 +1,290 @@
+/**
+ * The event catalogue (issue 24): `GET /v1/webhooks/event-types` and the OpenAPI `webhooks`
+ * section list every type with a schema and an example that fits it; subscriptions take
+ * types, family wildcards and `*`, narrowed by `filters`, and refuse what the catalogue does
+ * not hold; an event outside the catalogue fails its change in strict mode; link click
+ * milestones are sent once per threshold. Real receivers on loopback, both backends.
+ */
+import { Compile } from 'typebox/compile';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { sleep, waitFor } from './helpers/jobs.ts';
+import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
+
+let t: TestApp;
+let a: CollectionWithUser;
+let b: CollectionWithUser;
+let rx: Receiver;
+
+beforeAll(async () => {
+  t = await createTestApp({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CLICK_FLUSH_MS: '5' });
+  ({ a, b } = await twoCollections(t));
+  rx = await startReceiver();
+});
+afterAll(async () => {
+  await t?.close();
+  await rx?.close();
+});
+
+interface EntryShape {
+  type: string;
+  family: string;
+  description: string;
+  schema: Record<string, unknown>;
+  example: Record<string, unknown>;
+  filterable: string[];
+  subscribable: boolean;
+}
+
+const api = (c: TestCollection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) =>
+  t.inject({ method, url, headers: c.auth, payload: payload as Record<string, unknown> });
+
+async function register(c: TestCollection, path: string, events: string[], extra: Record<string, unknown> = {}) {
+  const res = await api(c, 'POST', '/v1/webhooks', { url: `${rx.url}${path}`, events, ...extra });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as { id: string; events: string[]; filters: unknown };
+}
+
+async function link(c: TestCollection, extra: Record<string, unknown> = {}) {
+  const res = await api(c, 'POST', `/admin/collection/${c.id}/links`, { url: 'https://dest.example/x', ...extra });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json() as { id: string; code: string; clickMilestones: number[] | null };
+}
+
+/** Waits until every delivery of the collection has ended, then a moment for stragglers. */
+async function settled(c: TestCollection) {
+  await waitFor(
+    async () => {
+      const { rows } = await t.testDb.db.query<{ n: number }>(
+        "SELECT count(*) AS n FROM webhook_deliveries WHERE collection_id = $1 AND status = 'pending'",
+        [c.id],
+      );
+      return rows[0].n === 0 ? true : undefined;
+    },
+    10_000,
+    'deliveries to end',
+  );
+  await sleep(50);
+}
+
+describe('GET /v1/webhooks/event-types', () => {
+  it('answers every type, without a credential, each example valid against its schema', async () => {
+    const res = await t.inject({ method: 'GET', url: '/v1/webhooks/event-types' });
+    expect(res.statusCode, res.body).toBe(200);
+    const items = (res.json() as { items: EntryShape[] }).items;
+    const types = items.map((i) => i.type);
+    for (const type of [
+      'link.created',
+      'link.updated',
+      'link.deleted',
+      'link.clicked',
+      'link.clicks.milestone',
+      'webhook.disabled',
+      'webhook.test',
+    ])
+      expect(types).toContain(type);
+    expect(new Set(types).size).toBe(types.length);
+    for (const item of items) {
+      expect(item.description.length, item.type).toBeGreaterThan(10);
+      expect(item.family).toBe(item.type.split('.')[0]);
+      const check = Compile(item.schema as never);
+      expect(check.Check(item.example), `${item.type}: ${JSON.stringify([...check.Errors(item.example)])}`).toBe(true);
+      // The schema is closed: a receiver can rely on it naming every field.
+      expect(item.schema.additionalProperties, item.type).toBe(false);
+    }
+    expect(items.find((i) => i.type === 'webhook.test')?.subscribable).toBe(false);
+    expect(items.find((i) => i.type === 'link.clicked')?.filterable).toEqual(['linkIds']);
+  });
+
+  it('is the OpenAPI document’s webhooks section, one POST per type with the envelope', async () => {
+    const doc = (await t.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      openapi: string;
+      webhooks: Record<
+        string,
+        { post: { requestBody: { content: Record<string, { schema: Record<string, unknown> }> } } }
+      >;
+    };
+    const items = (
+      (await t.inject({ method: 'GET', url: '/v1/webhooks/event-types' })).json() as { items: EntryShape[] }
+    ).items;
+    expect(doc.openapi).toBe('3.1.0');
+    expect(Object.keys(doc.webhooks).sort()).toEqual(items.map((i) => i.type).sort());
+    const clicked = doc.webhooks['link.clicked'].post.requestBody.content['application/json'].schema as {
+      required: string[];
+      properties: { type: { const: string }; data: unknown };
+    };
+    expect(clicked.required).toEqual(['type', 'id', 'created_at', 'data']);
+    expect(clicked.properties.type.const).toBe('link.clicked');
+    expect(clicked.properties.data).toEqual(items.find((i) => i.type === 'link.clicked')?.schema);
+  });
+});
+
+describe('subscriptions', () => {
+  it('refuses a type, family or test type the catalogue does not offer, naming it, and changes nothing', async () => {
+    for (const events of [['link.exploded'], ['nothing.*'], ['webhook.test'], ['link.created', 'Link.Created']]) {
+      const res = await api(a, 'POST', '/v1/webhooks', { url: `${rx.url}/refused`, events });
+      expect(res.statusCode, JSON.stringify(events)).toBe(400);
+      expect(res.body).toMatch(/events/);
+    }
+    const unknown = await api(a, 'POST', '/v1/webhooks', { url: `${rx.url}/refused`, events: ['link.exploded'] });
+    expect(unknown.json().message).toContain('"link.exploded"');
+    const hook = await register(a, '/patch-refused', ['link.created']);
+    const patched = await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, { events: ['link.*', 'case.exploded'] });
+    expect(patched.statusCode).toBe(400);
+    expect(patched.json().message).toContain('case.exploded');
+    expect((await api(a, 'GET', `/v1/webhooks/${hook.id}`)).json().events).toEqual(['link.created']);
+    const badFilter = await api(a, 'POST', '/v1/webhooks', {
+      url: `${rx.url}/refused`,
+      events: ['*'],
+      filters: { linkIds: [] },
+    });
+    expect(badFilter.statusCode).toBe(400);
+    const unknownFilter = await api(a, 'POST', '/v1/webhooks', {
+      url: `${rx.url}/refused`,
+      events: ['*'],
+      filters: { caseIds: ['x'] },
+    });
+    expect(unknownFilter.statusCode).toBe(400);
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+
+  it('delivers by type, family and *, narrowed by linkIds; another collection hears nothing', async () => {
+    const first = await link(a);
+    const second = await link(a);
+    const hooks = {
+      star: await register(a, '/star', ['*']),
+      family: await register(a, '/family', ['link.*']),
+      deleted: await register(a, '/deleted', ['link.deleted']),
+      narrowed: await register(a, '/narrowed', ['link.*'], { filters: { linkIds: [first.id] } }),
+      other: await register(b, '/other', ['*']),
+    };
+    expect(hooks.narrowed.filters).toEqual({ linkIds: [first.id] });
+    // B has changes of its own, sent to its registration: proof that it is listening.
+    await link(b);
+    for (const l of [first, second])
+      expect((await api(a, 'PATCH', `/admin/collection/${a.id}/links/${l.id}`, { title: 'changed' })).statusCode).toBe(
+        200,
+      );
+    expect((await api(a, 'DELETE', `/admin/collection/${a.id}/links/${second.id}`)).statusCode).toBe(200);
+    await settled(a);
+    await settled(b);
+    const seen = (path: string) =>
+      rx
+        .on(path)
+        .map(
+          (r) =>
+            `${r.body.type} ${r.body.data.link_id === first.id ? 'first' : r.body.data.link_id === second.id ? 'second' : 'other'}`,
+        )
+        .sort();
+    expect(seen('/star')).toEqual(['link.deleted second', 'link.updated first', 'link.updated second']);
+    expect(seen('/family')).toEqual(seen('/star'));
+    expect(seen('/deleted')).toEqual(['link.deleted second']);
+    expect(seen('/narrowed')).toEqual(['link.updated first']);
+    expect(seen('/other')).toEqual(['link.created other']);
+
+    // null removes the filters: every link event again.
+    const cleared = await api(a, 'PATCH', `/v1/webhooks/${hooks.narrowed.id}`, { filters: null });
+    expect(cleared.statusCode, cleared.body).toBe(200);
+    expect(cleared.json().filters).toBeNull();
+    const third = await link(a);
+    await settled(a);
+    expect(
+      rx
+        .on('/narrowed')
+        .filter((r) => r.body.data.link_id === third.id)
+        .map((r) => r.body.type),
+    ).toEqual(['link.created']);
+    for (const h of Object.values(hooks)) await api(h === hooks.other ? b : a, 'DELETE', `/v1/webhooks/${h.id}`);
+  });
+});
+
+describe('strict catalogue', () => {
+  it('fails the change that publishes an unknown type or data outside the schema, and stores nothing', async () => {
+    const hook = await register(a, '/strict', ['*']);
+    const publish = (type: string, data: Record<string, unknown>) =>
+      t.testDb.db.transaction((tx) => t.app.services.webhooks.publish(tx, a.id, [{ type, data }]));
+    await expect(publish('link.exploded', {})).rejects.toThrow(/not in the catalogue: unknown type/);
+    await expect(publish('link.clicks.milestone', { link_id: 'lnk_1', milestone: 'ten' })).rejects.toThrow(
+      /not in the catalogue/,
+    );
+    const { rows } = await t.testDb.db.query<{ n: number }>(
+      "SELECT count(*) AS n FROM webhook_events WHERE collection_id = $1 AND type IN ('link.exploded', 'link.clicks.milestone')",
+      [a.id],
+    );
+    expect(rows[0].n).toBe(0);
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+
+  it('outside strict mode, sends the event and logs it once', async () => {
+    const lines: string[] = [];
+    const loose = await createTestApp(
+      { WEBHOOK_EVENTS_STRICT: 'false' },
+      { logger: { level: 'error', stream: { write: (l: string) => lines.push(l) } } as never },
+    );
+    try {
+      const c = await loose.createCollection('loose');
+      const hook = await loose.inject({
+        method: 'POST',
+        url: '/v1/webhooks',
+        headers: c.auth,
+        payload: { url: 'https://hooks.example.com/in', events: ['*'], active: false },
+      });
+      expect(hook.statusCode, hook.body).toBe(200);
+      const ids = await loose.testDb.db.transaction((tx) =>
+        loose.app.services.webhooks.publish(tx, c.id, [
+          { type: 'link.exploded', data: {} },
+          { type: 'link.exploded', data: {} },
+        ]),
+      );
+      expect(ids).toEqual([]); // the only registration is inactive: nothing to store
+      expect(lines.filter((l) => l.includes('does not match the catalogue'))).toHaveLength(1);
+    } finally {
+      await loose.close();
+    }
+  });
+});
+
+describe('link.clicks.milestone', () => {
+  const clicks = async (code: string, n: number) => {
+    await Promise.all(
+      Array.from({ length: n }, () =>
+        t.inject({ method: 'GET', url: `/l/${code}`, headers: { 'user-agent': 'Mozilla/5.0' } }),
+      ),
+    );
+    await t.app.services.links.flush();
+  };
+
+  it('sends each default threshold once, however the clicks fall into batches', async () => {
+    const hook = await register(a, '/milestones', ['link.clicks.milestone']);
+    const l = await link(a);
+    expect(l.clickMilestones).toBeNull();
+    for (let i = 0; i < 5; i++) await clicks(l.code, 5); // 25 clicks in several batches
+    await clicks(l.code, 80); // 105
+    await settled(a);
+    const got = rx.on('/milestones').filter((r) => r.body.data.link_id === l.id);
+    expect(got.map((r) => r.body.data.milestone)).toEqual([10, 100]);
+    for (const r of got) expect(r.body.data.clicks as number).toBeGreaterThanOrEqual(r.body.data.milestone as number);
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+
+  it('follows a link’s own list, kept in order; null goes back to the default; bad lists are refused', async () => {
+    const hook = await register(a, '/own', ['link.clicks.milestone'], { filters: { linkIds: ['placeholder'] } });
+    const l = await link(a, { clickMilestones: [3, 2] });
+    expect(l.clickMilestones).toEqual([2, 3]);
+    await api(a, 'PATCH', `/v1/webhooks/${hook.id}`, { filters: { linkIds: [l.id] } });
+    await clicks(l.code, 1);
+    await clicks(l.code, 1);
+    await clicks(l.code, 1);
+    await clicks(l.code, 8); // 11: past 10, which is not in its own list
+    await settled(a);
+    expect(rx.on('/own').map((r) => r.body.data.milestone)).toEqual([2, 3]);
+    for (const bad of [[0], [1.5], ['10'], Array.from({ length: 21 }, (_, i) => i + 1), [5, 5]]) {
+      const res = await api(a, 'PATCH', `/admin/collection/${a.id}/links/${l.id}`, { clickMilestones: bad });
+      expect(res.statusCode, JSON.stringify(bad)).toBe(400);
+    }
+    const reset = await api(a, 'PATCH', `/admin/collection/${a.id}/links/${l.id}`, { clickMilestones: null });
+    expect(reset.json().clickMilestones).toBeNull();
+    await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+});
