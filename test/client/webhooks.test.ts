@@ -9,7 +9,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest';
 import {
   createClient,
   type ServiceClient,
@@ -159,6 +159,13 @@ describe('a receiver using verifyWebhook', () => {
     expect(delivery).toMatchObject({ status: 'succeeded', attempts: [{ statusCode: 200, outcome: 'succeeded' }] });
     expect(request.status).toBe(200);
     expect(request.event).toMatchObject({ type: 'webhook.test', id: delivery.eventId, data: { webhook_id: hook.id } });
+    // The answer is the catalogue's union: narrowing on `type` types `data` (checked by tsc).
+    const event = request.event!;
+    if (event.type === 'webhook.test') {
+      expectTypeOf(event.data).toEqualTypeOf<{ webhook_id: string; message: string }>();
+      expect(event.data.message.length).toBeGreaterThan(0);
+    }
+    if (event.type === 'link.clicked') expectTypeOf(event.data.click.country).toEqualTypeOf<string | null>();
 
     // The same request with one byte of its body changed.
     expect(await rx.replay(request, '/ok', { raw: tamper(request.raw) })).toEqual({

@@ -26,6 +26,7 @@ export {
   type VerifyWebhookOptions,
   verifyWebhook,
   type WebhookEvent,
+  type WebhookEventOf,
   type WebhookEventType,
   type WebhookFailure,
   type WebhookHeaders,

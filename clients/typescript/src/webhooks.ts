@@ -17,18 +17,27 @@
  * Web Crypto (`crypto.subtle`, global in Node ≥ 20 and in browsers) does the HMAC, and its
  * `verify` compares the signatures in constant time.
  */
-import type { components } from './schema.ts';
+import type { webhooks } from './schema.ts';
 
-/** The event types a registration can subscribe to, and `webhook.test` (sent by `POST /v1/webhooks/{id}/test`). */
-export type WebhookEventType = components['schemas']['CreateWebhookBody']['events'][number] | 'webhook.test';
-
-/** The body of every delivery (docs/webhooks.md, "Events"). Deduplicate on `id`. */
-export interface WebhookEvent {
-  type: WebhookEventType | (string & {});
-  id: string;
-  created_at: string;
-  data: Record<string, unknown>;
+/** The body the service sends for one type: the envelope with that type's `data`. */
+type EventBody<K extends keyof webhooks> = webhooks[K]['post'] extends {
+  requestBody: { content: { 'application/json': infer Body } };
 }
+  ? Body
+  : never;
+
+/**
+ * Every event the service sends (its catalogue: `GET /v1/webhooks/event-types`, the OpenAPI
+ * document's `webhooks`), one member per type: switch on `type` and `data` has that type's
+ * fields. Deduplicate on `id`.
+ */
+export type WebhookEvent = { [K in keyof webhooks]: EventBody<K> }[keyof webhooks];
+
+/** Every event type, `webhook.test` included. */
+export type WebhookEventType = WebhookEvent['type'];
+
+/** The event of one type: `WebhookEventOf<'case.updated'>['data']`. */
+export type WebhookEventOf<T extends WebhookEventType> = Extract<WebhookEvent, { type: T }>;
 
 /** Node's `IncomingHttpHeaders`, a fetch `Headers`, or any record of header names (any case). */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
