@@ -1,19 +1,47 @@
 /**
- * Delivery: the `webhooks.deliver` task. Each job makes one attempt and records it; on
- * failure it schedules the next attempt as a new job (runAt) in the same transaction, so the
+ * Delivery: the `webhooks.deliver` task. A job makes one attempt, or several (`more`: the
+ * deliveries of one change to one registration, or attempts put off together), and records
+ * each; a failed attempt schedules the next as a new job (runAt) in the same transaction, so the
  * schedule survives a crash and belongs to this module (WEBHOOK_MAX_RETRIES retries,
  * exponential backoff with jitter, capped, Retry-After honoured). A job names the attempt
- * number it is for, so a duplicated or stale job changes nothing. A delivery fails when its
- * last automatic retry fails; WEBHOOK_DISABLE_AFTER_FAILURES consecutive failed deliveries (not
- * attempts: CONTRACT §8) disable the registration and cancel its pending deliveries.
+ * number of each delivery it is for, so a duplicated or stale job changes nothing. A delivery
+ * fails when its last automatic retry fails; WEBHOOK_DISABLE_AFTER_FAILURES consecutive failed
+ * deliveries (not attempts: CONTRACT §8) disable the registration and cancel its pending
+ * deliveries.
+ *
+ * Delivery at scale (issue 24, item 6; docs/webhooks.md): the engine claims a lane's due jobs
+ * together, and their handlers start in the same event-loop turn. What they need from the
+ * database is gathered per collection and turn (`Coalescer`): one query loads the work of
+ * every attempt that asked in that turn, one statement records every success that ended in
+ * it, one transaction puts off every attempt held back in it. While one such statement is on
+ * its way, the next batch grows. The POSTs go concurrently over the sender's keep-alive pool
+ * (one per receiver origin, sender.ts). Failures keep the per-delivery transaction (retries,
+ * backoff, disabling): they are rare, and they take locks in the module's order one by one.
+ *
+ * An attempt's states, in this process:
+ *   loaded → (stale | cancelled) ends it
+ *   loaded → waiting for an in-flight place (healthy registration, at most IN_FLIGHT_WAIT_MS)
+ *          → put off (no place in time, over `maxPerSecond`, or backing off; a job for the
+ *            same attempt later, nothing counted, the lane slot freed)
+ *          → sending → recorded (success: batched; failure: its own transaction)
+ * Crash anywhere: the job stays claimed by a dead worker and runs again after the lock
+ * timeout; attempts already recorded are skipped by their number, the others are sent again
+ * (at least once). Shutdown mid-job: nothing more is sent, the job throws and is released.
  *
  * Fairness: deliveries run in a lane of the job engine of their own (JOBS_DELIVERIES_*), where
  * each collection holds at most its share of a worker's slots (jobs engine.ts, "Fairness").
  * Inside that share, one registration cannot take every slot, nor keep taking them while
  * its receiver fails:
  * - In flight: a worker process makes at most WEBHOOK_MAX_IN_FLIGHT attempts to one
- *   registration at once; an attempt beyond that is put off (a new job for the same attempt,
- *   a moment later, no attempt counted) and frees its slot at once.
+ *   registration at once. An attempt beyond that waits for a place only while its
+ *   registration is healthy, and only IN_FLIGHT_WAIT_MS (a fast receiver frees one in well
+ *   under a millisecond); then it is put off (a new job for the same attempt, a moment later,
+ *   no attempt counted) and frees its slot. Putting off at once, as before, turned a burst to
+ *   one fast receiver into waves half a second apart (600–950 deliveries/s).
+ * - Rate: `maxPerSecond` of a registration (optional): at most that many attempts start in any
+ *   second in one worker process (a sliding window of the last starts, `RateWindow`); the
+ *   others are put off, spread at that rate, not counted as failures. Per process: N worker
+ *   processes may send N times the rate (docs/webhooks.md says so).
  * - Backoff: a failed attempt holds the registration's next attempts back for
  *   WEBHOOK_BACKOFF_BASE_MS × 2^(consecutive failures − 1), at most WEBHOOK_BACKOFF_MAX_MS.
  *   When it has passed, one attempt takes the turn (holding the others back for one more
@@ -21,9 +49,18 @@
  *   Failures count once per round for the backoff's length (attempts that failed alongside
  *   the first, while its backoff runs, are logged, not counted). So a receiver that times out
  *   costs one slot per backoff, not one per delivery. With the backoff off (0), every failed
- *   attempt counts.
+ *   attempt counts. Attempts loaded before a failure was recorded learn of it from this
+ *   process (`failing`), so the rest of a job's attempts to a receiver that just failed go
+ *   through the backoff rather than after it.
  *   Put-off attempts run when their time comes, not as soon as the receiver recovers. A
- *   redelivery or a test asked for by hand is not held back (it is how one checks a receiver).
+ *   redelivery or a test asked for by hand is not held back by the backoff (it is how one
+ *   checks a receiver); the in-flight limit and the rate still apply to it.
+ *
+ * Trade-offs: a job of many attempts holds one lane slot until its last attempt ends (at most
+ * DELIVERIES_PER_JOB, WEBHOOK_MAX_IN_FLIGHT at a time; a failure sends the rest through the
+ * backoff, so a hanging receiver holds it for about one timeout). Gathering a turn's work
+ * costs one event-loop turn (setImmediate) of latency. The in-flight wait holds a lane slot
+ * for up to IN_FLIGHT_WAIT_MS even when the receiver turns out to hang.
  *
  * Concurrency: transactions take a registration's row before its deliveries (see
  * webhooks.repository.ts), and one aborted by a deadlock or serialization failure anyway is
@@ -31,7 +68,7 @@
  */
 import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
-import { DELIVER_TASK, DeliverPayload, type DeliveryQueue } from './outbox.ts';
+import { DELIVER_TASK, DeliverPayload, type DeliveryQueue, type QueuedAttempt } from './outbox.ts';
 import type { AttemptResult, WebhookSender } from './sender.ts';
 import { signatureHeaders } from './signing.ts';
 import * as repo from './webhooks.repository.ts';
@@ -60,13 +97,197 @@ export function retryDelayMs(
 const IN_FLIGHT_DEFER_MS = 500;
 /** A put-off attempt runs this much later at most than the time it waits for, so they do not all start at once. */
 const DEFER_JITTER_MS = 250;
+/** How long an attempt to a healthy registration waits for an in-flight place before it is put off. */
+const IN_FLIGHT_WAIT_MS = 50;
+/**
+ * Put-off times are rounded up to this grid, so that attempts put off together share a job
+ * (outbox `queueAttempts`) instead of taking one each.
+ */
+const DEFER_GRID_MS = 50;
+/** The most rows one gathered statement carries. */
+const COALESCE_MAX = 500;
+/** A registration's rate window unused this long is dropped. */
+const RATE_IDLE_MS = 60_000;
+
+/** Thrown when the process stops: the job goes back to the queue, for a worker that runs. */
+class Stopping extends Error {}
+
+/**
+ * Gathers calls made in one event-loop turn, per collection, into one call of `run` (see the
+ * top). One batch per collection is on its way at a time; calls made meanwhile form the next.
+ * `run` answers one value per item, in order.
+ */
+class Coalescer<I, O> {
+  private readonly queues = new Map<
+    string,
+    {
+      db: Db;
+      items: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[];
+      busy: boolean;
+      scheduled: boolean;
+    }
+  >();
+
+  constructor(private readonly run: (db: Db, collectionId: string, items: I[]) => Promise<O[]>) {}
+
+  submit(db: Db, collectionId: string, item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      let q = this.queues.get(collectionId);
+      if (!q) {
+        q = { db, items: [], busy: false, scheduled: false };
+        this.queues.set(collectionId, q);
+      }
+      q.items.push({ item, resolve, reject });
+      this.schedule(collectionId);
+    });
+  }
+
+  private schedule(collectionId: string): void {
+    const q = this.queues.get(collectionId);
+    if (!q || q.busy || q.scheduled) return;
+    q.scheduled = true;
+    setImmediate(() => {
+      q.scheduled = false;
+      void this.flush(collectionId);
+    });
+  }
+
+  private async flush(collectionId: string): Promise<void> {
+    const q = this.queues.get(collectionId);
+    if (!q || q.busy) return;
+    const batch = q.items.splice(0, COALESCE_MAX);
+    if (batch.length === 0) {
+      this.queues.delete(collectionId);
+      return;
+    }
+    q.busy = true;
+    try {
+      const out = await this.run(
+        q.db,
+        collectionId,
+        batch.map((b) => b.item),
+      );
+      for (const [i, b] of batch.entries()) b.resolve(out[i]);
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+    } finally {
+      q.busy = false;
+      if (q.items.length > 0) this.schedule(collectionId);
+      else this.queues.delete(collectionId);
+    }
+  }
+}
+
+/**
+ * Attempts in flight to one registration in this process, and the attempts waiting for a place
+ * (first come, first served; each gives up after its wait).
+ */
+class InFlight {
+  count = 0;
+  private readonly waiting: { granted: (ok: boolean) => void; timer: NodeJS.Timeout }[] = [];
+
+  /** A place now, or within `waitMs` (0: no waiting). */
+  acquire(limit: number, waitMs: number): boolean | Promise<boolean> {
+    if (this.count < limit) {
+      this.count++;
+      return true;
+    }
+    if (waitMs <= 0) return false;
+    return new Promise<boolean>((resolve) => {
+      const entry = {
+        granted: resolve,
+        timer: setTimeout(() => {
+          const i = this.waiting.indexOf(entry);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve(false);
+        }, waitMs),
+      };
+      this.waiting.push(entry);
+    });
+  }
+
+  /** Hands the place to the next waiting attempt, or frees it. */
+  release(): void {
+    const next = this.waiting.shift();
+    if (next) {
+      clearTimeout(next.timer);
+      next.granted(true);
+    } else this.count--;
+  }
+
+  get idle(): boolean {
+    return this.count === 0 && this.waiting.length === 0;
+  }
+}
+
+/**
+ * A registration's `maxPerSecond` in this process: the start times of its last `rate` attempts
+ * (a ring). An attempt may start when fewer than `rate` started in the second before it, so no
+ * window of one second ever holds more than `rate` starts, while a burst up to the rate goes
+ * at once. `horizon` spreads the attempts put off at the rate, so that they do not all come back
+ * at the same moment.
+ */
+class RateWindow {
+  private readonly starts: Float64Array;
+  private head = 0;
+  private filled = 0;
+  horizon = 0;
+  lastUsed = 0;
+
+  constructor(readonly rate: number) {
+    this.starts = new Float64Array(rate);
+  }
+
+  /** Takes a start at `now`, or answers when the earliest one could be (ms epoch). */
+  take(now: number): true | number {
+    this.lastUsed = now;
+    if (this.filled < this.rate) {
+      this.starts[(this.head + this.filled) % this.rate] = now;
+      this.filled++;
+      return true;
+    }
+    const oldest = this.starts[this.head];
+    if (now - oldest >= 1000) {
+      this.starts[this.head] = now;
+      this.head = (this.head + 1) % this.rate;
+      return true;
+    }
+    return oldest + 1000;
+  }
+
+  /** When an attempt refused now should come back: after those already put off, at the rate. */
+  putOff(earliest: number): number {
+    this.horizon = Math.max(this.horizon + 1000 / this.rate, earliest);
+    return this.horizon;
+  }
+}
+
+/** One attempt a job makes. */
+interface Item {
+  deliveryId: string;
+  attempt: number;
+  trigger: DeliverPayload['trigger'];
+}
 
 export class WebhookDelivery {
   /** A failing registration's backoff, from the settings. */
   private readonly backoff: repo.Backoff;
-  /** Attempts this process is making now, per registration ("collection/webhook"). */
-  private readonly inFlight = new Map<string, number>();
+  /** Attempts this process is making now (and waiting for a place), per registration ("collection/webhook"). */
+  private readonly inFlight = new Map<string, InFlight>();
+  /** Attempts this process is sending now, all registrations together (shutdown waits for 0). */
+  private sending = 0;
+  /** Rate windows of registrations with `maxPerSecond`, per "collection/webhook". */
+  private readonly rates = new Map<string, RateWindow>();
+  private lastRateSweep = 0;
+  /**
+   * Registrations whose attempt failed in this process since their last success here: attempts
+   * loaded before that failure was recorded go through the backoff too (see the top).
+   */
+  private readonly failing = new Set<string>();
   private closing = false;
+  private readonly loads: Coalescer<string, repo.DeliveryWork | undefined>;
+  private readonly successes: Coalescer<repo.SuccessfulAttempt, boolean>;
+  private readonly putOffs: Coalescer<QueuedAttempt & { runAt: Date }, boolean>;
 
   constructor(
     private readonly settings: WebhooksSettings,
@@ -77,6 +298,38 @@ export class WebhookDelivery {
     private readonly queue: DeliveryQueue,
   ) {
     this.backoff = { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs };
+    this.loads = new Coalescer(async (db, collectionId, ids) => {
+      const found = await repo.loadDeliveryWorks(db, collectionId, [...new Set(ids)]);
+      return ids.map((id) => found.get(id));
+    });
+    this.successes = new Coalescer(async (db, collectionId, attempts) => {
+      // One attempt per delivery in a statement: a duplicate job's second success is "raced".
+      const first = new Map<string, repo.SuccessfulAttempt>();
+      for (const a of attempts) if (!first.has(a.deliveryId)) first.set(a.deliveryId, a);
+      const recorded = await retryOnConflict(() =>
+        repo.recordSuccessfulAttempts(db, collectionId, [...first.values()]),
+      );
+      return attempts.map((a) => first.get(a.deliveryId) === a && recorded.has(a.deliveryId));
+    });
+    this.putOffs = new Coalescer(async (db, collectionId, items) => {
+      const waiting = await retryOnConflict(() =>
+        db.transaction(async (tx) => {
+          const still = await repo.deferAttempts(tx, collectionId, items);
+          // In due order, so that attempts put off to the same moment share a job.
+          const queued = items
+            .filter((i) => still.has(i.deliveryId))
+            .sort(
+              (x, y) =>
+                x.webhookId.localeCompare(y.webhookId) ||
+                x.runAt.getTime() - y.runAt.getTime() ||
+                x.trigger.localeCompare(y.trigger),
+            );
+          await this.queue.queueAttempts(tx, collectionId, queued);
+          return still;
+        }),
+      );
+      return items.map((i) => waiting.has(i.deliveryId));
+    });
   }
 
   /**
@@ -91,7 +344,7 @@ export class WebhookDelivery {
       maxAttempts: 5,
       // Slots of their own: no tenant job waits behind a receiver, nor a delivery behind a tenant's jobs.
       lane: 'deliveries',
-      handler: (payload, ctx) => this.runAttempt(ctx.db, ctx.job.collectionId, payload, ctx.signal),
+      handler: (payload, ctx) => this.runJob(ctx.db, ctx.job.collectionId, payload, ctx.signal),
     });
   }
 
@@ -103,24 +356,47 @@ export class WebhookDelivery {
    */
   close(): Promise<void> {
     this.closing = true;
-    return this.inFlight.size === 0 ? this.sender.close() : Promise.resolve();
+    return this.sending === 0 ? this.sender.close() : Promise.resolve();
   }
 
-  /** Runs one attempt of a delivery; the `webhooks.deliver` task's handler. */
-  async runAttempt(
+  /**
+   * A job's attempts, each judged alone; the answer of a job of one attempt is that attempt's
+   * (as before jobs carried several). Any attempt that could not end here (stopping, a database
+   * error) fails the job after the others have ended: the engine runs it again, and the attempts
+   * recorded meanwhile are then skipped by their number.
+   */
+  async runJob(
     db: Db,
     collectionId: string,
     payload: DeliverPayload,
     signal?: AbortSignal,
   ): Promise<Record<string, unknown>> {
-    // Stopping: the job goes back to the queue (an engine retry), for a worker that runs.
-    if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
-    const work = await repo.loadDeliveryWork(db, collectionId, payload.deliveryId);
+    const items: Item[] = [
+      { deliveryId: payload.deliveryId, attempt: payload.attempt, trigger: payload.trigger },
+      ...(payload.more ?? []).map((m) => ({ ...m, trigger: payload.trigger })),
+    ];
+    if (items.length === 1) return this.runAttempt(db, collectionId, items[0], signal);
+    const settled = await Promise.allSettled(items.map((i) => this.runAttempt(db, collectionId, i, signal)));
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    const counts: Record<string, number> = {};
+    for (const r of settled) {
+      const v = (r as PromiseFulfilledResult<Record<string, unknown>>).value;
+      const kind = 'outcome' in v ? String(v.outcome) : 'deferred' in v ? 'deferred' : 'skipped';
+      counts[kind] = (counts[kind] ?? 0) + 1;
+    }
+    return { attempts: items.length, ...counts };
+  }
+
+  /** Runs one attempt of a delivery and records it. */
+  async runAttempt(db: Db, collectionId: string, item: Item, signal?: AbortSignal): Promise<Record<string, unknown>> {
+    if (this.closing) throw new Stopping('webhooks stopping; the attempt is made later');
+    const work = await this.loads.submit(db, collectionId, item.deliveryId);
     if (!work) return { skipped: 'delivery or registration no longer exists' };
     const { delivery, webhook, body } = work;
-    if (delivery.status !== 'pending' || delivery.attempt_count !== payload.attempt - 1) {
+    if (delivery.status !== 'pending' || delivery.attempt_count !== item.attempt - 1) {
       return {
-        skipped: `attempt ${payload.attempt} is stale (delivery ${delivery.status}, ${delivery.attempt_count} attempts)`,
+        skipped: `attempt ${item.attempt} is stale (delivery ${delivery.status}, ${delivery.attempt_count} attempts)`,
       };
     }
     if (!webhook.active) {
@@ -132,24 +408,56 @@ export class WebhookDelivery {
       return { skipped: 'registration is not active' };
     }
     const key = `${collectionId}/${delivery.webhook_id}`;
-    const inFlight = this.inFlight.get(key) ?? 0;
-    if (inFlight >= this.settings.maxInFlight)
-      return this.putOff(db, collectionId, payload, new Date(Date.now() + IN_FLIGHT_DEFER_MS), 'in-flight limit');
-    // Taken now, before anything else is awaited, so that concurrent attempts count each other.
-    this.inFlight.set(key, inFlight + 1);
+    // A redelivery or a test someone asked for is made now: it is how they check the receiver.
+    const asked = item.trigger === 'redeliver' || item.trigger === 'test';
+    const failing = () => (webhook.failures > 0 || this.failing.has(key)) && this.backoff.baseMs > 0 && !asked;
+    let places = this.inFlight.get(key);
+    if (!places) {
+      places = new InFlight();
+      this.inFlight.set(key, places);
+    }
+    // Only a healthy registration's attempts wait for a place; one that fails is not waited for.
+    const got = places.acquire(this.settings.maxInFlight, failing() ? 0 : IN_FLIGHT_WAIT_MS);
+    if (!(got === true || (await got))) {
+      this.dropIfIdle(key, places);
+      return this.putOff(
+        db,
+        collectionId,
+        delivery.webhook_id,
+        item,
+        Date.now() + IN_FLIGHT_DEFER_MS,
+        'in-flight limit',
+        true,
+      );
+    }
+    // Read again after the wait: the attempt that freed the place may have failed.
+    const backingOff = failing();
     let turn = false;
     let startedAt: Date;
     let result: AttemptResult;
+    this.sending++;
     try {
-      // A redelivery or a test someone asked for is made now: it is how they check the receiver.
-      const asked = payload.trigger === 'redeliver' || payload.trigger === 'test';
-      if (webhook.failures > 0 && this.backoff.baseMs > 0 && !asked) {
+      if (webhook.maxPerSecond !== null) {
+        const at = this.rateStart(key, webhook.maxPerSecond);
+        if (at !== true)
+          return await this.putOff(db, collectionId, delivery.webhook_id, item, at, 'rate limit (maxPerSecond)', false);
+      }
+      if (backingOff) {
         // One attempt per backoff period: the others wait a period for its outcome.
         const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, this.backoff);
-        if (!t.taken) return await this.putOff(db, collectionId, payload, t.until, 'registration backing off');
+        if (!t.taken)
+          return await this.putOff(
+            db,
+            collectionId,
+            delivery.webhook_id,
+            item,
+            t.until.getTime(),
+            'registration backing off',
+            true,
+          );
         turn = true;
       }
-      if (this.closing) throw new Error('webhooks stopping; the attempt is made later');
+      if (this.closing) throw new Stopping('webhooks stopping; the attempt is made later');
       startedAt = new Date();
       result = await this.sender.send(
         webhook.url,
@@ -158,58 +466,78 @@ export class WebhookDelivery {
         signal,
       );
     } finally {
-      const n = (this.inFlight.get(key) ?? 1) - 1;
-      if (n > 0) this.inFlight.set(key, n);
-      else this.inFlight.delete(key);
-      if (this.closing && this.inFlight.size === 0) void this.sender.close();
+      this.sending--;
+      places.release();
+      this.dropIfIdle(key, places);
+      if (this.closing && this.sending === 0) void this.sender.close();
     }
     // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
-    if (signal?.aborted) throw new Error('worker stopping; attempt abandoned');
+    if (signal?.aborted) throw new Stopping('worker stopping; attempt abandoned');
     if (result.outcome === 'succeeded') {
-      const recorded = await retryOnConflict(() =>
-        repo.recordSuccessfulAttempt(db, collectionId, {
-          deliveryId: delivery.id,
-          attempt: payload.attempt,
-          trigger: payload.trigger,
-          startedAt,
-          durationMs: result.durationMs,
-          statusCode: result.statusCode!,
-          responseExcerpt: result.responseExcerpt,
-        }),
-      );
+      this.failing.delete(key);
+      const recorded = await this.successes.submit(db, collectionId, {
+        deliveryId: delivery.id,
+        attempt: item.attempt,
+        trigger: item.trigger,
+        startedAt,
+        durationMs: result.durationMs,
+        statusCode: result.statusCode!,
+        responseExcerpt: result.responseExcerpt,
+      });
       return recorded ? { outcome: 'succeeded', statusCode: result.statusCode } : { skipped: 'raced' };
     }
+    this.failing.add(key);
     return retryOnConflict(() =>
-      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, payload, startedAt, result, turn)),
+      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, item, startedAt, result, turn)),
     );
   }
 
+  private dropIfIdle(key: string, places: InFlight): void {
+    if (places.idle && this.inFlight.get(key) === places) this.inFlight.delete(key);
+  }
+
+  /** A start under the registration's `maxPerSecond`, or when to come back (ms epoch). */
+  private rateStart(key: string, maxPerSecond: number): true | number {
+    const now = Date.now();
+    if (now - this.lastRateSweep > RATE_IDLE_MS) {
+      this.lastRateSweep = now;
+      for (const [k, w] of this.rates) if (now - w.lastUsed > RATE_IDLE_MS) this.rates.delete(k);
+    }
+    let w = this.rates.get(key);
+    // A changed limit starts a new window (PATCH maxPerSecond).
+    if (!w || w.rate !== maxPerSecond) {
+      w = new RateWindow(maxPerSecond);
+      this.rates.set(key, w);
+    }
+    const taken = w.take(now);
+    return taken === true ? true : w.putOff(taken);
+  }
+
   /**
-   * Puts an attempt off to `until` (jittered): a job for the same attempt then, the delivery's
-   * next attempt time shown, nothing counted. The slot is free again at once.
+   * Puts an attempt off to `until` (ms epoch; `jitter`ed, on the DEFER_GRID_MS grid): a job for
+   * the same attempt then, the delivery's next attempt time shown, nothing counted. The slot is
+   * free again at once. Gathered per turn (`putOffs`), so a burst held back costs one
+   * transaction, and attempts put off to the same moment share a job.
    */
   private async putOff(
     db: Db,
     collectionId: string,
-    payload: DeliverPayload,
-    until: Date,
+    webhookId: string,
+    item: Item,
+    until: number,
     why: string,
+    jitter: boolean,
   ): Promise<Record<string, unknown>> {
-    const runAt = new Date(until.getTime() + Math.round(Math.random() * DEFER_JITTER_MS));
-    const waiting = await retryOnConflict(() =>
-      db.transaction(async (tx) => {
-        if (!(await repo.deferAttempt(tx, collectionId, payload.deliveryId, payload.attempt, runAt))) return false;
-        await this.queue.queueDelivery(tx, collectionId, payload, runAt);
-        return true;
-      }),
-    );
+    const at = until + (jitter ? Math.round(Math.random() * DEFER_JITTER_MS) : 0);
+    const runAt = new Date(Math.ceil(at / DEFER_GRID_MS) * DEFER_GRID_MS);
+    const waiting = await this.putOffs.submit(db, collectionId, { ...item, webhookId, runAt });
     return waiting ? { deferred: why, until: runAt.toISOString() } : { skipped: 'raced' };
   }
 
   private async recordFailedAttempt(
     tx: Queryable,
     collectionId: string,
-    payload: DeliverPayload,
+    item: Item,
     startedAt: Date,
     result: AttemptResult,
     /** The attempt took the registration's turn after a backoff (see the top). */
@@ -217,15 +545,15 @@ export class WebhookDelivery {
   ): Promise<Record<string, unknown>> {
     // The registration first: the failure counts and cancelPending below write it and its other
     // deliveries, and a disable takes them in that order too.
-    await repo.lockWebhookOfDelivery(tx, collectionId, payload.deliveryId);
-    const d = await repo.lockDelivery(tx, collectionId, payload.deliveryId);
+    await repo.lockWebhookOfDelivery(tx, collectionId, item.deliveryId);
+    const d = await repo.lockDelivery(tx, collectionId, item.deliveryId);
     // Another job made this attempt meanwhile (a redeliver racing a retry): keep its record.
-    if (d?.status !== 'pending' || d.attempt_count !== payload.attempt - 1) return { skipped: 'raced' };
+    if (d?.status !== 'pending' || d.attempt_count !== item.attempt - 1) return { skipped: 'raced' };
     await repo.insertAttempt(tx, collectionId, {
       deliveryId: d.id,
       webhookId: d.webhook_id,
-      attempt: payload.attempt,
-      trigger: payload.trigger,
+      attempt: item.attempt,
+      trigger: item.trigger,
       startedAt,
       durationMs: result.durationMs,
       statusCode: result.statusCode,
@@ -233,7 +561,7 @@ export class WebhookDelivery {
       error: result.error,
       responseExcerpt: result.responseExcerpt,
     });
-    const base = { attemptCount: payload.attempt, lastStatusCode: result.statusCode, lastError: result.error };
+    const base = { attemptCount: item.attempt, lastStatusCode: result.statusCode, lastError: result.error };
     const state = await repo.recordFailedAttempt(tx, collectionId, d.webhook_id, { ...this.backoff, turn });
     if (state?.active && d.retries_left > 0) {
       const retry = this.settings.maxRetries - d.retries_left + 1;
@@ -247,7 +575,7 @@ export class WebhookDelivery {
       await this.queue.queueDelivery(
         tx,
         collectionId,
-        { deliveryId: d.id, attempt: payload.attempt + 1, trigger: 'retry' },
+        { deliveryId: d.id, attempt: item.attempt + 1, trigger: 'retry' },
         runAt,
       );
       return { outcome: result.outcome, error: result.error, retryAt: runAt.toISOString() };
