@@ -6,8 +6,9 @@
  * test always drives the current sources.
  *
  * One session, in order: sign in; create a link, follow it five times, read five clicks in the
- * chart's table and the breakdowns; register a webhook to a receiver that fails, read the failed
- * attempts and the disabled state, re-enable and redeliver once it recovers, read the success;
+ * chart's table and the breakdowns; read the event catalogue; register a webhook (a family, a
+ * filter) to a receiver that fails, read the failed attempts and the disabled state, be asked to
+ * enable it first, recover once it answers again, read the log's rows, opened and filtered;
  * enqueue a records.import job and follow its progress to done; read a funnel built from known
  * events; read the case summary; sign out, and as collection B see nothing of A.
  *
@@ -342,64 +343,208 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     await shot('link');
   });
 
-  it('shows a failing receiver’s attempts and the disabled state, and a redelivery that succeeds after it recovers', async () => {
+  it('lists the event catalogue by family, each type with its schema and an example', async () => {
+    await nav('Webhooks');
+    await page.getByRole('link', { name: 'The event catalogue' }).click();
+    await page.getByRole('heading', { name: 'Event catalogue' }).waitFor();
+    const served = (await (await fetch(`${api}/v1/webhooks/event-types`)).json()) as {
+      items: { type: string; family: string; schema: Record<string, unknown>; example: Record<string, unknown> }[];
+    };
+    const entries = page.locator('details[data-event-type]');
+    await entries.first().waitFor();
+    const listed = await entries.evaluateAll((ds) => ds.map((d) => d.getAttribute('data-event-type')));
+    expect([...listed].sort()).toEqual(served.items.map((t) => t.type).sort());
+    const families = await page
+      .locator('section[data-family]')
+      .evaluateAll((ss) => ss.map((s) => s.getAttribute('data-family')));
+    expect(families).toEqual([...new Set(served.items.map((t) => t.family))].sort());
+    expect(families).toEqual(expect.arrayContaining(['link', 'webhook']));
+
+    // Folded until opened; opened, the schema and the example are the catalogue's own.
+    const clicked = page.locator('details[data-event-type="link.clicked"]');
+    expect(await clicked.locator('pre[data-schema]').isVisible()).toBe(false);
+    await clicked.locator('summary').click();
+    const schema = JSON.parse(await text(clicked.locator('pre[data-schema]')));
+    const served1 = served.items.find((t) => t.type === 'link.clicked');
+    expect(schema).toEqual(served1?.schema);
+    expect(schema.properties).toHaveProperty('link_id');
+    expect(JSON.parse(await text(clicked.locator('pre[data-example]')))).toEqual(served1?.example);
+    const fields = await rows(clicked.getByRole('table', { name: 'Fields of link.clicked data' }));
+    expect(fields.find((r) => r[0] === 'link_id')?.slice(1, 3)).toEqual(['string', 'yes']);
+    // The opened type at the top of the window (the whole catalogue is a long page).
+    await clicked.evaluate((d) => d.scrollIntoView());
+    await page.screenshot({ path: join(SHOTS, 'webhook-catalogue.png') });
+  });
+
+  it('registers from the catalogue with a filter; a failing receiver is disabled; enable-first, recover, and a log of compact rows that open onto attempts and payload, filtered by event type', async () => {
     const hook = receiver!;
     hook.answer('/hook', { status: 503, body: 'receiver down for maintenance' });
     await nav('Webhooks');
     const form = page.getByRole('region', { name: 'New registration' });
     await form.getByLabel('Receiver address').fill(`${hook.url}/hook`);
-    await form.getByLabel('link.clicked').uncheck();
+    // Nothing chosen yet: said in words, nothing sent.
+    await form.getByRole('button', { name: 'Register' }).click();
+    expect(await text(form.getByRole('alert'))).toBe(
+      'Could not register the receiver: Choose at least one event (a type, a family or every event).',
+    );
+    await form.getByLabel('link.*', { exact: true }).check();
+    // The family covers its types: they show checked and cannot be unchecked alone.
+    expect(await form.getByLabel('link.updated', { exact: true }).isChecked()).toBe(true);
+    expect(await form.getByLabel('link.updated', { exact: true }).isDisabled()).toBe(true);
+    await form.getByLabel('Link ids').fill(` ${linkId}, ${linkId} `);
+    // A chosen type the filter cannot apply to is named: with link ids set it would never come.
+    await form.getByLabel('webhook.*', { exact: true }).check();
+    expect(await text(form.locator('[data-silenced="linkIds"]'))).toBe(
+      'With link ids set, these chosen types are never sent (they are not about links): webhook.disabled.',
+    );
+    await shot('webhook-new');
+    await form.getByLabel('webhook.*', { exact: true }).uncheck();
+    expect(await form.locator('[data-silenced]').count()).toBe(0);
     await form.getByRole('button', { name: 'Register' }).click();
     const secret = page.locator('code.secret');
     await secret.waitFor();
     expect(await text(secret)).toMatch(/^whsec_/);
+    const [registered] = (await call('GET', '/v1/webhooks', undefined, keys.a)).items as {
+      id: string;
+      events: string[];
+      filters: unknown;
+    }[];
+    expect(registered.events).toEqual(['link.*']);
+    expect(registered.filters).toEqual({ linkIds: [linkId] });
     await page.getByRole('link', { name: `${hook.url}/hook` }).click();
+    expect(await text(page.locator('[data-filters]'))).toBe(`linkIds: ${linkId}`);
     await page.getByRole('button', { name: 'Send test event' }).click();
 
     const state = page.locator('[data-state]');
-    const delivery = page.locator('article.delivery').first();
+    const deliveries = page.locator('table.deliveries tbody[data-delivery]');
+    const testRow = deliveries.first();
     await until(
       'the test delivery to fail twice and the registration to be disabled',
-      async () => [await delivery.getAttribute('data-status'), await state.getAttribute('data-state')],
+      async () => [await testRow.getAttribute('data-status'), await state.getAttribute('data-state')],
       ([status, s]) => status === 'failed' && s === 'disabled',
       { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
     );
     expect(await text(state)).toMatch(/^Disabled .+: .+/);
-    const attempts = await rows(delivery.getByRole('table'));
+    expect(await text(page.locator('[data-inactive="disabled"]'))).toMatch(
+      /^Disabled \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: .+\. Nothing is sent to it meanwhile/,
+    );
+    // One compact row: time, type, status, attempts, last status code; closed.
+    const summary = (await rows(page.locator('table.deliveries')))[0];
+    expect(summary.slice(2)).toEqual(['webhook.test', 'failed', '2', '503']);
+    expect(summary[1]).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    expect(await testRow.locator('tr.detail').count()).toBe(0);
+
+    // Opened: every attempt, and the payload the receiver was sent.
+    await testRow.getByRole('button', { name: /^Attempts and payload of delivery / }).click();
+    const attempts = await rows(testRow.getByRole('table'));
     expect(attempts.map((r) => [r[0], r[1], r[3], r[4]])).toEqual([
       ['1', 'test', '503', 'failed'],
       ['2', 'retry', '503', 'failed'],
     ]);
     expect(attempts[0][5]).toMatch(/^\d+ ms$/);
     expect(attempts[0][7]).toBe('receiver down for maintenance');
+    const payload = JSON.parse(await text(testRow.locator('pre[data-payload]')));
+    expect(payload).toMatchObject({ type: 'webhook.test', id: expect.stringMatching(/^evt_/) });
+    expect(hook.on('/hook')[0].body).toEqual(payload);
     await shot('webhook-failed');
 
-    // Redeliver on a disabled registration is refused, in words.
-    await delivery.getByRole('button', { name: 'Redeliver' }).click();
-    const refused = page.getByRole('alert');
-    await refused.waitFor();
-    expect(await text(refused)).toMatch(/^Could not redeliver: .+409 CONFLICT · request id \S+$/);
+    // Redeliver and recover on the disabled registration: the page asks to enable it first,
+    // and does not call the API (which would answer 409).
+    await testRow.getByRole('button', { name: 'Redeliver' }).click();
+    const prompt = page.locator('[data-prompt="enable-first"]');
+    expect(await text(prompt)).toMatch(
+      /^To redeliver, enable the registration first: it was disabled .+ \(.+\), and nothing is sent to an inactive registration\. Enable it first Not now$/,
+    );
+    await page.getByRole('button', { name: 'Recover', exact: true }).click();
+    expect(await text(prompt)).toMatch(/^To recover, enable the registration first/);
+    expect(requested.filter((u) => /\/(redeliver|recover)$/.test(u))).toEqual([]);
+    await shot('webhook-enable-first');
 
     hook.answer('/hook', { status: 200, body: 'ok, thanks' });
-    await page.getByRole('button', { name: 'Enable' }).click();
+    await prompt.getByRole('button', { name: 'Enable it first' }).click();
     await until(
       'the registration to be active',
       () => state.getAttribute('data-state'),
       (s) => s === 'active',
     );
-    await delivery.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByText('You can recover now.').waitFor();
+    expect(await prompt.count()).toBe(0);
+    // Since a day ago (the default): the one failed delivery is queued again, and succeeds.
+    await page.getByRole('button', { name: 'Recover', exact: true }).click();
+    const recovered = page.locator('[data-recovered]');
+    await recovered.waitFor();
+    expect(await text(recovered)).toBe('1 delivery queued again: follow them in the log.');
     await until(
-      'the redelivery to succeed',
-      () => delivery.getAttribute('data-status'),
+      'the recovered delivery to succeed',
+      () => testRow.getAttribute('data-status'),
       (s) => s === 'succeeded',
       { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
     );
-    const after = await rows(delivery.getByRole('table'));
-    expect(after.at(-1)?.slice(1, 5)).toEqual(['redeliver', expect.any(String), '200', 'succeeded']);
+    const after = await rows(testRow.getByRole('table'));
+    expect(after.at(-1)?.slice(0, 5)).toEqual(['3', 'redeliver', expect.any(String), '200', 'succeeded']);
     expect(after.at(-1)?.[7]).toBe('ok, thanks');
-    expect(hook.on('/hook')).toHaveLength(3);
+
+    // A link outside the filter sends nothing; the filtered link's change is delivered.
+    await call('POST', `/admin/collection/${A}/links`, { url: 'https://example.com/not-filtered' }, keys.a);
+    await call('PATCH', `/admin/collection/${A}/links/${linkId}`, { title: 'Console test, renamed' }, keys.a);
+    await until(
+      'the link.updated delivery to succeed',
+      () =>
+        deliveries.evaluateAll((ts) =>
+          ts.map((t) => `${t.getAttribute('data-event-type')} ${t.getAttribute('data-status')}`),
+        ),
+      (v) => v.length === 2 && v[0] === 'link.updated succeeded',
+      { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
+    );
+    const types = () => deliveries.evaluateAll((ts) => ts.map((t) => t.getAttribute('data-event-type')));
+    // Filtered by event type: only that type's rows.
+    const byType = page.getByLabel('Event type');
+    await byType.selectOption('link.updated');
+    await until('link.updated rows', types, (v) => v.length === 1 && v[0] === 'link.updated');
+    await byType.selectOption('webhook.test');
+    await until('webhook.test rows', types, (v) => v.length === 1 && v[0] === 'webhook.test');
+    await byType.selectOption('link.created');
+    await page.getByText('No link.created deliveries.').waitFor();
+    await byType.selectOption('');
+    await until('every row', types, (v) => v.length === 2);
+
+    // Active, redeliver goes straight through.
+    const linkRow = deliveries.first();
+    await linkRow.getByRole('button', { name: /^Attempts and payload of delivery / }).click();
+    expect(JSON.parse(await text(linkRow.locator('pre[data-payload]')))).toMatchObject({
+      type: 'link.updated',
+      data: { link_id: linkId, title: 'Console test, renamed' },
+    });
+    await linkRow.getByRole('button', { name: 'Redeliver' }).click();
+    await page.getByText(/^Delivery \S+ is sent again\.$/).waitFor();
+    await until(
+      'the redelivery to succeed',
+      async () => (await rows(linkRow.getByRole('table'))).map((r) => `${r[1]} ${r[4]}`),
+      (v) => v.join(', ') === 'automatic succeeded, redeliver succeeded',
+      { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
+    );
+    expect(hook.on('/hook').map((r) => r.body.type)).toEqual([
+      'webhook.test',
+      'webhook.test',
+      'webhook.test',
+      'link.updated',
+      'link.updated',
+    ]);
     await shot('webhooks');
-  }, 90_000);
+
+    // The filter removed in the change form: null on PATCH.
+    await page.getByText('Change the address, events, filters or description').click();
+    const edit = page.locator('details.edit');
+    await edit.getByLabel('Link ids').fill('');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('Saved: later events are chosen and filtered this way.').waitFor();
+    await until(
+      'the filters removed',
+      () => text(page.locator('[data-filters]')),
+      (v) => v === 'none: every event of these types',
+    );
+    expect((await call('GET', `/v1/webhooks/${registered.id}`, undefined, keys.a)).filters).toBeNull();
+  }, 120_000);
 
   it('enqueues a records.import job and follows its progress to done', async () => {
     await nav('Jobs');

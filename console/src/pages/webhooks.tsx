@@ -1,19 +1,22 @@
 /**
- * Webhooks: the collection's registrations (create, enable or disable, rotate the secret,
- * send a test event) and, per registration, its delivery log: every attempt with its time,
- * status, duration, error and the receiver's answer, and redeliver.
+ * Webhooks: the collection's registrations (create, change, enable or disable, rotate the
+ * secret, send a test event, recover) and, per registration, its delivery log
+ * (webhook-log.tsx); the event catalogue (webhook-catalogue.tsx) at `webhooks/event-types`.
+ * An action the service refuses on an inactive registration (test, redeliver, recover: 409) is
+ * not sent: the page says why the registration is off and offers to enable it first.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
+import { type Schemas, ServiceError } from '../../../clients/typescript/src/index.ts';
 import type { PageProps } from '../main.tsx';
-import { A, DataTable, Empty, ErrorNote, Loading, useAsync, usePolling, when } from '../ui.tsx';
+import { A, DataTable, Empty, ErrorNote, Loading, useAsync, when } from '../ui.tsx';
+import { CataloguePage, useCatalogue } from './webhook-catalogue.tsx';
+import { WebhookForm } from './webhook-form.tsx';
+import { DeliveryLog, type NeedsActive, Recover } from './webhook-log.tsx';
 
 type Webhook = Schemas['Webhook'];
-type Delivery = Schemas['Delivery'];
-const EVENTS = ['link.created', 'link.updated', 'link.deleted', 'link.clicked', 'webhook.disabled'] as const;
-type EventType = (typeof EVENTS)[number];
 
 export default function WebhooksPage(props: PageProps) {
+  if (props.param === 'event-types') return <CataloguePage {...props} />;
   return props.param ? <WebhookDetail {...props} webhookId={props.param} /> : <WebhookList {...props} />;
 }
 
@@ -21,7 +24,18 @@ function stateOf(w: Webhook): { text: string; class: string } {
   if (w.disabledAt)
     return { text: `Disabled ${when(w.disabledAt)}: ${w.disabledReason ?? 'no reason given'}`, class: 'bad' };
   if (!w.active) return { text: 'Inactive (switched off)', class: 'muted' };
-  return { text: w.consecutiveFailures ? `Active, ${w.consecutiveFailures} failed in a row` : 'Active', class: 'good' };
+  return {
+    text: w.consecutiveFailures ? `Active, ${w.consecutiveFailures} failed deliveries in a row` : 'Active',
+    class: 'good',
+  };
+}
+
+/** `linkIds: lnk_1, lnk_2 · appIds: shop`, or undefined without filters. */
+function filtersText(w: Webhook): string | undefined {
+  const parts = Object.entries(w.filters ?? {})
+    .filter(([, ids]) => ids && ids.length > 0)
+    .map(([key, ids]) => `${key}: ${(ids as string[]).join(', ')}`);
+  return parts.length > 0 ? parts.join(' · ') : undefined;
 }
 
 /** A secret is shown once, where it was made (create, rotate): the service never shows it again. */
@@ -39,17 +53,40 @@ function SecretNotice({ secret }: { secret: string | undefined }) {
 
 function WebhookList({ api }: PageProps) {
   const list = useAsync(() => api.GET('/v1/webhooks'), [api]);
+  const catalogue = useCatalogue(api);
   const [secret, setSecret] = useState<string>();
+  // A new key empties the form after a registration is made.
+  const [formKey, setFormKey] = useState(0);
   return (
     <>
       <h1>Webhooks</h1>
-      <CreateWebhook
-        api={api}
-        onCreated={(w) => {
-          setSecret(w.secret);
-          list.reload(true);
-        }}
-      />
+      <p>
+        <A route="webhooks/event-types">The event catalogue</A>: every event type, the schema of its data and an
+        example.
+      </p>
+      <section aria-labelledby="new-webhook">
+        <h2 id="new-webhook">New registration</h2>
+        <WebhookForm
+          key={formKey}
+          catalogue={catalogue.data}
+          catalogueError={catalogue.error}
+          submitLabel="Register"
+          doing="register the receiver"
+          onSubmit={async (v) => {
+            const w = await api.POST('/v1/webhooks', {
+              body: {
+                url: v.url,
+                events: v.events,
+                ...(v.filters ? { filters: v.filters } : {}),
+                ...(v.description ? { description: v.description } : {}),
+              },
+            });
+            setSecret(w.secret);
+            setFormKey((k) => k + 1);
+            list.reload(true);
+          }}
+        />
+      </section>
       <SecretNotice secret={secret} />
       <section aria-labelledby="registrations">
         <h2 id="registrations">Registrations</h2>
@@ -66,6 +103,7 @@ function WebhookList({ api }: PageProps) {
             columns={[
               { label: 'Receiver', value: (w) => <A route={`webhooks/${w.id}`}>{w.url}</A> },
               { label: 'Events', value: (w) => w.events.join(', ') },
+              { label: 'Filters', value: (w) => filtersText(w) ?? '' },
               { label: 'State', value: (w) => <span class={stateOf(w).class}>{stateOf(w).text}</span> },
               { label: 'Description', value: (w) => w.description ?? '' },
               { label: 'Created', value: (w) => when(w.createdAt) },
@@ -77,120 +115,56 @@ function WebhookList({ api }: PageProps) {
   );
 }
 
-function CreateWebhook({ api, onCreated }: { api: ServiceClient; onCreated: (w: Webhook) => void }) {
-  const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<EventType[]>(['link.created', 'link.clicked']);
-  const [description, setDescription] = useState('');
-  const [error, setError] = useState<unknown>();
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      const w = await api.POST('/v1/webhooks', {
-        body: { url: url.trim(), events, ...(description.trim() ? { description: description.trim() } : {}) },
-      });
-      setUrl('');
-      setDescription('');
-      onCreated(w);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  return (
-    <section aria-labelledby="new-webhook">
-      <h2 id="new-webhook">New registration</h2>
-      <form class="grid" onSubmit={submit}>
-        <label>
-          Receiver address
-          <input
-            name="url"
-            type="url"
-            required
-            maxLength={2000}
-            placeholder="https://receiver.example/hooks"
-            value={url}
-            onInput={(e) => setUrl(e.currentTarget.value)}
-          />
-        </label>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((ev) => (
-            <label key={ev} class="check">
-              <input
-                type="checkbox"
-                name="events"
-                value={ev}
-                checked={events.includes(ev)}
-                onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
-              />
-              {ev}
-            </label>
-          ))}
-        </fieldset>
-        <label>
-          Description (optional)
-          <input
-            name="description"
-            maxLength={500}
-            value={description}
-            onInput={(e) => setDescription(e.currentTarget.value)}
-          />
-        </label>
-        <button type="submit">Register</button>
-      </form>
-      <ErrorNote error={error} doing="register the receiver" />
-    </section>
-  );
-}
-
 function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
   const path = { id: webhookId };
   const hook = useAsync(() => api.GET('/v1/webhooks/{id}', { params: { path } }), [api, webhookId]);
-  const [status, setStatus] = useState<'' | 'pending' | 'succeeded' | 'failed' | 'cancelled'>('');
-  const [offset, setOffset] = useState(0);
-  const deliveries = useAsync(
-    () =>
-      api.GET('/v1/webhooks/{id}/deliveries', {
-        params: { path, query: { status: status || undefined, limit: 20, offset } },
-      }),
-    [api, webhookId, status, offset],
-  );
+  const catalogue = useCatalogue(api);
+  const [version, setVersion] = useState(0);
   const [secret, setSecret] = useState<string>();
   const [actionError, setActionError] = useState<{ error: unknown; doing: string }>();
   const [note, setNote] = useState<string>();
+  /** The action that waits for the registration to be enabled ("redeliver"), when asked for. */
+  const [prompt, setPrompt] = useState<string>();
+  const [editKey, setEditKey] = useState(0);
+  const promptRef = useRef<HTMLDivElement>(null);
+  useEffect(() => promptRef.current?.scrollIntoView({ block: 'nearest' }), [prompt]);
 
-  // Deliveries waiting for an attempt change by themselves: follow them until none waits.
-  const waiting = deliveries.data?.items.some((d) => d.status === 'pending') ?? false;
-  usePolling(waiting, 1000, () => {
-    deliveries.reload(true);
-    hook.reload(true);
-  });
-  // The attempt that ends the wait may also have disabled the registration, in the same
-  // transaction; the registration read next to the log's may have come just before it.
-  const wasWaiting = useRef(false);
-  useEffect(() => {
-    if (wasWaiting.current && !waiting) hook.reload(true);
-    wasWaiting.current = waiting;
-  }, [waiting]);
-
-  const act = async (doing: string, call: () => Promise<unknown>, done?: string) => {
+  const act = async (doing: string, call: () => Promise<unknown>, done?: string, needsActive = false) => {
     setActionError(undefined);
     setNote(undefined);
+    setPrompt(undefined);
     try {
       await call();
       if (done) setNote(done);
-      hook.reload(true);
-      deliveries.reload(true);
     } catch (error) {
-      setActionError({ error, doing });
+      // Disabled meanwhile (by another tab, or by the failure that just ended): guide, not a 409.
+      if (needsActive && error instanceof ServiceError && error.status === 409) setPrompt(doing);
+      else setActionError({ error, doing });
     }
+    hook.reload(true);
+    setVersion((v) => v + 1);
   };
-
   const w = hook.data;
+  const needsActive: NeedsActive = (doing, call, done) => {
+    if (w && !w.active) {
+      setActionError(undefined);
+      setNote(undefined);
+      setPrompt(doing);
+      return;
+    }
+    void act(doing, call, done, true);
+  };
+  const setActive = (active: boolean, done?: string) =>
+    act(
+      `${active ? 'enable' : 'disable'} the registration`,
+      () => api.PATCH('/v1/webhooks/{id}', { params: { path }, body: { active } }),
+      done,
+    );
+
   return (
     <>
       <p>
-        <A route="webhooks">← All registrations</A>
+        <A route="webhooks">← All registrations</A> · <A route="webhooks/event-types">Event catalogue</A>
       </p>
       <ErrorNote error={hook.error} doing="read the registration" />
       {hook.loading && !w ? <Loading what="the registration" /> : null}
@@ -206,8 +180,12 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
             </dd>
             <dt>Events</dt>
             <dd>{w.events.join(', ')}</dd>
-            <dt>Failed attempts in a row</dt>
+            <dt>Filters</dt>
+            <dd data-filters>{filtersText(w) ?? 'none: every event of these types'}</dd>
+            <dt>Failed deliveries in a row</dt>
             <dd>{w.consecutiveFailures}</dd>
+            <dt>Rate limit</dt>
+            <dd>{w.maxPerSecond ? `${w.maxPerSecond} attempts a second` : 'none'}</dd>
             {w.previousSecretExpiresAt ? (
               <>
                 <dt>Previous secret signs until</dt>
@@ -221,27 +199,31 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
               </>
             ) : null}
           </dl>
+          {w.active ? null : (
+            <div class="warning" data-inactive={w.disabledAt ? 'disabled' : 'switched-off'}>
+              <p>
+                <strong>{w.disabledAt ? `Disabled ${when(w.disabledAt)}` : 'Switched off'}</strong>
+                {w.disabledAt
+                  ? `: ${w.disabledReason ?? 'no reason given'}.`
+                  : ' by a change to the registration, not by failures.'}
+              </p>
+              <p>
+                Nothing is sent to it meanwhile: new events make no delivery for it, and a test, a redelivery or a
+                recovery waits until it is enabled. Once the receiver answers again, enable it, then recover what it
+                missed.
+              </p>
+            </div>
+          )}
           <div class="actions">
             {w.active ? (
-              <button
-                type="button"
-                onClick={() =>
-                  act('disable the registration', () =>
-                    api.PATCH('/v1/webhooks/{id}', { params: { path }, body: { active: false } }),
-                  )
-                }
-              >
+              <button type="button" onClick={() => setActive(false)}>
                 Disable
               </button>
             ) : (
               <button
                 type="button"
                 onClick={() =>
-                  act(
-                    'enable the registration',
-                    () => api.PATCH('/v1/webhooks/{id}', { params: { path }, body: { active: true } }),
-                    'Enabled: the failure count starts again from 0. Cancelled deliveries can be redelivered.',
-                  )
+                  setActive(true, 'Enabled: the failure count starts again from 0. Recover sends what it missed.')
                 }
               >
                 Enable
@@ -250,7 +232,7 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
             <button
               type="button"
               onClick={() =>
-                act(
+                needsActive(
                   'send a test event',
                   () => api.POST('/v1/webhooks/{id}/test', { params: { path } }),
                   'A webhook.test event is on its way: its delivery is at the top of the log.',
@@ -271,6 +253,30 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
               Rotate secret
             </button>
           </div>
+          {prompt ? (
+            <div class="warning" role="status" data-prompt="enable-first" ref={promptRef}>
+              <p>
+                To {prompt}, enable the registration first:{' '}
+                {w.disabledAt
+                  ? `it was disabled ${when(w.disabledAt)} (${w.disabledReason ?? 'no reason given'})`
+                  : 'it is switched off'}
+                , and nothing is sent to an inactive registration.
+              </p>
+              <div class="actions">
+                <button
+                  type="button"
+                  onClick={() =>
+                    setActive(true, `Enabled: the failure count starts again from 0. You can ${prompt} now.`)
+                  }
+                >
+                  Enable it first
+                </button>
+                <button type="button" onClick={() => setPrompt(undefined)}>
+                  Not now
+                </button>
+              </div>
+            </div>
+          ) : null}
           {actionError ? <ErrorNote error={actionError.error} doing={actionError.doing} /> : null}
           {note ? (
             <p class="notice" role="status">
@@ -283,120 +289,37 @@ function WebhookDetail({ api, webhookId }: PageProps & { webhookId: string }) {
               The replaced secret keeps signing next to the new one for 24 hours, so receivers can switch.
             </p>
           ) : null}
+          <details class="edit">
+            <summary>Change the address, events, filters or description</summary>
+            <WebhookForm
+              key={`${w.id}-${editKey}`}
+              catalogue={catalogue.data}
+              catalogueError={catalogue.error}
+              initial={{ url: w.url, events: w.events, filters: w.filters, description: w.description ?? '' }}
+              submitLabel="Save"
+              doing="change the registration"
+              onSubmit={async (v) => {
+                await api.PATCH('/v1/webhooks/{id}', {
+                  params: { path },
+                  body: { url: v.url, events: v.events, filters: v.filters, description: v.description || null },
+                });
+                setEditKey((k) => k + 1);
+                setNote('Saved: later events are chosen and filtered this way.');
+                hook.reload(true);
+              }}
+            />
+          </details>
+          <Recover api={api} webhookId={webhookId} needsActive={needsActive} />
         </>
       ) : null}
-      <section aria-labelledby="delivery-log">
-        <h2 id="delivery-log">Delivery log</h2>
-        <form class="inline" onSubmit={(e) => e.preventDefault()}>
-          <label>
-            Status
-            <select
-              name="status"
-              value={status}
-              onChange={(e) => {
-                setOffset(0);
-                setStatus(e.currentTarget.value as typeof status);
-              }}
-            >
-              <option value="">any</option>
-              <option value="pending">pending</option>
-              <option value="succeeded">succeeded</option>
-              <option value="failed">failed</option>
-              <option value="cancelled">cancelled</option>
-            </select>
-          </label>
-          <button
-            type="button"
-            onClick={() => {
-              hook.reload(true);
-              deliveries.reload();
-            }}
-          >
-            Refresh
-          </button>
-        </form>
-        <ErrorNote error={deliveries.error} doing="read the delivery log" />
-        {deliveries.loading && !deliveries.data ? <Loading what="deliveries" /> : null}
-        {deliveries.data && deliveries.data.items.length === 0 ? (
-          <Empty>
-            {status ? `No ${status} deliveries.` : 'Nothing delivered yet. Send a test event to try the receiver.'}
-          </Empty>
-        ) : null}
-        {deliveries.data?.items.map((d) => (
-          <DeliveryCard
-            key={d.id}
-            delivery={d}
-            onRedeliver={() =>
-              act(
-                'redeliver',
-                () =>
-                  api.POST('/v1/webhooks/{id}/deliveries/{deliveryId}/redeliver', {
-                    params: { path: { id: webhookId, deliveryId: d.id } },
-                  }),
-                `Delivery ${d.id} is sent again.`,
-              )
-            }
-          />
-        ))}
-        {deliveries.data && deliveries.data.total > 20 ? (
-          <nav class="pager" aria-label="Pages of deliveries">
-            <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - 20))}>
-              Newer
-            </button>
-            <span>
-              {offset + 1}–{offset + deliveries.data.items.length} of {deliveries.data.total}
-            </span>
-            <button
-              type="button"
-              disabled={offset + 20 >= deliveries.data.total}
-              onClick={() => setOffset(offset + 20)}
-            >
-              Older
-            </button>
-          </nav>
-        ) : null}
-      </section>
+      <DeliveryLog
+        api={api}
+        webhookId={webhookId}
+        catalogue={catalogue.data}
+        version={version}
+        needsActive={needsActive}
+        onWaitingChange={() => hook.reload(true)}
+      />
     </>
-  );
-}
-
-function DeliveryCard({ delivery: d, onRedeliver }: { delivery: Delivery; onRedeliver: () => void }) {
-  return (
-    <article class={`delivery ${d.status}`} data-delivery={d.id} data-status={d.status} aria-label={`Delivery ${d.id}`}>
-      <header>
-        <strong>{d.eventType}</strong> <span class={`badge ${d.status}`}>{d.status}</span>{' '}
-        <span class="meta">
-          {d.attemptCount} attempt{d.attemptCount === 1 ? '' : 's'} · event <code>{d.eventId}</code> · created{' '}
-          {when(d.createdAt)}
-          {d.nextAttemptAt ? ` · next attempt ${when(d.nextAttemptAt)}` : ''}
-        </span>
-        <button type="button" onClick={onRedeliver}>
-          Redeliver
-        </button>
-      </header>
-      {d.attempts.length === 0 ? (
-        <Empty>No attempt yet.</Empty>
-      ) : (
-        <DataTable
-          caption={`Attempts of delivery ${d.id}`}
-          class="attempts"
-          rows={d.attempts}
-          rowKey={(a) => a.attempt}
-          columns={[
-            { label: '#', value: (a) => a.attempt, numeric: true },
-            { label: 'Trigger', value: (a) => a.trigger },
-            { label: 'Time', value: (a) => when(a.at) },
-            { label: 'Status', value: (a) => a.statusCode ?? '—', numeric: true },
-            { label: 'Outcome', value: (a) => <span class={`badge ${a.outcome}`}>{a.outcome}</span> },
-            { label: 'Duration', value: (a) => `${a.durationMs} ms`, numeric: true },
-            { label: 'Error', value: (a) => a.error ?? '' },
-            {
-              label: 'Response (excerpt)',
-              value: (a) => (a.responseExcerpt ? <code class="excerpt">{a.responseExcerpt}</code> : ''),
-            },
-          ]}
-        />
-      )}
-    </article>
   );
 }
