@@ -97,8 +97,13 @@ export function retryDelayMs(
 const IN_FLIGHT_DEFER_MS = 500;
 /** A put-off attempt runs this much later at most than the time it waits for, so they do not all start at once. */
 const DEFER_JITTER_MS = 250;
-/** How long an attempt to a healthy registration waits for an in-flight place before it is put off. */
+/**
+ * An attempt to a healthy registration waits for an in-flight place while places keep being
+ * freed: it is put off once none has been freed for IN_FLIGHT_WAIT_MS (the receiver stalls), or
+ * after IN_FLIGHT_WAIT_MAX_MS in all (a slow receiver does not hold lane slots for long).
+ */
 const IN_FLIGHT_WAIT_MS = 50;
+const IN_FLIGHT_WAIT_MAX_MS = 1000;
 /**
  * Put-off times are rounded up to this grid, so that attempts put off together share a job
  * (outbox `queueAttempts`) instead of taking one each.
@@ -184,30 +189,41 @@ class Coalescer<I, O> {
  */
 class InFlight {
   count = 0;
-  private readonly waiting: { granted: (ok: boolean) => void; timer: NodeJS.Timeout }[] = [];
+  /** When a place was last freed (performance.now()). */
+  private lastRelease = 0;
+  private readonly waiting: { granted: (ok: boolean) => void; timer?: NodeJS.Timeout }[] = [];
 
-  /** A place now, or within `waitMs` (0: no waiting). */
-  acquire(limit: number, waitMs: number): boolean | Promise<boolean> {
+  /**
+   * A place now, or later while places keep being freed (at least one every `waitMs`, for at
+   * most `maxWaitMs`); false when there is none (0: no waiting).
+   */
+  acquire(limit: number, waitMs: number, maxWaitMs: number): boolean | Promise<boolean> {
     if (this.count < limit) {
       this.count++;
       return true;
     }
     if (waitMs <= 0) return false;
+    const since = performance.now();
     return new Promise<boolean>((resolve) => {
-      const entry = {
-        granted: resolve,
-        timer: setTimeout(() => {
-          const i = this.waiting.indexOf(entry);
-          if (i >= 0) this.waiting.splice(i, 1);
-          resolve(false);
-        }, waitMs),
+      const entry: (typeof this.waiting)[number] = { granted: resolve };
+      const check = () => {
+        const now = performance.now();
+        if (now - this.lastRelease < waitMs && now - since < maxWaitMs) {
+          entry.timer = setTimeout(check, waitMs);
+          return;
+        }
+        const i = this.waiting.indexOf(entry);
+        if (i >= 0) this.waiting.splice(i, 1);
+        resolve(false);
       };
+      entry.timer = setTimeout(check, waitMs);
       this.waiting.push(entry);
     });
   }
 
   /** Hands the place to the next waiting attempt, or frees it. */
   release(): void {
+    this.lastRelease = performance.now();
     const next = this.waiting.shift();
     if (next) {
       clearTimeout(next.timer);
@@ -376,7 +392,20 @@ export class WebhookDelivery {
       ...(payload.more ?? []).map((m) => ({ ...m, trigger: payload.trigger })),
     ];
     if (items.length === 1) return this.runAttempt(db, collectionId, items[0], signal);
-    const settled = await Promise.allSettled(items.map((i) => this.runAttempt(db, collectionId, i, signal)));
+    // At most WEBHOOK_MAX_IN_FLIGHT of the job's attempts at a time: more would only queue for
+    // the registration's places (and time out there while the first ones are sent).
+    const settled: PromiseSettledResult<Record<string, unknown>>[] = [];
+    let next = 0;
+    const lane = async () => {
+      while (next < items.length) {
+        const i = next++;
+        settled[i] = await this.runAttempt(db, collectionId, items[i], signal).then(
+          (value) => ({ status: 'fulfilled', value }) as const,
+          (reason) => ({ status: 'rejected', reason }) as const,
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(items.length, this.settings.maxInFlight) }, lane));
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     const counts: Record<string, number> = {};
@@ -417,7 +446,7 @@ export class WebhookDelivery {
       this.inFlight.set(key, places);
     }
     // Only a healthy registration's attempts wait for a place; one that fails is not waited for.
-    const got = places.acquire(this.settings.maxInFlight, failing() ? 0 : IN_FLIGHT_WAIT_MS);
+    const got = places.acquire(this.settings.maxInFlight, failing() ? 0 : IN_FLIGHT_WAIT_MS, IN_FLIGHT_WAIT_MAX_MS);
     if (!(got === true || (await got))) {
       this.dropIfIdle(key, places);
       return this.putOff(

@@ -1,0 +1,332 @@
+/**
+ * Webhook delivery at scale (docs/webhooks.md, "Delivery at scale"), against a raw baseline
+ * measured in the same run:
+ * - Raw: one Node process posting signed requests over keep-alive connections to the bench's
+ *   receiver, as many at a time as our delivery sends to it (8 = WEBHOOK_MAX_IN_FLIGHT for one
+ *   registration; 32 = the deliveries lane's slots for ten), BENCH_SECONDS each.
+ * - Ours: a backlog of link.clicked deliveries written by an API-only process (ROLE=api: clicks
+ *   through GET /l/{code}), then drained by a ROLE=all process started on the same database;
+ *   deliveries/s = deliveries ÷ (last arrival − first arrival) at the receiver. One
+ *   registration × BENCH_WEBHOOK_EVENTS events, and ten × a tenth of them.
+ * - Trickle: event-to-delivery latency, one registration, an event (link created) every 50 ms.
+ * - Redirect with a link.clicked subscriber: GET /l/{code} of a collection whose registration
+ *   takes every click, and of one without, against a bare Fastify 302, interleaved rounds.
+ * BENCH_RUNS (default 1) repeats the delivery scenarios; figures are their medians.
+ * Backend: PostgreSQL by default; BENCH_BACKEND=pglite for the embedded database.
+ */
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import {
+  benchDatabase,
+  call,
+  interleaved,
+  load,
+  printTable,
+  ROOT,
+  type Row,
+  row,
+  seedCollection,
+  spawnTs,
+  startService,
+} from './lib.ts';
+
+const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
+const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 20_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 1);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const TRICKLE = Number(process.env.BENCH_LATENCY_EVENTS ?? 200);
+const SLOTS = process.env.BENCH_JOBS_CONCURRENCY ?? '32';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+/** The receiver, in this process: answers 200 at once and notes each arrival. */
+async function receiver() {
+  const arrivals: { path: string; createdAt: number; at: number }[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { created_at: string };
+      if (!req.url?.startsWith('/raw'))
+        arrivals.push({ path: req.url ?? '/', createdAt: Date.parse(body.created_at), at });
+      res.writeHead(200).end('ok');
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { url, arrivals, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+async function waitUntil(check: () => boolean | Promise<boolean>, timeoutMs: number, what: string) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Signed POSTs a second from one other Node process, `concurrency` at a time. */
+function rawRate(target: string, concurrency: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench', 'webhooks-raw-poster.ts')], {
+      cwd: ROOT,
+      env: { ...process.env, TARGET: target, CONCURRENCY: String(concurrency), SECONDS: String(SECONDS) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', () => {
+      try {
+        const r = JSON.parse(out) as { posts: number; seconds: number };
+        resolve(r.posts / r.seconds);
+      } catch (err) {
+        reject(err);
+      }
+    });
+  });
+}
+
+const rx = await receiver();
+const serviceEnv = {
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  JOBS_CONCURRENCY: SLOTS,
+  JOBS_DELIVERIES_CONCURRENCY: SLOTS,
+  JOBS_DELIVERIES_COLLECTION_CONCURRENCY: SLOTS,
+  LOG_LEVEL: 'warn',
+};
+
+/**
+ * A backlog of `clicks` link.clicked events for `hooks` registrations written by a ROLE=api
+ * process, drained by a ROLE=all one; deliveries a second at the receiver.
+ */
+async function drainRate(hooks: number, clicks: number, tag: string): Promise<{ rate: number; seconds: number }> {
+  const database = await benchDatabase(backend);
+  try {
+    const api = await startService({ ...database.env, ...serviceEnv, ROLE: 'api' });
+    let c: { id: string; key: string };
+    try {
+      c = await seedCollection(api.url, `wh${tag}`);
+      const link = await call<{ code: string }>(
+        api.url,
+        'POST',
+        `/admin/collection/${c.id}/links`,
+        { url: 'https://example.com/' },
+        c.key,
+      );
+      const ids: string[] = [];
+      for (let i = 0; i < hooks; i++) {
+        const w = await call<{ id: string }>(
+          api.url,
+          'POST',
+          '/v1/webhooks',
+          { url: `${rx.url}/${tag}/${i}`, events: ['link.clicked'] },
+          c.key,
+        );
+        ids.push(w.id);
+      }
+      await autocannon({
+        url: `${api.url}/l/${link.code}`,
+        connections: 20,
+        amount: clicks,
+        followRedirects: false,
+      } as autocannon.Options);
+      // Every click stored with its deliveries before the worker starts.
+      await waitUntil(
+        async () => {
+          const page = await call<{ total: number }>(
+            api.url,
+            'GET',
+            `/v1/webhooks/${ids[hooks - 1]}/deliveries?status=pending&limit=1`,
+            undefined,
+            c.key,
+          );
+          return page.total >= clicks;
+        },
+        120_000,
+        'the backlog',
+      );
+    } finally {
+      await api.stop();
+    }
+    const worker = await startService({ ...database.env, ...serviceEnv, ROLE: 'all' });
+    try {
+      const mine = () => rx.arrivals.filter((a) => a.path.startsWith(`/${tag}/`));
+      await waitUntil(() => mine().length >= hooks * clicks, 600_000, `${hooks * clicks} deliveries`);
+      const at = mine().map((a) => a.at);
+      const seconds = (Math.max(...at) - Math.min(...at)) / 1000;
+      return { rate: (hooks * clicks) / seconds, seconds };
+    } finally {
+      await worker.stop();
+    }
+  } finally {
+    await database.drop();
+  }
+}
+
+try {
+  const rows: Row[] = [];
+  const raw8: number[] = [];
+  const raw32: number[] = [];
+  const one: number[] = [];
+  const ten: number[] = [];
+  const ratio1: number[] = [];
+  const ratio10: number[] = [];
+  for (let r = 0; r < RUNS; r++) {
+    const r8 = await rawRate(`${rx.url}/raw`, 8);
+    const o1 = await drainRate(1, EVENTS, `one${r}`);
+    const r32 = await rawRate(`${rx.url}/raw`, 32);
+    const o10 = await drainRate(10, Math.round(EVENTS / 10), `ten${r}`);
+    raw8.push(r8);
+    raw32.push(r32);
+    one.push(o1.rate);
+    ten.push(o10.rate);
+    ratio1.push(o1.rate / r8);
+    ratio10.push(o10.rate / r32);
+    console.log(
+      `run ${r + 1}: raw 8 ${r8.toFixed(0)}/s, ours 1 registration ${o1.rate.toFixed(0)}/s (${o1.seconds.toFixed(1)} s); raw 32 ${r32.toFixed(0)}/s, ours 10 registrations ${o10.rate.toFixed(0)}/s (${o10.seconds.toFixed(1)} s)`,
+    );
+  }
+  const runs = RUNS > 1 ? `median of ${RUNS} runs` : 'one run';
+  rows.push({
+    scenario: 'raw: signed POSTs, one Node process, keep-alive, 8 at a time',
+    rps: median(raw8),
+    note: runs,
+  });
+  rows.push({
+    scenario: `ours: 1 registration, backlog of ${EVENTS} deliveries`,
+    rps: median(one),
+    baseline: 'raw, 8 at a time',
+    ratio: median(ratio1),
+    note: `${runs}; ratio within each run`,
+  });
+  rows.push({
+    scenario: 'raw: signed POSTs, one Node process, keep-alive, 32 at a time',
+    rps: median(raw32),
+    note: runs,
+  });
+  rows.push({
+    scenario: `ours: 10 registrations, backlog of ${EVENTS} deliveries`,
+    rps: median(ten),
+    baseline: 'raw, 32 at a time',
+    ratio: median(ratio10),
+    note: `${runs}; ratio within each run`,
+  });
+
+  // Trickle latency and the redirect with a subscriber, on one service.
+  const database = await benchDatabase(backend);
+  const service = await startService({ ...database.env, ...serviceEnv });
+  const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: 'https://example.com/' });
+  try {
+    const c = await seedCollection(service.url, 'whtrickle');
+    await call(service.url, 'POST', '/v1/webhooks', { url: `${rx.url}/trickle`, events: ['link.created'] }, c.key);
+    for (let i = 0; i < TRICKLE; i++) {
+      await call(service.url, 'POST', `/admin/collection/${c.id}/links`, { url: `https://example.com/t/${i}` }, c.key);
+      await sleep(50);
+    }
+    await waitUntil(() => rx.arrivals.filter((a) => a.path === '/trickle').length >= TRICKLE, 60_000, 'trickle');
+    const lat = rx.arrivals
+      .filter((a) => a.path === '/trickle')
+      .map((a) => a.at - a.createdAt)
+      .sort((x, y) => x - y);
+    rows.push({
+      scenario: `event-to-delivery latency, 1 registration, 20 events/s (${TRICKLE} events)`,
+      p50: percentile(lat, 50),
+      p99: percentile(lat, 99),
+      note: `max ${lat[lat.length - 1]} ms; target p50 < 50 ms`,
+    });
+
+    // Redirects of a collection without a subscriber, and of one with a link.clicked subscriber.
+    const quiet = await seedCollection(service.url, 'whquiet');
+    const quietLink = await call<{ code: string }>(
+      service.url,
+      'POST',
+      `/admin/collection/${quiet.id}/links`,
+      { url: 'https://example.com/' },
+      quiet.key,
+    );
+    const loud = await seedCollection(service.url, 'whloud');
+    const loudLink = await call<{ code: string }>(
+      service.url,
+      'POST',
+      `/admin/collection/${loud.id}/links`,
+      { url: 'https://example.com/' },
+      loud.key,
+    );
+    const sub = await call<{ id: string }>(
+      service.url,
+      'POST',
+      '/v1/webhooks',
+      { url: `${rx.url}/clicks`, events: ['link.clicked'] },
+      loud.key,
+    );
+    const pending = async () =>
+      (
+        await call<{ total: number }>(
+          service.url,
+          'GET',
+          `/v1/webhooks/${sub.id}/deliveries?status=pending&limit=1`,
+          undefined,
+          loud.key,
+        )
+      ).total;
+    let drainedIn: number[] = [];
+    const measured = await interleaved({
+      bare: () => load({ url: `${bare.url}/x`, expectStatus: 302, durationSeconds: SECONDS }),
+      redirect: async () => {
+        const res = await load({
+          url: `${service.url}/l/${quietLink.code}`,
+          expectStatus: 302,
+          durationSeconds: SECONDS,
+        });
+        await sleep(1000);
+        return res;
+      },
+      subscribed: async () => {
+        const res = await load({
+          url: `${service.url}/l/${loudLink.code}`,
+          expectStatus: 302,
+          durationSeconds: SECONDS,
+        });
+        // The clicks' deliveries drain before the next round, so that they load no other round.
+        const t0 = Date.now();
+        await sleep(1000);
+        await waitUntil(async () => (await pending()) === 0, 300_000, 'the clicks’ deliveries');
+        drainedIn = [...drainedIn, (Date.now() - t0) / 1000];
+        return res;
+      },
+    });
+    rows.push(row('baseline: bare Fastify 302', measured.bare));
+    rows.push(
+      row('GET /l/{code}, no subscriber', measured.redirect, { name: 'bare Fastify 302', result: measured.bare }),
+    );
+    const withSub = row('GET /l/{code}, link.clicked subscriber', measured.subscribed, {
+      name: 'bare Fastify 302',
+      result: measured.bare,
+    });
+    withSub.note = [
+      withSub.note,
+      `each round's clicks then delivered in ${drainedIn.map((s) => s.toFixed(0)).join(', ')} s`,
+    ]
+      .filter(Boolean)
+      .join('; ');
+    rows.push(withSub);
+  } finally {
+    await bare.stop();
+    await service.stop();
+    await database.drop();
+  }
+  printTable(`Webhook delivery at scale (${backend})`, rows);
+} finally {
+  await rx.close();
+}
