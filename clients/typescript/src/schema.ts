@@ -1162,6 +1162,106 @@ export interface paths {
     };
 }
 export interface webhooks {
+    "case.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A case was created (admin or public route)
+         * @description A case was created (admin or public route). Its plain fields, and its JSON fields (data, owner, admin) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_case_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "case.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A case was deleted (soft: `deleted_at` set)
+         * @description A case was deleted (soft: `deleted_at` set). Its plain fields, no JSON fields.
+         */
+        post: operations["event_case_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "case.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A case was changed (a PATCH, a history entry appended with a change of status, priority or assignee, or the cases.bulkStatus task)
+         * @description A case was changed (a PATCH, a history entry appended with a change of status, priority or assignee, or the cases.bulkStatus task). `changed_fields` names every field that changed (a section’s keys as `data.key`), `changes` the others’ values before and after, as the case history records them; a write that changes nothing publishes nothing. Its plain fields, and its JSON fields (data, owner, admin) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_case_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "interaction.milestone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An interaction’s count of recorded events reached a threshold: 10, 100, 1,000 and every further power of ten, or the type’s own `data.milestones`
+         * @description An interaction’s count of recorded events reached a threshold: 10, 100, 1,000 and every further power of ten, or the type’s own `data.milestones`. Counted per interaction (all outcomes together; deleting an event does not lower it). Sent exactly once per threshold, in the transaction that stored the event that reached it; `count` is the count after that event.
+         */
+        post: operations["event_interaction_milestone"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "interaction.recorded": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An interaction event was stored: appended by an admin or submitted by a public caller (a new version of an existing eventId is one too)
+         * @description An interaction event was stored: appended by an admin or submitted by a public caller (a new version of an existing eventId is one too). Updating or deleting a stored event sends nothing. `at` is the event’s time (a backdated append’s own timestamp).
+         */
+        post: operations["event_interaction_recorded"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "job.completed": {
         parameters: {
             query?: never;
@@ -1196,6 +1296,46 @@ export interface webhooks {
          * @description A job of a visible task failed for good: its last attempt threw, or its worker stopped responding on its last attempt (lock timeout). An attempt that will be retried publishes nothing; a cancelled job publishes nothing either (only the API cancels, and its answer says so).
          */
         post: operations["event_job_failed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "journey.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A recipient completed the last step of a journey (sent with that step’s journey.step.completed): once per recipient, as maintained progress sees it.
+         * @description A recipient completed the last step of a journey (sent with that step’s journey.step.completed): once per recipient, as maintained progress sees it.
+         */
+        post: operations["event_journey_completed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "journey.step.completed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A recipient completed a step of a journey, as its maintained progress sees it (journeys whose steps all have an interaction mapping): once per recipient and step, never for a rolled-back event, never again when progress is rebuilt
+         * @description A recipient completed a step of a journey, as its maintained progress sees it (journeys whose steps all have an interaction mapping): once per recipient and step, never for a rolled-back event, never again when progress is rebuilt. Sent a moment after the event commits. `completed_at` is the completing event’s time.
+         */
+        post: operations["event_journey_step_completed"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1296,6 +1436,146 @@ export interface webhooks {
          * @description A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at) and `previous` holds their values before.
          */
         post: operations["event_link_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "record.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A record was created (admin or public route, an upsert by ref, a singletonPer create or an import that created it)
+         * @description A record was created (admin or public route, an upsert by ref, a singletonPer create or an import that created it). Its plain fields, and its JSON fields (data, owner, admin, metadata, facet_rule) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_record_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "record.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A record was deleted (soft: `deleted_at` set; a bulk delete sends one per record)
+         * @description A record was deleted (soft: `deleted_at` set; a bulk delete sends one per record). Its plain fields, no JSON fields.
+         */
+        post: operations["event_record_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "record.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A record was changed (a PATCH, an upsert by ref, a singletonPer create or an import that found it, a restore)
+         * @description A record was changed (a PATCH, an upsert by ref, a singletonPer create or an import that found it, a restore). `changed_fields` names every field that changed (a section’s keys as `data.key`), `changes` the others’ values before and after, as the case history records them; a write that changes nothing publishes nothing. Its plain fields, and its JSON fields (data, owner, admin, metadata, facet_rule) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_record_updated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "thread.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread was created (admin or public route)
+         * @description A thread was created (admin or public route). Its plain fields, and its JSON fields (data, owner, admin, body, tags) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_thread_created"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "thread.deleted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread was deleted (soft: `deleted_at` set)
+         * @description A thread was deleted (soft: `deleted_at` set). Its plain fields, no JSON fields.
+         */
+        post: operations["event_thread_deleted"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "thread.replied": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Someone replied to a thread
+         * @description Someone replied to a thread. The thread’s plain fields (`reply_count` and `last_reply_at` include this reply) and the reply: its number in the thread (`seq`, 1 the first; `…/replies?offset=seq-1&limit=1` reads it), time, author and its own fields (`content`: text, attachments, …) while they measure at most 16 KiB (a reply may hold 64 KiB; beyond, content is null and `omitted` names `reply.content`).
+         */
+        post: operations["event_thread_replied"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "thread.updated": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A thread was changed (a PATCH; a reply is thread.replied)
+         * @description A thread was changed (a PATCH; a reply is thread.replied). `changed_fields` names every field that changed (a section’s keys as `data.key`), `changes` the others’ values before and after, as the case history records them; a write that changes nothing publishes nothing. Its plain fields, and its JSON fields (data, owner, admin, body, tags) each while it measures at most 16 KiB (a larger one is named in `omitted`).
+         */
+        post: operations["event_thread_updated"];
         delete?: never;
         options?: never;
         head?: never;
@@ -9040,6 +9320,456 @@ export interface operations {
             };
         };
     };
+    event_case_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "case.created",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "case_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "app_id": "support",
+                 *         "visibility": "owner",
+                 *         "status": "resolved",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "ref": "SUP-1042",
+                 *         "priority": 2,
+                 *         "category": "warranty",
+                 *         "assigned_to": "agent_12",
+                 *         "closed_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "subject": "Lid does not close"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "omitted": [],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "case.created";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        case_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        ref: string | null;
+                        priority: number | null;
+                        category: string | null;
+                        assigned_to: string | null;
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_case_deleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "case.deleted",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "case_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "app_id": "support",
+                 *         "visibility": "owner",
+                 *         "status": "resolved",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "ref": "SUP-1042",
+                 *         "priority": 2,
+                 *         "category": "warranty",
+                 *         "assigned_to": "agent_12",
+                 *         "closed_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": "2026-11-20T10:00:00.000Z",
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "case.deleted";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        case_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        ref: string | null;
+                        priority: number | null;
+                        category: string | null;
+                        assigned_to: string | null;
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_case_updated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "case.updated",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "case_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "app_id": "support",
+                 *         "visibility": "owner",
+                 *         "status": "resolved",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "ref": "SUP-1042",
+                 *         "priority": 2,
+                 *         "category": "warranty",
+                 *         "assigned_to": "agent_12",
+                 *         "closed_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "subject": "Lid does not close"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "omitted": [],
+                 *         "changed_fields": [
+                 *           "status",
+                 *           "closed_at"
+                 *         ],
+                 *         "changes": [
+                 *           {
+                 *             "field": "status",
+                 *             "from": "open",
+                 *             "to": "resolved"
+                 *           },
+                 *           {
+                 *             "field": "closed_at",
+                 *             "from": null,
+                 *             "to": "2026-11-20T09:30:00.000Z"
+                 *           }
+                 *         ],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "case.updated";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        case_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        ref: string | null;
+                        priority: number | null;
+                        category: string | null;
+                        assigned_to: string | null;
+                        closed_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                        changed_fields: string[];
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        changes: {
+                            field: string;
+                            from: unknown;
+                            to: unknown;
+                        }[];
+                        /** @description The history entry this change appended (to the owner’s or the admin’s history); entry null when it measures more than 16 KiB */
+                        history_entry?: {
+                            target: "owner" | "admin";
+                            entry: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_interaction_milestone: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "interaction.milestone",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "interaction_id": "donation",
+                 *         "app_id": "donations-app",
+                 *         "milestone": 1000,
+                 *         "count": 1000,
+                 *         "reached_at": "2026-11-25T10:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "interaction.milestone";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        interaction_id: string;
+                        app_id: string;
+                        milestone: number;
+                        count: number;
+                        /** Format: date-time */
+                        reached_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_interaction_recorded: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "interaction.recorded",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "interaction_id": "donation",
+                 *         "event_id": "evt_Xq2m9Pz4Lk7Rt1Vw",
+                 *         "app_id": "donations-app",
+                 *         "outcome": "submitted",
+                 *         "user_id": "u_123",
+                 *         "contact_id": "ct_456",
+                 *         "anon_id": null,
+                 *         "metadata": {
+                 *           "amount": 25,
+                 *           "campaign": "spring"
+                 *         },
+                 *         "scope": null,
+                 *         "journey_id": null,
+                 *         "broadcast_id": null,
+                 *         "product_id": "prod_1",
+                 *         "proof_id": null,
+                 *         "variant_id": null,
+                 *         "batch_id": null,
+                 *         "event_type": null,
+                 *         "source": "web",
+                 *         "channel": "public",
+                 *         "at": "2026-11-25T10:00:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "interaction.recorded";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        interaction_id: string;
+                        /** @description The logical event; versions of one event share it */
+                        event_id: string;
+                        app_id: string | null;
+                        outcome: string | null;
+                        user_id: string | null;
+                        contact_id: string | null;
+                        anon_id: string | null;
+                        metadata: {
+                            [key: string]: unknown;
+                        } | null;
+                        scope: string | null;
+                        journey_id: string | null;
+                        broadcast_id: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        variant_id: string | null;
+                        batch_id: string | null;
+                        event_type: string | null;
+                        source: string | null;
+                        /** @description admin: appended with an admin credential; public: submitted under the type’s permissions */
+                        channel: "admin" | "public";
+                        /** Format: date-time */
+                        at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
     event_job_completed: {
         parameters: {
             query?: never;
@@ -9144,6 +9874,135 @@ export interface operations {
                         error: string;
                         /** Format: date-time */
                         failed_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_journey_completed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "journey.completed",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "journey_id": "jrn_5Tq8LmW2zXc4Vb7N",
+                 *         "journey_name": "Onboarding",
+                 *         "id_field": "contactId",
+                 *         "user_id": null,
+                 *         "contact_id": "ct_77",
+                 *         "entered_at": "2026-11-20T09:00:00.000Z",
+                 *         "interaction_event_id": "evt_Zx1cV2bN3mQ4wE5r",
+                 *         "steps_total": 3,
+                 *         "completed_at": "2026-11-21T17:30:00.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "journey.completed";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        journey_id: string;
+                        journey_name: string | null;
+                        /** @description Which identity the recipient is: progress is followed per identity, so an event carrying both ids moves two recipients */
+                        id_field: "userId" | "contactId";
+                        user_id: string | null;
+                        contact_id: string | null;
+                        /** Format: date-time */
+                        entered_at: string;
+                        interaction_event_id: string | null;
+                        steps_total: number;
+                        /** Format: date-time */
+                        completed_at: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_journey_step_completed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "journey.step.completed",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "journey_id": "jrn_5Tq8LmW2zXc4Vb7N",
+                 *         "journey_name": "Onboarding",
+                 *         "id_field": "userId",
+                 *         "user_id": "u_1842",
+                 *         "contact_id": null,
+                 *         "entered_at": "2026-11-20T09:00:00.000Z",
+                 *         "interaction_event_id": "evt_Hq2wE9rT1yU5iO3p",
+                 *         "step_id": "verify-email",
+                 *         "step_number": 2,
+                 *         "step_name": "Verify the email address",
+                 *         "steps_total": 3,
+                 *         "completed_at": "2026-11-20T09:04:10.000Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "journey.step.completed";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        journey_id: string;
+                        journey_name: string | null;
+                        /** @description Which identity the recipient is: progress is followed per identity, so an event carrying both ids moves two recipients */
+                        id_field: "userId" | "contactId";
+                        user_id: string | null;
+                        contact_id: string | null;
+                        /** Format: date-time */
+                        entered_at: string;
+                        interaction_event_id: string | null;
+                        step_id: string;
+                        /** @description 1-based position among the journey’s steps */
+                        step_number: number;
+                        step_name: string | null;
+                        steps_total: number;
+                        /** Format: date-time */
+                        completed_at: string;
                     };
                 };
             };
@@ -9447,6 +10306,839 @@ export interface operations {
                         previous: {
                             [key: string]: unknown;
                         };
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_record_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "record.created",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "record_id": "rec_Qp8sLm2Nx4Vb6Zc1",
+                 *         "app_id": "registrations",
+                 *         "visibility": "owner",
+                 *         "status": "active",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "record_type": "registration",
+                 *         "ref": "serial:KT-2291-0042",
+                 *         "scope_type": "product",
+                 *         "scope_id": "prod_kettle",
+                 *         "custom_id": "KT-2291-0042",
+                 *         "custom_id_normalized": "kt-2291-0042",
+                 *         "source_system": null,
+                 *         "variant_id": null,
+                 *         "batch_id": null,
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": null,
+                 *         "parent_id": null,
+                 *         "starts_at": null,
+                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "specificity": 20,
+                 *         "singleton_key": null,
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "label": "My kettle",
+                 *           "purchasedAt": "2026-11-01"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "metadata": {},
+                 *         "facet_rule": null,
+                 *         "omitted": [],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "record.created";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        record_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        record_type: string | null;
+                        ref: string | null;
+                        scope_type: string | null;
+                        scope_id: string | null;
+                        custom_id: string | null;
+                        custom_id_normalized: string | null;
+                        source_system: string | null;
+                        variant_id: string | null;
+                        batch_id: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        starts_at: string | null;
+                        expires_at: string | null;
+                        specificity: number | null;
+                        singleton_key: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        facet_rule?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_record_deleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "record.deleted",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "record_id": "rec_Qp8sLm2Nx4Vb6Zc1",
+                 *         "app_id": "registrations",
+                 *         "visibility": "owner",
+                 *         "status": "active",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "record_type": "registration",
+                 *         "ref": "serial:KT-2291-0042",
+                 *         "scope_type": "product",
+                 *         "scope_id": "prod_kettle",
+                 *         "custom_id": "KT-2291-0042",
+                 *         "custom_id_normalized": "kt-2291-0042",
+                 *         "source_system": null,
+                 *         "variant_id": null,
+                 *         "batch_id": null,
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": null,
+                 *         "parent_id": null,
+                 *         "starts_at": null,
+                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "specificity": 20,
+                 *         "singleton_key": null,
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": "2026-11-20T10:00:00.000Z",
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "record.deleted";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        record_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        record_type: string | null;
+                        ref: string | null;
+                        scope_type: string | null;
+                        scope_id: string | null;
+                        custom_id: string | null;
+                        custom_id_normalized: string | null;
+                        source_system: string | null;
+                        variant_id: string | null;
+                        batch_id: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        starts_at: string | null;
+                        expires_at: string | null;
+                        specificity: number | null;
+                        singleton_key: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_record_updated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "record.updated",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "record_id": "rec_Qp8sLm2Nx4Vb6Zc1",
+                 *         "app_id": "registrations",
+                 *         "visibility": "owner",
+                 *         "status": "active",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "record_type": "registration",
+                 *         "ref": "serial:KT-2291-0042",
+                 *         "scope_type": "product",
+                 *         "scope_id": "prod_kettle",
+                 *         "custom_id": "KT-2291-0042",
+                 *         "custom_id_normalized": "kt-2291-0042",
+                 *         "source_system": null,
+                 *         "variant_id": null,
+                 *         "batch_id": null,
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": null,
+                 *         "parent_id": null,
+                 *         "starts_at": null,
+                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "specificity": 20,
+                 *         "singleton_key": null,
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "label": "My kettle",
+                 *           "purchasedAt": "2026-11-01"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "metadata": {},
+                 *         "facet_rule": null,
+                 *         "omitted": [],
+                 *         "changed_fields": [
+                 *           "data.label"
+                 *         ],
+                 *         "changes": [],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "record.updated";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        record_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        record_type: string | null;
+                        ref: string | null;
+                        scope_type: string | null;
+                        scope_id: string | null;
+                        custom_id: string | null;
+                        custom_id_normalized: string | null;
+                        source_system: string | null;
+                        variant_id: string | null;
+                        batch_id: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        starts_at: string | null;
+                        expires_at: string | null;
+                        specificity: number | null;
+                        singleton_key: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        metadata?: {
+                            [key: string]: unknown;
+                        };
+                        facet_rule?: {
+                            [key: string]: unknown;
+                        } | null;
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                        changed_fields: string[];
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        changes: {
+                            field: string;
+                            from: unknown;
+                            to: unknown;
+                        }[];
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_thread_created: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "thread.created",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "thread_id": "thr_Zx0aB3kR7tWJm1q9",
+                 *         "app_id": "forum",
+                 *         "visibility": "public",
+                 *         "status": "open",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "slug": "kettle-lid",
+                 *         "title": "Kettle lid does not close",
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": "case",
+                 *         "parent_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "reply_count": 3,
+                 *         "last_reply_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "subject": "Lid does not close"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "body": {
+                 *           "text": "Since last week the lid springs open."
+                 *         },
+                 *         "tags": [
+                 *           "kettle"
+                 *         ],
+                 *         "omitted": [],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "thread.created";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        thread_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        slug: string | null;
+                        title: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        reply_count: number | null;
+                        last_reply_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        body?: {
+                            [key: string]: unknown;
+                        };
+                        tags?: string[];
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_thread_deleted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "thread.deleted",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "thread_id": "thr_Zx0aB3kR7tWJm1q9",
+                 *         "app_id": "forum",
+                 *         "visibility": "public",
+                 *         "status": "open",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "slug": "kettle-lid",
+                 *         "title": "Kettle lid does not close",
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": "case",
+                 *         "parent_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "reply_count": 3,
+                 *         "last_reply_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": "2026-11-20T10:00:00.000Z",
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "thread.deleted";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        thread_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        slug: string | null;
+                        title: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        reply_count: number | null;
+                        last_reply_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_thread_replied: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "thread.replied",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "thread_id": "thr_Zx0aB3kR7tWJm1q9",
+                 *         "app_id": "forum",
+                 *         "visibility": "public",
+                 *         "status": "open",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "slug": "kettle-lid",
+                 *         "title": "Kettle lid does not close",
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": "case",
+                 *         "parent_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "reply_count": 3,
+                 *         "last_reply_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "reply": {
+                 *           "seq": 3,
+                 *           "at": "2026-11-20T09:30:00.000Z",
+                 *           "author_id": "u_81",
+                 *           "author_type": "customer",
+                 *           "content": {
+                 *             "text": "Thanks, the new lid fits."
+                 *           }
+                 *         },
+                 *         "omitted": [],
+                 *         "actor": {
+                 *           "role": "user",
+                 *           "id": "u_81",
+                 *           "contact_id": "ct_7Hq2LmN4"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "thread.replied";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        thread_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        slug: string | null;
+                        title: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        reply_count: number | null;
+                        last_reply_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        reply: {
+                            seq: number;
+                            /** Format: date-time */
+                            at: string;
+                            author_id: string;
+                            author_type: string;
+                            content: {
+                                [key: string]: unknown;
+                            } | null;
+                        };
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Any 2xx acknowledges the delivery; anything else is retried */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    event_thread_updated: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "thread.updated",
+                 *       "id": "evt_example",
+                 *       "created_at": "2026-01-01T00:00:00.000Z",
+                 *       "data": {
+                 *         "thread_id": "thr_Zx0aB3kR7tWJm1q9",
+                 *         "app_id": "forum",
+                 *         "visibility": "public",
+                 *         "status": "open",
+                 *         "product_id": "prod_kettle",
+                 *         "proof_id": null,
+                 *         "contact_id": "ct_7Hq2LmN4",
+                 *         "slug": "kettle-lid",
+                 *         "title": "Kettle lid does not close",
+                 *         "author_id": "u_81",
+                 *         "author_type": "customer",
+                 *         "parent_type": "case",
+                 *         "parent_id": "case_4fT9kQ2mXo1PzR4v",
+                 *         "reply_count": 3,
+                 *         "last_reply_at": "2026-11-20T09:30:00.000Z",
+                 *         "created_at": "2026-11-20T09:00:00.000Z",
+                 *         "updated_at": "2026-11-20T09:30:00.000Z",
+                 *         "deleted_at": null,
+                 *         "data": {
+                 *           "subject": "Lid does not close"
+                 *         },
+                 *         "owner": {},
+                 *         "admin": {},
+                 *         "body": {
+                 *           "text": "Since last week the lid springs open."
+                 *         },
+                 *         "tags": [
+                 *           "kettle"
+                 *         ],
+                 *         "omitted": [],
+                 *         "changed_fields": [
+                 *           "title"
+                 *         ],
+                 *         "changes": [
+                 *           {
+                 *             "field": "title",
+                 *             "from": "Lid",
+                 *             "to": "Kettle lid does not close"
+                 *           }
+                 *         ],
+                 *         "actor": {
+                 *           "role": "admin",
+                 *           "id": "key_8HkQ2mXo1PzR4vTe",
+                 *           "contact_id": null
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    /** @constant */
+                    type: "thread.updated";
+                    /** @description The event id (evt_…), the same for every delivery and attempt of it */
+                    id: string;
+                    /** Format: date-time */
+                    created_at: string;
+                    data: {
+                        thread_id: string;
+                        app_id: string;
+                        visibility: string | null;
+                        status: string | null;
+                        product_id: string | null;
+                        proof_id: string | null;
+                        contact_id: string | null;
+                        slug: string | null;
+                        title: string | null;
+                        author_id: string | null;
+                        author_type: string | null;
+                        parent_type: string | null;
+                        parent_id: string | null;
+                        reply_count: number | null;
+                        last_reply_at: string | null;
+                        /** Format: date-time */
+                        created_at: string;
+                        /** Format: date-time */
+                        updated_at: string;
+                        deleted_at: string | null;
+                        data?: {
+                            [key: string]: unknown;
+                        };
+                        owner?: {
+                            [key: string]: unknown;
+                        };
+                        admin?: {
+                            [key: string]: unknown;
+                        };
+                        body?: {
+                            [key: string]: unknown;
+                        };
+                        tags?: string[];
+                        /** @description JSON fields left out because they measure more than 16 KiB; read them from the API */
+                        omitted: string[];
+                        actor: {
+                            role: "admin" | "user";
+                            /** @description The admin key id (`super_admin`; `job:<id>` for a background task), or the user id */
+                            id: string;
+                            contact_id: string | null;
+                        } | null;
+                        changed_fields: string[];
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        changes: {
+                            field: string;
+                            from: unknown;
+                            to: unknown;
+                        }[];
                     };
                 };
             };

@@ -8,14 +8,26 @@
  * - append (admin, no checks) vs submit (public, every permission enforced).
  * - dedupeLatest: count only each identity's latest event per interaction.
  * - export: the `interactions.export` job task, its file streamed by the download route.
+ * - events: `interaction.recorded` per event stored, `interaction.milestone` when an
+ *   interaction's count reaches a threshold (10, 100, ... or the type's `data.milestones`),
+ *   published in the event's transaction.
+ * - effect: an entry of the type's `data.effects` (`webhook`, `appRecord`; others are kept and
+ *   reported not run), run per event as an `interactions.effect` job after the event commits.
  */
 
 import { defineModule } from '../../platform/module.ts';
+import type { AppObjectServices } from '../app-objects/index.ts';
+import type { JobsService } from '../jobs/index.ts';
+import type { WebhooksService } from '../webhooks/index.ts';
+import { EFFECT_LIMITS, EffectRunner } from './interactions.effects.ts';
+import { EffectHttp } from './interactions.effects-http.ts';
+import { interactionEvents } from './interactions.events.ts';
 import { exportTask } from './interactions.export.ts';
 import { interactionsRoutes } from './interactions.routes.ts';
 import { InteractionsService } from './interactions.service.ts';
 import { interactionsSettings } from './interactions.settings.ts';
 
+export { EFFECT_TASK } from './interactions.effects.ts';
 export { EXPORT_TASK } from './interactions.export.ts';
 export { originAllowed } from './interactions.origins.ts';
 export { toEventRow } from './interactions.present.ts';
@@ -23,13 +35,30 @@ export { IdField } from './interactions.schema.ts';
 export { InteractionsService } from './interactions.service.ts';
 export { type InteractionsSettings, interactionsSettings } from './interactions.settings.ts';
 
+/** How much of an effect receiver's answer is read (it is not kept: the job's result says the status). */
+const EFFECT_EXCERPT_BYTES = 1024;
+
 export const interactionsModule = defineModule({
   name: 'interactions',
-  needs: [],
+  needs: ['jobs', 'webhooks', 'appObjects'],
   settings: interactionsSettings,
-  create: ({ db, log }, settings) => new InteractionsService(db, settings, log),
+  create: (
+    { db, log },
+    settings,
+    deps: { jobs: JobsService; webhooks: WebhooksService; appObjects: AppObjectServices },
+  ) => {
+    // Effects' requests follow the webhooks' SSRF rule, WEBHOOK_ALLOW_PRIVATE_NETWORKS included.
+    const http = new EffectHttp({
+      allowPrivateNetworks: deps.webhooks.settings.allowPrivateNetworks,
+      maxTimeoutMs: EFFECT_LIMITS.maxTimeoutMs,
+      excerptBytes: EFFECT_EXCERPT_BYTES,
+    });
+    const effects = new EffectRunner(http, deps.appObjects);
+    return new InteractionsService(db, settings, log, { events: deps.webhooks, jobs: deps.jobs.engine, effects });
+  },
   routes: interactionsRoutes,
-  tasks: () => [exportTask()],
+  events: interactionEvents,
+  tasks: (service) => [exportTask(), ...service.effectTask()],
   // Counter compaction in worker processes (any number of them may run it at once).
   lifecycle: (service, role) => ({
     start: () => {

@@ -178,8 +178,9 @@ export interface NewEvent {
 
 const jsonb = (v: Record<string, unknown> | null) => (v === null ? null : JSON.stringify(v));
 
-export async function insertEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<void> {
-  await db.query(sql`
+/** Stores one event; answers the stored row (its id and time are the database's). */
+export async function insertEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<EventRow> {
+  const { rows } = await db.query<EventRow>(sql`
     INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
       anon_id, outcome, scope, broadcast_id, journey_id, metadata, source,
       org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra)
@@ -187,7 +188,36 @@ export async function insertEvent(db: Queryable, collectionId: string, e: NewEve
       ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
       ${jsonb(e.metadata)}::jsonb, ${e.channel},
       ${e.orgId}, ${e.productId}, ${e.proofId}, ${e.variantId}, ${e.batchId}, ${e.eventType}, ${e.sourceTag},
-      ${jsonb(e.extra)}::jsonb)`);
+      ${jsonb(e.extra)}::jsonb)
+    RETURNING ${EVENT_COLUMNS}`);
+  return rows[0];
+}
+
+/** One stored version of an event by its row id (an effect's job reads its event so). */
+export async function findEventRow(db: Queryable, collectionId: string, rowId: number): Promise<EventRow | undefined> {
+  const { rows } = await db.query<EventRow>(
+    sql`SELECT ${EVENT_COLUMNS} FROM interaction_events WHERE collection_id = ${collectionId} AND id = ${rowId}`,
+  );
+  return rows[0];
+}
+
+/**
+ * Adds `k` recorded events to an interaction's count and answers the count after: the row
+ * stays locked until the transaction ends, so concurrent writers of one interaction each see
+ * their own before and after (milestones, migration 0205). Called last in a transaction that
+ * stores events, so that the lock is held only for the commit that follows.
+ */
+export async function addToTotal(
+  db: Queryable,
+  collectionId: string,
+  interactionId: string,
+  k: number,
+): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(sql`
+    INSERT INTO interaction_totals AS t (collection_id, interaction_id, n) VALUES (${collectionId}, ${interactionId}, ${k})
+    ON CONFLICT (collection_id, interaction_id) DO UPDATE SET n = t.n + excluded.n
+    RETURNING n`);
+  return Number(rows[0].n);
 }
 
 /**

@@ -10,7 +10,11 @@ import { type Db, inAnalyticsTransaction, type Queryable, retryOnConflict } from
 import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, conflict, notFound, refused, validationFailed } from '../../platform/errors.ts';
+import type { EventPublisher, NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import type { TaskDefinition } from '../../platform/tasks.ts';
+import { checkTypeData, type EffectRunner, effectJobs, ownMilestones, storedEffects } from './interactions.effects.ts';
+import { milestoneEvents, recordedEvent } from './interactions.events.ts';
 import { type ExportDownload, openExport } from './interactions.export.ts';
 import { originAllowed, unmatchableOrigin } from './interactions.origins.ts';
 import { toEventRow } from './interactions.present.ts';
@@ -209,6 +213,22 @@ const COMPACT_AFTER_MS = 2 * 3600_000;
 /** Counter rows per compaction statement: short row locks beside the writers. */
 const COMPACT_BATCH = 5000;
 
+/** Enqueues jobs in the caller's transaction (the job engine's `enqueueMany`). */
+export interface JobQueue {
+  enqueueMany(
+    q: Queryable,
+    collectionId: string,
+    list: { task: string; payload: unknown; maxAttempts: number }[],
+  ): Promise<unknown>;
+}
+
+/** What an event's transaction tells others: webhook events, and the jobs of its effects. */
+export interface EventOutlets {
+  events: EventPublisher;
+  jobs: JobQueue;
+  effects: EffectRunner;
+}
+
 export class InteractionsService {
   private compactTimer: NodeJS.Timeout | undefined;
 
@@ -216,7 +236,17 @@ export class InteractionsService {
     private readonly db: Db,
     private readonly settings: InteractionsSettings,
     private readonly log?: Pick<FastifyBaseLogger, 'warn'>,
+    /**
+     * The manifest always gives them; a service built without them (a bench folding counters)
+     * stores events without publishing them or running effects.
+     */
+    private readonly outlets?: EventOutlets,
   ) {}
+
+  /** The `interactions.effect` task (registered by the manifest). */
+  effectTask(): TaskDefinition[] {
+    return this.outlets ? [this.outlets.effects.task(this.settings.effectMaxAttempts)] : [];
+  }
 
   /**
    * Folds the striped counters of hours more than two hours past into one row each (see
@@ -248,6 +278,7 @@ export class InteractionsService {
   close(): void {
     clearInterval(this.compactTimer);
     this.compactTimer = undefined;
+    this.outlets?.effects.close();
   }
 
   /** A finished export file of this collection (the `interactions.export` task writes it). */
@@ -264,6 +295,7 @@ export class InteractionsService {
   async createType(collectionId: string, body: CreateInteractionTypeBody): Promise<InteractionTypeRecord> {
     const permissions = body.permissions ?? {};
     checkPermissions(permissions);
+    checkTypeData(body.data);
     const row = await repo.insertType(this.db, collectionId, {
       id: body.id,
       appId: body.appId,
@@ -308,6 +340,8 @@ export class InteractionsService {
         // Only the origins sent are checked: entries stored earlier under other rules stay.
         checkPermissions({ ...permissions, allowedOrigins: body.permissions.allowedOrigins });
       }
+      // Only the keys sent are checked: effects or milestones stored earlier stay as they are.
+      checkTypeData(body.data);
       const data = body.data === undefined ? undefined : mergeKeys(stored.data, body.data);
       const row = await repo.updateType(tx, collectionId, id, { appId: body.appId, permissions, data });
       if (!row) throw notFound('Interaction type');
@@ -353,11 +387,30 @@ export class InteractionsService {
       channel: 'admin',
       extra,
     };
-    // Every write of events runs again after a deadlock: the triggers that keep the derived
-    // tables lock their rows in key order, but an update touching two identities or two
-    // statements of one transaction can still meet another writer the other way round.
-    await retryOnConflict(() => repo.insertEvent(this.db, collectionId, event));
+    await this.writeEvents((tx) => this.record(tx, collectionId, type, event));
     return { success: true, eventId };
+  }
+
+  /**
+   * Stores one event and, in its transaction, what follows from it: its
+   * `interaction.recorded`, one job per effect of its type, and the interaction's count, with
+   * an `interaction.milestone` for each threshold the count reaches. The count comes last: its
+   * row stays locked until the commit (concurrent writers of one interaction take turns there,
+   * which is what makes each threshold reached by exactly one of them), so it is held for as
+   * short a time as the transaction allows.
+   */
+  private async record(tx: Queryable, collectionId: string, type: repo.TypeRow, event: repo.NewEvent): Promise<void> {
+    const row = await repo.insertEvent(tx, collectionId, event);
+    if (!this.outlets) return;
+    const { events, jobs } = this.outlets;
+    await events.publish(tx, collectionId, [recordedEvent(row)]);
+    const effects = storedEffects(type.data);
+    if (effects.length > 0) {
+      await jobs.enqueueMany(tx, collectionId, effectJobs(row, effects, this.settings.effectMaxAttempts));
+    }
+    const after = await repo.addToTotal(tx, collectionId, type.id, 1);
+    const reached: NewEvent[] = milestoneEvents(type.id, type.app_id, after - 1, after, ownMilestones(type.data));
+    if (reached.length > 0) await events.publish(tx, collectionId, reached);
   }
 
   /**
@@ -439,10 +492,6 @@ export class InteractionsService {
       channel: 'public',
       extra,
     };
-    if (checks.length === 0) {
-      await retryOnConflict(() => repo.insertEvent(this.db, collectionId, event));
-      return { success: true, eventId };
-    }
     await this.writeEvents(async (tx) => {
       for (const c of checks) await repo.lockUniqueness(tx, collectionId, `${type.id}:${c.column}:${c.value}`);
       for (const c of checks) {
@@ -463,7 +512,7 @@ export class InteractionsService {
           );
         }
       }
-      await repo.insertEvent(tx, collectionId, event);
+      await this.record(tx, collectionId, type, event);
     });
     return { success: true, eventId };
   }
@@ -471,6 +520,8 @@ export class InteractionsService {
   /**
    * Changes the latest version of an event, or marks every version deleted / restored. With
    * `namedAs`, the event must also be of that type, app and actor, else 404 and nothing changes.
+   * It publishes no event, runs no effect and leaves the interaction's count as it is: those
+   * follow an event being recorded, and a correction records nothing new (docs/interactions.md).
    */
   async updateEvent(
     collectionId: string,
@@ -506,7 +557,11 @@ export class InteractionsService {
     });
   }
 
-  /** A transaction that writes events, run again after a deadlock (see `append`). */
+  /**
+   * A transaction that writes events, run again after a deadlock: the triggers that keep the
+   * derived tables lock their rows in key order, but an update touching two identities or two
+   * statements of one transaction can still meet another writer the other way round.
+   */
   private writeEvents<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return retryOnConflict(() => this.db.transaction(fn));
   }

@@ -6,11 +6,18 @@ export interface InteractionsSettings {
   analyticsWorkMemMb: number;
   /** How often a worker process folds the counters' slots of past hours (see compactCounters). */
   compactEveryMs: number;
+  /**
+   * Attempts of one effect's job (docs/interactions.md, Effects): a webhook effect without a 2xx
+   * answer is tried again after the job engine's backoff (JOBS_BACKOFF_BASE_MS doubling, up to
+   * JOBS_BACKOFF_MAX_MS), until this many attempts have failed.
+   */
+  effectMaxAttempts: number;
 }
 
 export function interactionsSettings(env: Env): InteractionsSettings {
   return {
     analyticsWorkMemMb: intFrom(env, 'INTERACTIONS_ANALYTICS_WORK_MEM_MB', 64, 1, 4096),
     compactEveryMs: intFrom(env, 'INTERACTIONS_COMPACT_EVERY_MS', 600_000, 1000),
+    effectMaxAttempts: intFrom(env, 'INTERACTIONS_EFFECT_MAX_ATTEMPTS', 10, 1, 100),
   };
 }
