@@ -44,7 +44,10 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
-const isProtected = (path: string) => /^\/(admin|platform|v1)\//.test(path) || path.startsWith('/{zone}/');
+/** A route under a protected prefix, unless it declares itself public (`security: []`, as the event catalogue does). */
+const isProtected = (path: string, op: Record<string, unknown>) =>
+  !(Array.isArray(op.security) && op.security.length === 0) &&
+  (/^\/(admin|platform|v1)\//.test(path) || path.startsWith('/{zone}/'));
 const inCollection = (path: string) => path.includes('{collectionId}');
 /**
  * Calls each operation with a collection in its path, in `zones` (both where the path has a
@@ -85,19 +88,19 @@ describe('every operation in /openapi.json', () => {
   });
 
   it('refuses a call with no credential on every protected route, and never answers 500', async () => {
-    for (const { method, path, url } of operations) {
+    for (const { method, path, url, op } of operations) {
       const res = await t.inject({
         method: method as 'GET',
         url,
         payload: payloadOf(method),
       });
       expect(res.statusCode, `${method} ${path}`).toBeLessThan(500);
-      if (isProtected(path)) expect(res.statusCode, `${method} ${path}`).toBe(401);
+      if (isProtected(path, op)) expect(res.statusCode, `${method} ${path}`).toBe(401);
     }
   });
 
   it('refuses another collection’s admin key on every protected route, and never answers 500', async () => {
-    for (const { method, path, url } of operations) {
+    for (const { method, path, url, op } of operations) {
       const res = await t.inject({
         method: method as 'GET',
         url,
@@ -105,11 +108,11 @@ describe('every operation in /openapi.json', () => {
         payload: payloadOf(method),
       });
       expect(res.statusCode, `${method} ${path}`).toBeLessThan(500);
-      if (isProtected(path) && !path.startsWith('/v1/')) expect(res.statusCode, `${method} ${path}`).toBe(401);
+      if (isProtected(path, op) && !path.startsWith('/v1/')) expect(res.statusCode, `${method} ${path}`).toBe(401);
       // /v1/webhooks has no collection in its path: a key acts on its own collection, so a
       // foreign id is simply not found there.
       // The list is the key's own collection's (200), never the other one's.
-      if (path.startsWith('/v1/')) {
+      if (path.startsWith('/v1/') && isProtected(path, op)) {
         const allowed = method === 'GET' && path === '/v1/webhooks' ? [200] : [401, 404, 400];
         expect(allowed, `${method} ${path}`).toContain(res.statusCode);
       }
@@ -129,8 +132,8 @@ describe('every operation in /openapi.json', () => {
 
   it('refuses a user token of the route’s own collection on every admin route: 401 FORBIDDEN or UNAUTHORIZED', async () => {
     let checked = 0;
-    for (const { method, path, url } of operations) {
-      if (!isProtected(path)) continue;
+    for (const { method, path, url, op } of operations) {
+      if (!isProtected(path, op)) continue;
       const res = await t.inject({ method: method as 'GET', url, headers: owner.userAuth, payload: payloadOf(method) });
       const where = `${method} ${path}`;
       expect(res.statusCode, `${where}: ${res.body}`).toBe(401);
