@@ -93,14 +93,22 @@
  *   meanwhile is not left to the poll (the lock-timeout sweep stays with the poll), nor is the
  *   job itself when the timer fired a millisecond before the database saw it due. A job due
  *   within a few ms of its announcement gets a claim at once and the timer.
+ * - Events: given a publisher (`publishEventsTo`, set once the webhooks module is built), the
+ *   final state of a job of a visible task is published in the transaction that records it:
+ *   `job.completed` with a completion batch, `job.failed` with the last failed attempt or the
+ *   sweep that gives up on a dead worker's last attempt (jobs.events.ts). Only then is the write
+ *   a transaction (BEGIN, the statement, one publish per collection, COMMIT); a batch of
+ *   internal tasks' jobs (deliveries) is the one statement it always was, and publishes nothing.
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { backoffMs, type Db, isConflictError, type Queryable, retryOnConflict, type Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
+import type { NewEvent } from '../../platform/events.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
 import type { TaskContext, TaskDefinition } from '../../platform/tasks.ts';
+import { completedEvent, type EventPublisher, failedEvent } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 
 export type { TaskContext, TaskDefinition };
@@ -312,6 +320,8 @@ export class JobEngine {
   private flushing = false;
   /** Completions wait for the claim in flight to end, to be written with the next claim. */
   private flushAfterClaim = false;
+  /** Where the final states of visible tasks' jobs are published (see "Events"); none until set. */
+  private publisher: EventPublisher | undefined;
 
   constructor(
     private readonly db: Db,
@@ -335,6 +345,11 @@ export class JobEngine {
 
   task(name: string): TaskDefinition | undefined {
     return this.tasks.get(name);
+  }
+
+  /** Publishes `job.completed` / `job.failed` of visible tasks' jobs from now on (see "Events"). */
+  publishEventsTo(publisher: EventPublisher): void {
+    this.publisher = publisher;
   }
 
   /** Names of the tasks the API may enqueue and list. */
@@ -519,7 +534,7 @@ export class JobEngine {
   /** Runs the housekeeping now: lock-timeout reclaim and retention. Returns what it did. */
   async sweep(): Promise<{ reclaimed: number; deleted: number }> {
     this.lastSweep = Date.now();
-    const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
+    const reclaimed = await this.retrying(() => this.reclaimExpired());
     if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
     let deleted = 0;
     for (;;) {
@@ -528,6 +543,68 @@ export class JobEngine {
       if (n < 1000) break;
     }
     return { reclaimed, deleted };
+  }
+
+  /**
+   * The lock-timeout reclaim; with a publisher, in a transaction that publishes `job.failed` for
+   * the visible tasks' jobs whose last attempt it gives up on (once per poll: a BEGIN and COMMIT
+   * more, whatever the jobs).
+   */
+  private async reclaimExpired(): Promise<number> {
+    const publisher = this.publisher;
+    if (!publisher) return (await repo.reclaimExpired(this.db, this.settings.lockTimeoutMs)).length;
+    return this.db.transaction(async (tx) => {
+      const rows = await repo.reclaimExpired(tx, this.settings.lockTimeoutMs);
+      const failed = rows.filter((r) => r.status === 'failed' && this.tasks.get(r.task)?.visible);
+      await this.publishOutcomes(
+        tx,
+        publisher,
+        failed.map((r) => failedEvent(r, r.last_error ?? '', r.finished_at ?? new Date())),
+        failed.map((r) => r.collection_id),
+      );
+      return rows.length;
+    });
+  }
+
+  /** Publishes each collection's events (built in the order of `collections`) in `tx`. */
+  private async publishOutcomes(
+    tx: Queryable,
+    publisher: EventPublisher,
+    events: NewEvent[],
+    collections: string[],
+  ): Promise<void> {
+    const byCollection = new Map<string, NewEvent[]>();
+    events.forEach((e, i) => {
+      const list = byCollection.get(collections[i]) ?? [];
+      list.push(e);
+      byCollection.set(collections[i], list);
+    });
+    for (const [collectionId, list] of byCollection) await publisher.publish(tx, collectionId, list);
+  }
+
+  /**
+   * A write of outcomes (`write`) and the events of the visible tasks' jobs it recorded, in one
+   * transaction; without a publisher or such a job, the write alone, on the db, as before.
+   */
+  private async withEvents<T>(
+    jobs: { row: repo.ClaimedJob; event: (at: Date) => NewEvent }[],
+    write: (q: Queryable) => Promise<T>,
+    recorded: (r: T, id: number) => boolean,
+  ): Promise<T> {
+    const publisher = this.publisher;
+    if (!publisher || jobs.length === 0) return write(this.db);
+    return this.db.transaction(async (tx) => {
+      const r = await write(tx);
+      const at = new Date();
+      const kept = jobs.filter((j) => recorded(r, j.row.id));
+      await this.publishOutcomes(
+        tx,
+        publisher,
+        kept.map((j) => j.event(at)),
+        kept.map((j) => j.row.collection_id),
+      );
+      return r;
+    });
   }
 
   /** Number of jobs this engine holds now: running, prefetched, or their outcome being written. */
@@ -556,7 +633,7 @@ export class JobEngine {
   private async housekeep(): Promise<void> {
     try {
       // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
-      const reclaimed = await this.retrying(() => repo.reclaimExpired(this.db, this.settings.lockTimeoutMs));
+      const reclaimed = await this.retrying(() => this.reclaimExpired());
       if (reclaimed > 0) this.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
       if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
     } catch (err) {
@@ -1017,8 +1094,14 @@ export class JobEngine {
       } else {
         const delay = this.backoff(row.attempts);
         const error = outcome.error;
+        // The last attempt of a visible task's job publishes job.failed with its write.
+        const last = def?.visible && row.attempts >= row.max_attempts;
         const r = await this.untilWritten([row.id], 'a failed attempt', () =>
-          repo.fail(this.db, row.collection_id, row.id, this.workerId, error, delay, entry.lastProgress),
+          this.withEvents(
+            last ? [{ row, event: (at) => failedEvent(row, error, at) }] : [],
+            (q) => repo.fail(q, row.collection_id, row.id, this.workerId, error, delay, entry.lastProgress),
+            (res) => res?.status === 'failed',
+          ),
         );
         this.log.warn(
           { jobId: row.id, task: row.task, attempt: row.attempts, status: r?.status, error: outcome.error },
@@ -1081,6 +1164,10 @@ export class JobEngine {
       progress: c.progress,
     }));
     const jobIds = batch.map((c) => c.row.id);
+    // Visible tasks' jobs publish job.completed with the batch (see "Events"); usually none.
+    const visible = batch
+      .filter((c) => this.tasks.get(c.row.task)?.visible)
+      .map((c) => ({ row: c.row, event: (at: Date) => completedEvent(c.row, c.result, at) }));
     const canClaim =
       this.started && !this.stopping && !this.pumping && !this.claimsInDoubt && this.taskNames().length > 0;
     // Free slots, and with a batch of short jobs the prefetch beyond them (see the design).
@@ -1094,14 +1181,24 @@ export class JobEngine {
         // Only the first attempt claims; a retry records the completions alone.
         const limit = claimLimit;
         claimLimit = 0;
-        if (limit <= 0) return repo.completeMany(this.db, this.workerId, done);
+        if (limit <= 0)
+          return this.withEvents(
+            visible,
+            (q) => repo.completeMany(q, this.workerId, done),
+            (ids, id) => ids.has(id),
+          );
         try {
-          const r = await repo.completeAndClaim(
-            this.db,
-            this.workerId,
-            done,
-            this.settings.lockTimeoutMs,
-            this.fairClaim(limit, prefetch),
+          const r = await this.withEvents(
+            visible,
+            (q) =>
+              repo.completeAndClaim(
+                q,
+                this.workerId,
+                done,
+                this.settings.lockTimeoutMs,
+                this.fairClaim(limit, prefetch),
+              ),
+            (res, id) => res.completed.has(id),
           );
           refilled = true;
           this.startClaimed(r.claimed, limit);

@@ -11,11 +11,14 @@
  * - queueName: jobs of one named queue (per collection) run one at a time, in order.
  * - attempt / maxAttempts: a throwing handler is retried with exponential backoff.
  * - lock timeout: a job whose worker stopped heart-beating is claimed again.
+ * - events: `job.completed` / `job.failed` of visible tasks' jobs, published in the transaction
+ *   of their final state once `JobsService.publishEventsTo` is given the webhooks service.
  * Life cycle, guarantees and config keys: engine.ts and docs/jobs.md.
  */
 import { defineModule } from '../../platform/module.ts';
 import type { TaskDefinition } from '../../platform/tasks.ts';
 import { JOBS_LANES, JobEngine, jobsSettings, laneSettings } from './engine.ts';
+import { jobEvents } from './jobs.events.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { JobsService } from './jobs.service.ts';
 
@@ -48,6 +51,8 @@ export const jobsModule = defineModule({
     return new JobsService(db, engines);
   },
   routes: jobsRoutes,
+  // Published through the webhooks service, set after it is built (JobsService.publishEventsTo).
+  events: jobEvents,
   // Workers run in ROLE=all and ROLE=worker; stop() releases what it could not finish.
   lifecycle: (service, role) =>
     role === 'api' ? undefined : { start: () => service.start(), stop: () => service.stop() },

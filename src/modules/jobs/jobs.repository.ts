@@ -483,22 +483,32 @@ async function releaseWhere(q: Queryable, workerId: string, only: Sql): Promise<
  * expired: the attempt counts as failed; the job is retried at once, or failed if attempts
  * are spent. `lockTimeoutMs` only applies to claims that carry no expiry of their own.
  */
-export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promise<number> {
+export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promise<ReclaimedJob[]> {
   // Every worker sweeps: SKIP LOCKED lets concurrent sweeps share the expired rows instead of
   // queueing on (or deadlocking over) the same ones, and leaves alone a claim whose owner is
-  // writing its outcome right now.
-  const reclaimed = await updateInIdOrder(
-    q,
-    sql`SELECT collection_id, id FROM jobs
-      WHERE status = 'running' AND coalesce(lock_expires_at, locked_at + ${interval(lockTimeoutMs)}) < now()`,
-    sql`status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'errored' END,
+  // writing its outcome right now. Locked in id order as updateInIdOrder does; the rows are
+  // answered for the job.failed events of those whose attempts are spent.
+  const { rows } = await q.query<ReclaimedJob>(sql`
+    WITH picked AS MATERIALIZED (
+      SELECT collection_id, id FROM jobs
+      WHERE status = 'running' AND coalesce(lock_expires_at, locked_at + ${interval(lockTimeoutMs)}) < now()
+      ORDER BY id
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE jobs j SET status = CASE WHEN j.attempts >= j.max_attempts THEN 'failed' ELSE 'errored' END,
       finished_at = CASE WHEN j.attempts >= j.max_attempts THEN now() END,
       last_error = 'The worker running this job stopped responding (lock timeout)',
-      run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()`,
-    { skipLocked: true },
-  );
-  return reclaimed.length;
+      run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
+    FROM picked WHERE j.collection_id = picked.collection_id AND j.id = picked.id
+    RETURNING j.collection_id, j.id, j.task, j.queue_name, j.attempts, j.max_attempts, j.status, j.last_error,
+      j.finished_at`);
+  return rows;
 }
+
+export type ReclaimedJob = Pick<
+  JobRow,
+  'collection_id' | 'id' | 'task' | 'queue_name' | 'attempts' | 'max_attempts' | 'status' | 'last_error' | 'finished_at'
+>;
 
 /** Retention: finished jobs older than the period are removed (reads then answer 404). */
 export async function deleteFinished(q: Queryable, retentionMs: number, batch = 1000): Promise<number> {

@@ -5,6 +5,7 @@
 import type { Db } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import type { JobEngine } from './engine.ts';
+import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery } from './jobs.schema.ts';
 
@@ -39,6 +40,16 @@ export class JobsService {
     readonly engines: JobEngine[],
   ) {
     this.engine = engines[0];
+  }
+
+  /**
+   * Publishes `job.completed` / `job.failed` of visible tasks' jobs through `publisher` (the
+   * webhooks service) from now on, in the transaction that records each final state. The jobs
+   * module is built before the webhooks module, so buildApp calls this once both are built;
+   * until then (and in an app that never calls it) jobs publish nothing.
+   */
+  publishEventsTo(publisher: EventPublisher): void {
+    for (const e of this.engines) e.publishEventsTo(publisher);
   }
 
   /** Starts every lane's worker. */
