@@ -9606,7 +9606,7 @@ export interface operations {
                             contact_id: string | null;
                         } | null;
                         changed_fields: string[];
-                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field such as a thread’s body only while both together measure at most 32 KiB) */
                         changes: {
                             field: string;
                             from: unknown;
@@ -10356,7 +10356,7 @@ export interface operations {
                  *         "parent_type": null,
                  *         "parent_id": null,
                  *         "starts_at": null,
-                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "expires_at": "2028-11-20T00:00:00.000Z",
                  *         "specificity": 20,
                  *         "singleton_key": null,
                  *         "created_at": "2026-11-20T09:00:00.000Z",
@@ -10489,7 +10489,7 @@ export interface operations {
                  *         "parent_type": null,
                  *         "parent_id": null,
                  *         "starts_at": null,
-                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "expires_at": "2028-11-20T00:00:00.000Z",
                  *         "specificity": 20,
                  *         "singleton_key": null,
                  *         "created_at": "2026-11-20T09:00:00.000Z",
@@ -10596,7 +10596,7 @@ export interface operations {
                  *         "parent_type": null,
                  *         "parent_id": null,
                  *         "starts_at": null,
-                 *         "expires_at": "2026-11-20T00:00:00.000Z",
+                 *         "expires_at": "2028-11-20T00:00:00.000Z",
                  *         "specificity": 20,
                  *         "singleton_key": null,
                  *         "created_at": "2026-11-20T09:00:00.000Z",
@@ -10684,7 +10684,7 @@ export interface operations {
                             contact_id: string | null;
                         } | null;
                         changed_fields: string[];
-                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field such as a thread’s body only while both together measure at most 32 KiB) */
                         changes: {
                             field: string;
                             from: unknown;
@@ -11133,7 +11133,7 @@ export interface operations {
                             contact_id: string | null;
                         } | null;
                         changed_fields: string[];
-                        /** @description The changed fields that are not sections, with their values before and after (a JSON field only while both measure at most 16 KiB) */
+                        /** @description The changed fields that are not sections, with their values before and after (a JSON field such as a thread’s body only while both together measure at most 32 KiB) */
                         changes: {
                             field: string;
                             from: unknown;

@@ -7,9 +7,12 @@
  * - visibility: `public` (every user of the collection), `owner` (its owner), `admin` (admins).
  * - owner: the contact whose user token's contactId equals the object's `contactId`.
  * - zone: `/admin/...` (admin credential) or `/public/...` (user token) in the path.
+ * - events: `case|thread|record.created|updated|deleted` and `thread.replied` (shared/events.ts),
+ *   published to the webhooks outbox in the transaction of the change.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { Db } from '../../db/index.ts';
+import type { EventPublisher } from '../../platform/events.ts';
 import { defineModule } from '../../platform/module.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
 import { casesRoutes } from './cases/cases.routes.ts';
@@ -18,6 +21,7 @@ import { CasesService } from './cases/cases.service.ts';
 import { recordsRoutes } from './records/records.routes.ts';
 import * as RecordS from './records/records.schema.ts';
 import { RecordsService } from './records/records.service.ts';
+import { appObjectEvents } from './shared/events.ts';
 import * as Shared from './shared/schema.ts';
 import { appObjectTasks } from './tasks.ts';
 import { threadsRoutes } from './threads/threads.routes.ts';
@@ -35,15 +39,15 @@ export function appObjectsSettings(env: Env): AppObjectsSettings {
   return { maxReplies: intFrom(env, 'APP_THREAD_MAX_REPLIES', 10_000, 1, 1_000_000) };
 }
 
-/** The services of the three kinds, one per kind. */
+/** The services of the three kinds, one per kind; without a publisher they publish no events. */
 export class AppObjectServices {
   readonly cases: CasesService;
   readonly threads: ThreadsService;
   readonly records: RecordsService;
-  constructor(db: Db, settings: AppObjectsSettings) {
-    this.cases = new CasesService(db);
-    this.threads = new ThreadsService(db, settings.maxReplies);
-    this.records = new RecordsService(db);
+  constructor(db: Db, settings: AppObjectsSettings, publisher?: EventPublisher) {
+    this.cases = new CasesService(db, publisher);
+    this.threads = new ThreadsService(db, settings.maxReplies, publisher);
+    this.records = new RecordsService(db, publisher);
   }
 }
 
@@ -81,9 +85,10 @@ const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectServices }> = asy
 
 export const appObjectsModule = defineModule({
   name: 'appObjects',
-  needs: [],
+  needs: ['webhooks'],
   settings: appObjectsSettings,
-  create: ({ db }, settings) => new AppObjectServices(db, settings),
+  create: ({ db }, settings, deps: { webhooks: EventPublisher }) => new AppObjectServices(db, settings, deps.webhooks),
   routes: appObjectsRoutes,
   tasks: (services) => appObjectTasks(services),
+  events: appObjectEvents,
 });

@@ -1,10 +1,13 @@
 /**
  * Background tasks of app objects, run by the job engine:
- * - `records.import`: upsert many records by ref, each on its own; bad items are reported
- *   in the result (`errors[]` with index, ref and message) and the others are saved. Safe to
- *   retry: an upsert by ref done twice leaves the same record.
+ * - `records.import`: upsert many records by ref; bad items are reported in the result
+ *   (`errors[]` with index, ref and message) and the others are saved, in batches, each with
+ *   its `record.created`/`record.updated` events in its transaction (actor `job:<id>`). Safe to
+ *   retry: an upsert by ref done twice leaves the same record (and publishes nothing the
+ *   second time, as nothing changed).
  * - `cases.bulkStatus`: set the status of every live case matching a filter; each change is
- *   recorded in that case's audit trail (action `status`, actor `job:<id>`).
+ *   recorded in that case's audit trail (action `status`, actor `job:<id>`) and published as
+ *   `case.updated`.
  * Both report progress. Payloads are validated when enqueued through the API (400 if bad).
  */
 import { Type } from 'typebox';
@@ -65,6 +68,9 @@ function caseFilterConditions(filter: Record<string, string | number> = {}) {
   return parseList(CASE, filter, false).conditions;
 }
 
+/** A task's changes are the job's: the audit trail and the events name `job:<id>`. */
+const jobActor = (jobId: number | string): Actor => ({ role: 'admin', actorId: `job:${jobId}` });
+
 export function appObjectTasks(services: { cases: CasesService; records: RecordsService }): TaskDefinition[] {
   return [
     defineTask({
@@ -76,6 +82,7 @@ export function appObjectTasks(services: { cases: CasesService; records: Records
         const result = await services.records.importItems(
           ctx.job.collectionId,
           appId,
+          jobActor(ctx.job.id),
           checked,
           (done) => ctx.progress({ done, total: items.length }),
           ctx.signal,
@@ -92,13 +99,12 @@ export function appObjectTasks(services: { cases: CasesService; records: Records
         return payload;
       },
       async handler({ appId, status, filter }, ctx) {
-        const actor: Actor = { role: 'admin', actorId: `job:${ctx.job.id}` };
         const result = await services.cases.bulkSetStatus(
           ctx.job.collectionId,
           appId,
           caseFilterConditions(filter),
           status,
-          actor,
+          jobActor(ctx.job.id),
           (done, total) => ctx.progress({ done, total }),
         );
         return { status, ...result };

@@ -5,8 +5,9 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { badRequest, notFound } from '../../../platform/errors.ts';
+import type { EventPublisher } from '../../../platform/events.ts';
 import { isoWeek } from '../shared/aggregate.ts';
-import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
+import { EVENT_JSON_MAX_BYTES, THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { CASE, RECORD, THREAD } from '../shared/kinds.ts';
 import type { Condition, ListSpec } from '../shared/list-query.ts';
 import * as objects from '../shared/objects.repository.ts';
@@ -22,8 +23,8 @@ export const RELATED_LIMIT = 500;
 const actor = (c: Actor) => ({ actorId: c.actorId, actorRole: c.role });
 
 export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput, CaseListQuery> {
-  constructor(db: Db) {
-    super(db, CASE);
+  constructor(db: Db, publisher?: EventPublisher) {
+    super(db, CASE, publisher);
   }
 
   /**
@@ -97,6 +98,17 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
         entry,
         target,
       });
+      // The entry travels with the event while it is small (a note, a status reason); a large
+      // one is read from the history.
+      const small = Buffer.byteLength(JSON.stringify(entry), 'utf8') <= EVENT_JSON_MAX_BYTES;
+      await this.events.publish(tx, collectionId, [
+        this.events.updated(
+          done.row,
+          caller,
+          { changedFields: [`${target}.history`, ...changedFields], changes },
+          { history_entry: { target, entry: small ? entry : null } },
+        ),
+      ]);
       return this.present(done.row, caller);
     });
   }
@@ -227,23 +239,24 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
     status: string,
     caller: Actor,
   ): Promise<number> {
-    let changed = 0;
     const built = this.buildPatch({ status }, caller);
+    const events = [];
     for (const id of ids) {
       const done = await objects.patchObject(tx, CASE, collectionId, appId, id, built.patch);
       if (!done) continue; // deleted since it was matched
-      const { changedFields, changes } = this.changes(done.previous, done.row, built.named);
-      if (changedFields.length === 0) continue;
-      changed++;
+      const change = this.changes(done.previous, done.row, built.named);
+      if (change.changedFields.length === 0) continue;
       await repo.insertHistory(tx, collectionId, {
         caseId: id,
         appId,
         action: 'status',
         ...actor(caller),
-        changedFields,
-        changes,
+        ...change,
       });
+      events.push(this.events.updated(done.row, caller, change));
     }
-    return changed;
+    // One case.updated per changed case, with the batch that changed them.
+    await this.events.publish(tx, collectionId, events);
+    return events.length;
   }
 }

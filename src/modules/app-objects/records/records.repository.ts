@@ -2,16 +2,26 @@
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../../db/index.ts';
 import { conflict } from '../../../platform/errors.ts';
-import { type FieldDef, fieldOf, RECORD } from '../shared/kinds.ts';
+import { type FieldDef, fieldOf, RECORD, scalarColumns } from '../shared/kinds.ts';
 import {
   assignments,
   boundsCheck,
   changedJson,
   columnsOf,
   type Patch,
+  previousColumn,
   sizeRefusal,
 } from '../shared/objects.repository.ts';
 import type { Row } from '../shared/sections.ts';
+
+/** A record an upsert or a singleton create wrote: whether it inserted it, and the row before (null if it did). */
+export type Written = Row & { created: boolean; previous: Record<string, unknown> | null };
+
+/** Moves the `_previous` column of a RETURNING (`previousColumn`) to `previous`. */
+const written = (r: Row & { _previous?: Record<string, unknown> | null }, created: boolean): Written => {
+  const { _previous, ...row } = r;
+  return { ...(row as Row), created, previous: _previous ?? null };
+};
 
 /**
  * Insert `insert`, or, when a record holds this ref, apply `update` to it (reviving it if
@@ -19,6 +29,7 @@ import type { Row } from '../shared/sections.ts';
  * does. One statement, so concurrent upserts of one ref queue on its row. The merge is bounded
  * as a PATCH's is (bounds.ts), in the update's WHERE: repeated upserts of one ref cannot grow
  * the record without end; a refused one is a 413 naming the bound, and writes nothing.
+ * Answers the record as written and as it was before (`previousColumn`).
  */
 export async function upsertByRef(
   q: Queryable,
@@ -29,7 +40,7 @@ export async function upsertByRef(
   insert: Record<string, unknown>,
   /** The change an existing record gets (never its ref). */
   update: Patch,
-): Promise<Row & { created: boolean }> {
+): Promise<Written> {
   const rendered = columnsOf(RECORD, insert);
   const cols = [...rendered.keys()];
   const sets = [...assignments(RECORD, update), sql`deleted_at = NULL`, sql`updated_at = now()`];
@@ -40,8 +51,8 @@ export async function upsertByRef(
     VALUES (${collectionId}, ${appId}, ${id}, ${join([...rendered.values()])})
     ON CONFLICT (collection_id, app_id, ref) WHERE ref IS NOT NULL
     DO UPDATE SET ${join(sets, ', ')} ${check ? sql`WHERE ${check}` : empty}
-    RETURNING *, (xmax = 0) AS created`);
-  if (rows[0]) return rows[0];
+    RETURNING *, (xmax = 0) AS created, ${previousColumn('app_records')}`);
+  if (rows[0]) return written(rows[0], rows[0].created);
   // Nothing inserted or updated: the record holding the ref refused the merge by a bound.
   const { rows: held } = await q.query<{ id: string }>(sql`
     SELECT id FROM app_records WHERE collection_id = ${collectionId} AND app_id = ${appId} AND ref = ${insert.ref}`);
@@ -63,14 +74,15 @@ const isSingletonClash = (err: unknown) => {
  * A create with `singletonPer`: the record holding `insert.singletonKey` is updated with
  * `update` (fields set or reset, sections merged, as an upsert by ref does), else, for an
  * admin, the most recently deleted record with that key is revived with it, else `insert`
- * is inserted. Answers the record and whether it was inserted, or `undefined` when the live
- * record with the key is one the caller may not change.
+ * is inserted. Answers the record, whether it was inserted and what it was before, or
+ * `undefined` when the live record with the key is one the caller may not change.
  *
  * `onlyContactId` (a user's create): only a live record of that contact, not admin-only,
  * counts as theirs; a deleted one is never revived for them (they cannot see it), so they
  * get a new record instead.
  *
- * Concurrent creates of one key end with one record: the unique index on live keys lets one
+ * Runs inside the caller's transaction (with the create's event). Concurrent creates of one
+ * key end with one record: the unique index on live keys lets one
  * insert (or revival) through; the others find nothing inserted (`ON CONFLICT DO NOTHING`)
  * or hit the index, and look again, finding that record and updating it.
  */
@@ -83,7 +95,7 @@ export async function createSingleton(
   insert: Record<string, unknown>,
   update: Patch,
   onlyContactId?: string,
-): Promise<(Row & { created: boolean }) | undefined> {
+): Promise<Written | undefined> {
   const key = insert.singletonKey as string;
   const app = sql`collection_id = ${collectionId} AND app_id = ${appId}`;
   const sets = [...assignments(RECORD, update), sql`updated_at = now()`];
@@ -103,20 +115,30 @@ export async function createSingleton(
           UPDATE app_records SET ${join(sets, ', ')}
           WHERE ${app} AND id = ${live[0].id} AND singleton_key = ${key} AND deleted_at IS NULL
             ${check ? sql`AND ${check}` : empty}
-          RETURNING *`);
-        if (rows[0]) return { ...rows[0], created: false };
+          RETURNING *, ${previousColumn('app_records')}`);
+        if (rows[0]) return written(rows[0], false);
         const refusal = await sizeRefusal(q, RECORD, collectionId, appId, live[0].id, changed);
         if (refusal) throw refusal;
         continue;
       }
       if (onlyContactId === undefined) {
-        const { rows } = await q.query<Row>(sql`
-          UPDATE app_records SET ${join([...sets, sql`deleted_at = NULL`], ', ')}
-          WHERE ${app} AND deleted_at IS NOT NULL AND id = (
-            SELECT id FROM app_records WHERE ${app} AND singleton_key = ${key} AND deleted_at IS NOT NULL
-            ORDER BY deleted_at DESC, updated_at DESC, id DESC LIMIT 1)
-          RETURNING *`);
-        if (rows[0]) return { ...rows[0], created: false };
+        // The revival is the statement that may meet a record made live meanwhile (the unique
+        // index): a savepoint keeps the caller's transaction usable for the next round.
+        await q.query(sql`SAVEPOINT singleton_revival`);
+        let rows: Row[];
+        try {
+          ({ rows } = await q.query<Row>(sql`
+            UPDATE app_records SET ${join([...sets, sql`deleted_at = NULL`], ', ')}
+            WHERE ${app} AND deleted_at IS NOT NULL AND id = (
+              SELECT id FROM app_records WHERE ${app} AND singleton_key = ${key} AND deleted_at IS NOT NULL
+              ORDER BY deleted_at DESC, updated_at DESC, id DESC LIMIT 1)
+            RETURNING *, ${previousColumn('app_records')}`));
+        } catch (err) {
+          await q.query(sql`ROLLBACK TO SAVEPOINT singleton_revival`);
+          throw err;
+        }
+        await q.query(sql`RELEASE SAVEPOINT singleton_revival`);
+        if (rows[0]) return written(rows[0], false);
       }
       const rendered = columnsOf(RECORD, insert);
       const { rows } = await q.query<Row>(sql`
@@ -125,7 +147,7 @@ export async function createSingleton(
         ON CONFLICT (collection_id, app_id, singleton_key) WHERE singleton_key IS NOT NULL AND deleted_at IS NULL
         DO NOTHING
         RETURNING *`);
-      if (rows[0]) return { ...rows[0], created: true };
+      if (rows[0]) return written(rows[0], true);
     } catch (err) {
       // A revival that met a record made live meanwhile: look again. Any other unique value
       // (a ref another record holds) is the caller's conflict.
@@ -185,13 +207,17 @@ export type BulkDeleteTarget =
 /** The anchors of a scope, by field name (only these reach SQL, as whitelisted columns). */
 const ANCHOR_COLUMNS = { productId: 'product_id', variantId: 'variant_id', batchId: 'batch_id', proofId: 'proof_id' };
 
-/** Soft-deletes the live records of an app a target names, in one statement; answers how many. */
+/**
+ * Soft-deletes the live records of an app a target names, in one statement; answers each
+ * record deleted, its plain fields only (`scalarColumns`, for its event): a delete of many
+ * records does not read their JSON back.
+ */
 export async function softDeleteMatching(
   q: Queryable,
   collectionId: string,
   appId: string,
   target: BulkDeleteTarget,
-): Promise<number> {
+): Promise<Row[]> {
   const where = [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`, sql`deleted_at IS NULL`];
   if ('scope' in target) {
     const anchors = Object.entries(ANCHOR_COLUMNS).flatMap(([field, col]) => {
@@ -199,17 +225,19 @@ export async function softDeleteMatching(
       return value === undefined ? [] : [sql`${raw(col)} = ${value}`];
     });
     // A scope without an anchor would be the whole app: it matches nothing (the service refuses it).
-    if (anchors.length === 0) return 0;
+    if (anchors.length === 0) return [];
     where.push(...anchors);
   } else {
     const named = [];
     if (target.ids.length) named.push(sql`id IN (${join(target.ids)})`);
     if (target.refs.length) named.push(sql`ref IN (${join(target.refs)})`);
-    if (named.length === 0) return 0;
+    if (named.length === 0) return [];
     where.push(sql`(${join(named, ' OR ')})`);
   }
   if (target.recordType !== undefined) where.push(sql`record_type = ${target.recordType}`);
-  const { rowCount } = await q.query(sql`
-    UPDATE app_records SET deleted_at = now(), updated_at = now() WHERE ${join(where, ' AND ')}`);
-  return rowCount;
+  const returned = ['id', 'app_id', ...scalarColumns(RECORD), 'created_at', 'updated_at', 'deleted_at'];
+  const { rows } = await q.query<Row>(sql`
+    UPDATE app_records SET deleted_at = now(), updated_at = now() WHERE ${join(where, ' AND ')}
+    RETURNING ${raw(returned.join(', '))}`);
+  return rows;
 }

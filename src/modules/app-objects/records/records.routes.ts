@@ -66,6 +66,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       service.bulkUpsert(
         req.params.collectionId,
         req.params.appId,
+        actorOf(req),
         Array.isArray(req.body) ? req.body : req.body.records,
       ),
   );
@@ -79,7 +80,7 @@ export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService 
       body: ref(S.BulkDeleteInput),
       response: Type.Object({ deleted: Type.Integer() }),
     }),
-    async (req) => service.bulkDelete(req.params.collectionId, req.params.appId, req.body),
+    async (req) => service.bulkDelete(req.params.collectionId, req.params.appId, actorOf(req), req.body),
   );
   app.post(
     `${one}/restore`,

@@ -2,14 +2,17 @@
  * Record rules: default status `active`; public callers list only active records inside
  * their schedule window; owner edits of data/owner; soft delete and restore (admin);
  * upsert by ref; bulk upsert of at most 500 in one transaction (all or nothing); bulk delete
- * by ids/refs or by scope (the records' anchors), optionally of one recordType.
+ * by ids/refs or by scope (the records' anchors), optionally of one recordType. Every write
+ * publishes one event per record it created, changed or deleted, in its transaction
+ * (shared/events.ts): an upsert or a singleton create publishes what it did.
  * Derived fields: customIdNormalized (trimmed, lower case), scopeType/scopeId and
  * specificity (proof 50 > batch 40 > variant 30 > product 20 > facet 10 > collection 0), also
  * after a change of the anchors. A field sent as null on a create or an upsert is its default
  * (see `upsertOne`).
  */
-import { type Db, type Queryable, retryOnConflict } from '../../../db/index.ts';
+import { type Db, isConflictError, type Queryable, retryOnConflict } from '../../../db/index.ts';
 import { AppError, badRequest, conflict, notFound, toAppError } from '../../../platform/errors.ts';
+import type { EventPublisher, NewEvent } from '../../../platform/events.ts';
 import { newId } from '../../../platform/ids.ts';
 import { RECORD } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
@@ -77,9 +80,40 @@ export interface ImportItemError {
   message: string;
 }
 
+/** Items of a `records.import` written (and their events published) in one transaction. */
+export const IMPORT_BATCH = 100;
+
+/** An upsert's item and its place in the caller's list. */
+interface Indexed {
+  index: number;
+  item: UpsertRecordInput;
+}
+
+/** What an upsert of an item did. */
+interface Upserted {
+  index: number;
+  ref: string;
+  id: string;
+  created: boolean;
+}
+
+/**
+ * An item of a batch refused (a 4xx): the batch's transaction wrote nothing. Other errors
+ * (a deadlock, which the whole batch retries; a server error) pass through as they are.
+ */
+class ItemRefused extends Error {
+  constructor(
+    readonly index: number,
+    readonly ref: string,
+    readonly error: AppError,
+  ) {
+    super(error.message);
+  }
+}
+
 export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecordInput, RecordListQuery> {
-  constructor(db: Db) {
-    super(db, RECORD);
+  constructor(db: Db, publisher?: EventPublisher) {
+    super(db, RECORD, publisher);
   }
 
   /** A new record's stored values by field name (no nulls), with the derived fields. */
@@ -182,20 +216,24 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     if (input.singletonPer === undefined) return super.create(collectionId, appId, caller, input);
     const values = this.createValues(collectionId, caller, input);
     const change = this.singletonChange(collectionId, caller, input);
-    const row = await repo.createSingleton(
-      this.db,
-      collectionId,
-      appId,
-      newId(RECORD.idPrefix),
-      values,
-      change,
-      isAdmin(caller) ? undefined : caller.contactId,
-    );
-    if (!row) {
-      throw conflict('A record this caller may not change holds this singletonPer value', {
-        fields: ['singletonPer'],
-      });
-    }
+    const row = await this.db.transaction(async (tx) => {
+      const done = await repo.createSingleton(
+        tx,
+        collectionId,
+        appId,
+        newId(RECORD.idPrefix),
+        values,
+        change,
+        isAdmin(caller) ? undefined : caller.contactId,
+      );
+      if (!done) {
+        throw conflict('A record this caller may not change holds this singletonPer value', {
+          fields: ['singletonPer'],
+        });
+      }
+      await this.events.publish(tx, collectionId, [this.writtenEvent(done, caller, Object.keys(change.fields))]);
+      return done;
+    });
     return this.present(row, caller);
   }
 
@@ -220,10 +258,27 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     return isAdmin(caller) ? this.changedValues(collectionId, body) : {};
   }
 
+  /** Makes a deleted record live again: a `record.updated` whose change is `deleted_at` (none for a live one). */
   async restore(collectionId: string, appId: string, id: string, caller: Actor): Promise<AppObject> {
-    const row = await objects.restore(this.db, RECORD, collectionId, appId, id);
-    if (!row) throw notFound('Record');
+    const row = await this.db.transaction(async (tx) => {
+      const done = await objects.restore(tx, RECORD, collectionId, appId, id);
+      if (!done) throw notFound('Record');
+      const change = this.changesOf(done.previous, done.row, []);
+      await this.events.publish(tx, collectionId, [this.events.updated(done.row, caller, change)]);
+      return done.row;
+    });
     return this.present(row, caller);
+  }
+
+  /**
+   * The event of a record an upsert or a singleton create wrote: created, or updated with
+   * what changed (`changesOf`; `written` names the fields set, for when the row before is
+   * unknown).
+   */
+  private writtenEvent(row: repo.Written, caller: Actor, written: string[]): NewEvent | undefined {
+    return row.created
+      ? this.events.created(row, caller)
+      : this.events.updated(row, caller, this.changesOf(row.previous, row, written));
   }
 
   /**
@@ -234,18 +289,53 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
    * `metadata` to `{}`): the item says the field has no value, whichever the call does. A field
    * left out is the default on a create and unchanged on an update.
    */
-  async upsertOne(q: Queryable, collectionId: string, appId: string, input: UpsertRecordInput) {
+  async upsertOne(q: Queryable, collectionId: string, appId: string, caller: Actor, input: UpsertRecordInput) {
     const insert = this.newValues(collectionId, { ...withoutNulls(input), authorType: 'admin' });
     const { ref: _ref, ...change } = input as Record<string, unknown>;
-    const { patch } = patchOf(RECORD, withoutNulls(change));
+    const { patch, named } = patchOf(RECORD, withoutNulls(change));
     patch.reset = Object.keys(change).filter((k) => change[k] === null);
     Object.assign(patch.fields, this.changedValues(collectionId, change));
-    return repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), insert, patch);
+    const row = await repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), insert, patch);
+    return { row, event: this.writtenEvent(row, caller, [...named, ...patch.reset]) };
   }
 
   async upsert(collectionId: string, appId: string, caller: Actor, input: UpsertRecordInput) {
-    const row = await this.upsertOne(this.db, collectionId, appId, input);
+    const row = await this.db.transaction(async (tx) => {
+      const { row, event } = await this.upsertOne(tx, collectionId, appId, caller, input);
+      await this.events.publish(tx, collectionId, [event]);
+      return row;
+    });
     return { ...this.present(row, caller), created: row.created };
+  }
+
+  /**
+   * Upserts `items` in the transaction `tx` and publishes their events, in ref order (stable:
+   * repeats of a ref keep their order, the last wins; see `bulkUpsert`). A failing item throws
+   * its error, the transaction then writes nothing.
+   */
+  private async upsertAll(
+    tx: Queryable,
+    collectionId: string,
+    appId: string,
+    caller: Actor,
+    items: Indexed[],
+  ): Promise<Upserted[]> {
+    const order = [...items].sort((x, y) => (x.item.ref < y.item.ref ? -1 : x.item.ref > y.item.ref ? 1 : 0));
+    const out: Upserted[] = [];
+    const events: (NewEvent | undefined)[] = [];
+    for (const { index, item } of order) {
+      try {
+        const { row, event } = await this.upsertOne(tx, collectionId, appId, caller, item);
+        out.push({ index, ref: item.ref, id: row.id, created: row.created });
+        events.push(event);
+      } catch (err) {
+        const e = toAppError(err);
+        if (e.statusCode >= 500 || isConflictError(err)) throw err;
+        throw new ItemRefused(index, item.ref, e);
+      }
+    }
+    await this.events.publish(tx, collectionId, events);
+    return out;
   }
 
   /**
@@ -257,32 +347,29 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
    * for each other in a cycle; in one order they just queue. A deadlock that happens anyway
    * reruns the whole transaction.
    */
-  async bulkUpsert(collectionId: string, appId: string, items: UpsertRecordInput[]) {
-    const order = [...items.entries()].sort(([, x], [, y]) => (x.ref < y.ref ? -1 : x.ref > y.ref ? 1 : 0));
-    const written = await retryOnConflict(() =>
-      this.db.transaction(async (tx) => {
-        const out: { index: number; ref: string; id: string; created: boolean }[] = [];
-        for (const [index, item] of order) {
-          try {
-            const row = await this.upsertOne(tx, collectionId, appId, item);
-            out.push({ index, ref: item.ref, id: row.id, created: row.created });
-          } catch (err) {
-            const e = toAppError(err);
-            if (e.statusCode >= 500) throw err;
-            throw new AppError(
-              e.statusCode,
-              e.errorCode,
-              `Item ${index} (ref "${item.ref}"): ${e.message}; nothing was written`,
-              {
-                index,
-                ref: item.ref,
-              },
-            );
-          }
-        }
-        return out;
-      }),
-    );
+  async bulkUpsert(collectionId: string, appId: string, caller: Actor, items: UpsertRecordInput[]) {
+    let written: Upserted[];
+    try {
+      written = await retryOnConflict(() =>
+        this.db.transaction((tx) =>
+          this.upsertAll(
+            tx,
+            collectionId,
+            appId,
+            caller,
+            items.map((item, index) => ({ index, item })),
+          ),
+        ),
+      );
+    } catch (err) {
+      if (!(err instanceof ItemRefused)) throw err;
+      throw new AppError(
+        err.error.statusCode,
+        err.error.errorCode,
+        `Item ${err.index} (ref "${err.ref}"): ${err.message}; nothing was written`,
+        { index: err.index, ref: err.ref },
+      );
+    }
     // One result per item in the caller's order, each with its `status`: what the original's
     // clients read. All or nothing, so never an `error` item on a success.
     const results = written
@@ -298,12 +385,15 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
   }
 
   /**
-   * Each item on its own (the `records.import` task): a bad item is reported and skipped,
-   * the others are saved.
+   * The `records.import` task's items: a bad item is reported and skipped, the others are
+   * saved. They are written IMPORT_BATCH at a time, each batch with its events in one
+   * transaction (in ref order, as a bulk upsert); a batch one of whose items is refused is
+   * written again one item per transaction, so that only that item is left out.
    */
   async importItems(
     collectionId: string,
     appId: string,
+    caller: Actor,
     items: { index: number; item?: UpsertRecordInput; error?: string }[],
     progress: (done: number) => Promise<void>,
     signal?: AbortSignal,
@@ -311,26 +401,37 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     const errors: ImportItemError[] = [];
     let created = 0;
     let updated = 0;
-    let done = 0;
-    for (const { index, item, error } of items) {
+    const write = (batch: Indexed[]) =>
+      retryOnConflict(() => this.db.transaction((tx) => this.upsertAll(tx, collectionId, appId, caller, batch)));
+    const count = (written: Upserted[]) => {
+      for (const w of written) {
+        if (w.created) created++;
+        else updated++;
+      }
+    };
+    for (let start = 0; start < items.length; start += IMPORT_BATCH) {
       if (signal?.aborted) throw new Error('Import interrupted by shutdown; it will be retried');
-      if (error || !item) {
-        errors.push({ index, message: error ?? 'invalid item' });
-      } else {
-        try {
-          const row = await this.upsertOne(this.db, collectionId, appId, item);
-          if (row.created) created++;
-          else updated++;
-        } catch (err) {
-          const e = toAppError(err);
-          if (e.statusCode >= 500) throw err;
-          errors.push({ index, ref: item.ref, message: e.message });
+      const batch: Indexed[] = [];
+      for (const { index, item, error } of items.slice(start, start + IMPORT_BATCH)) {
+        if (error || !item) errors.push({ index, message: error ?? 'invalid item' });
+        else batch.push({ index, item });
+      }
+      try {
+        if (batch.length > 0) count(await write(batch));
+      } catch (err) {
+        if (!(err instanceof ItemRefused)) throw err;
+        for (const one of batch) {
+          try {
+            count(await write([one]));
+          } catch (e) {
+            if (!(e instanceof ItemRefused)) throw e;
+            errors.push({ index: e.index, ref: e.ref, message: e.message });
+          }
         }
       }
-      done++;
-      if (done % 100 === 0) await progress(done);
+      await progress(Math.min(start + IMPORT_BATCH, items.length));
     }
-    await progress(done);
+    errors.sort((x, y) => x.index - y.index);
     return { saved: created + updated, failed: errors.length, created, updated, errors };
   }
 
@@ -339,7 +440,12 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
    * record in a scope (its anchors equal each scope field given); either way optionally only
    * those of one recordType. Deleted records stay restorable.
    */
-  async bulkDelete(collectionId: string, appId: string, input: BulkDeleteInput): Promise<{ deleted: number }> {
+  async bulkDelete(
+    collectionId: string,
+    appId: string,
+    caller: Actor,
+    input: BulkDeleteInput,
+  ): Promise<{ deleted: number }> {
     const { ids = [], refs = [], scope, recordType } = input;
     if (scope !== undefined) {
       if (input.ids !== undefined || input.refs !== undefined) {
@@ -350,9 +456,22 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
           fields: ['scope'],
         });
       }
-      return { deleted: await repo.softDeleteMatching(this.db, collectionId, appId, { scope, recordType }) };
+      return this.deleteMatching(collectionId, appId, caller, { scope, recordType });
     }
     if (!ids.length && !refs.length) throw badRequest('Give ids and/or refs of the records to delete, or a scope');
-    return { deleted: await repo.softDeleteMatching(this.db, collectionId, appId, { ids, refs, recordType }) };
+    return this.deleteMatching(collectionId, appId, caller, { ids, refs, recordType });
+  }
+
+  /** One `record.deleted` per record, in the delete's transaction (published in chunks). */
+  private async deleteMatching(collectionId: string, appId: string, caller: Actor, target: repo.BulkDeleteTarget) {
+    return this.db.transaction(async (tx) => {
+      const rows = await repo.softDeleteMatching(tx, collectionId, appId, target);
+      await this.events.publish(
+        tx,
+        collectionId,
+        rows.map((r) => this.events.deleted(r, caller)),
+      );
+      return { deleted: rows.length };
+    });
   }
 }

@@ -26,6 +26,16 @@ export const SECTION_MAX_BYTES = 1024 * 1024;
 /** All JSON columns of one object together (its other fields are bounded by their schemas). */
 export const OBJECT_MAX_BYTES = 4 * 1024 * 1024;
 
+/**
+ * A JSON field of an object (a section, a thread's body, a record's metadata, a reply's own
+ * fields) travels in a webhook event's `data` when it measures at most this (as
+ * `JSON.stringify` writes it); a larger one is named in the event's `omitted` and read from
+ * the API. An object may hold 4 MiB, and each event is written to the outbox and sent to
+ * every subscribed registration: an event stays under about 100 KiB (5 fields of a record)
+ * while the small sections most apps keep travel whole.
+ */
+export const EVENT_JSON_MAX_BYTES = 16 * 1024;
+
 /** The latest replies a thread answers with; the rest are paged at `…/threads/{threadId}/replies`. */
 export const THREAD_LATEST_REPLIES = 20;
 

@@ -87,6 +87,16 @@ export const fieldOf = (kind: ObjectKind, name: string): FieldDef | undefined =>
 export const sortColumnOf = (kind: ObjectKind, name: string): string | undefined =>
   Object.hasOwn(kind.sortable, name) ? kind.sortable[name] : undefined;
 
+/**
+ * The kind's columns that hold one plain value (text, number, time), not JSON: what a webhook
+ * event carries of every object, and what a bulk delete reads back of each object it deleted.
+ * A thread's `replies` is JSON and no column (see THREAD).
+ */
+export const scalarColumns = (kind: ObjectKind): string[] =>
+  Object.values(kind.fields)
+    .filter((d) => d.kind !== 'json')
+    .map((d) => d.col);
+
 /** Filters every kind's list accepts. */
 const COMMON_FILTERS: Record<string, FilterDef> = {
   status: { col: 'status', op: 'status' },

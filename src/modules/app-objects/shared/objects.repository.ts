@@ -426,18 +426,35 @@ export async function softDelete(
   return rows;
 }
 
+/** Makes an object live again (a no-op on a live one); answers it and its row before. */
 export async function restore(
   q: Queryable,
   kind: ObjectKind,
   collectionId: string,
   appId: string,
   id: string,
-): Promise<Row | undefined> {
-  const { rows } = await q.query<Row>(sql`
-    UPDATE ${raw(kind.table)} SET deleted_at = NULL, updated_at = now()
-    WHERE ${join([...scope(collectionId, appId), sql`id = ${id}`], ' AND ')} RETURNING *`);
-  return rows[0];
+): Promise<{ row: Row; previous: Record<string, unknown> } | undefined> {
+  return updateWithPrevious(
+    q,
+    kind.table,
+    [sql`deleted_at = NULL`, sql`updated_at = now()`],
+    join([...scope(collectionId, appId), sql`id = ${id}`], ' AND '),
+  );
 }
+
+/**
+ * A RETURNING column of an INSERT … ON CONFLICT DO UPDATE or an UPDATE of `table`: the row as
+ * it was before the statement, as JSON (`_previous`), null for a row the statement inserted.
+ * A statement does not see its own changes (its subqueries read the snapshot it began with),
+ * so the subquery finds the old version of the row it just changed. A row another transaction
+ * inserted after the statement began (the ref an upsert conflicted with) is not in that
+ * snapshot either: null too.
+ */
+export const previousColumn = (table: ObjectKind['table']): Sql => {
+  const t = raw(table);
+  return sql`(SELECT to_jsonb(p) FROM ${t} p
+    WHERE p.collection_id = ${t}.collection_id AND p.app_id = ${t}.app_id AND p.id = ${t}.id) AS _previous`;
+};
 
 /** The objects of a kind in an app pointing at a parent, as the caller sees them. */
 export interface Children {

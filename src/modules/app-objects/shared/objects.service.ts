@@ -9,9 +9,11 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { AppError, badRequest, notFound, notPermitted } from '../../../platform/errors.ts';
+import type { EventPublisher } from '../../../platform/events.ts';
 import { newId } from '../../../platform/ids.ts';
 import { type AggregateRequest, bucketLabel, parseAggregate } from './aggregate.ts';
 import { firstOversize, tooLarge } from './bounds.ts';
+import { type Change, ObjectEvents } from './events.ts';
 import { type FieldDef, fieldOf, type ObjectKind, type Section } from './kinds.ts';
 import { type Condition, type ListSpec, parseList } from './list-query.ts';
 import * as repo from './objects.repository.ts';
@@ -192,13 +194,20 @@ export function patchOf(kind: ObjectKind, body: Input): BuiltPatch {
 /**
  * The operations every kind shares: create, list, get, PATCH, delete, aggregate. A kind
  * changes them through the hooks below (`createValues`, `listConditions`, `fastCount`,
- * `derivedFields`, `record`) and adds its own operations in its subclass.
+ * `derivedFields`, `record`) and adds its own operations in its subclass. Every change
+ * publishes its webhook event (`events`, shared/events.ts) in its own transaction.
  */
 export class ObjectService<Create extends Input, Update extends Input, Query extends Input> {
+  /** The kind's webhook events; publishes nothing when the service was built without a publisher. */
+  protected readonly events: ObjectEvents;
+
   constructor(
     protected readonly db: Db,
     readonly kind: ObjectKind,
-  ) {}
+    publisher?: EventPublisher,
+  ) {
+    this.events = new ObjectEvents(kind, publisher);
+  }
 
   /** Hook: the values a create stores, by field name. */
   protected createValues(_collectionId: string, caller: Actor, input: Create): Input {
@@ -225,15 +234,8 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     return {};
   }
 
-  /**
-   * Hook: records a change in the transaction that makes it. Kinds that record nothing leave
-   * it undefined, and their changes run without a transaction of their own.
-   */
+  /** Hook: records a change in the transaction that makes it (the cases' audit trail). */
   protected record?: (q: Queryable, collectionId: string, appId: string, event: ChangeEvent) => Promise<void>;
-
-  protected inTransaction<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return this.record ? this.db.transaction(fn) : fn(this.db);
-  }
 
   /**
    * Hook: the rows as the kind presents them, given what is not in its table (a thread's
@@ -245,7 +247,7 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
 
   async create(collectionId: string, appId: string, caller: Actor, input: Create): Promise<AppObject> {
     const values = this.createValues(collectionId, caller, input);
-    return this.inTransaction(async (q) => {
+    return this.db.transaction(async (q) => {
       const row =
         (await repo.insertObject(q, this.kind, collectionId, appId, newId(this.kind.idPrefix), values)) ??
         (await refuseNewValues(q, this.kind, values));
@@ -255,6 +257,7 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
         caller,
         changedFields: Object.keys(values).filter((k) => values[k] !== undefined),
       });
+      await this.events.publish(q, collectionId, [this.events.created(row, caller)]);
       return this.present(row, caller);
     });
   }
@@ -268,7 +271,7 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     for (const [name, v] of Object.entries(this.derivedFields(collectionId, caller, body))) {
       if (v !== undefined && !Object.hasOwn(built.patch.fields, name)) built.patch.fields[name] = v;
     }
-    return this.inTransaction(async (q) => {
+    return this.db.transaction(async (q) => {
       const done = await this.update(q, collectionId, appId, id, caller, built);
       await this.record?.(q, collectionId, appId, {
         id,
@@ -277,15 +280,17 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
         changedFields: done.changedFields,
         changes: done.changes,
       });
+      await this.events.publish(q, collectionId, [this.events.updated(done.row, caller, done)]);
       const [row] = await this.withDetails(q, collectionId, [done.row]);
       return this.present(row, caller);
     });
   }
 
   async delete(collectionId: string, appId: string, id: string, caller: Actor): Promise<{ success: true }> {
-    await this.inTransaction(async (q) => {
-      await this.remove(q, collectionId, appId, id, caller);
+    await this.db.transaction(async (q) => {
+      const row = await this.remove(q, collectionId, appId, id, caller);
       await this.record?.(q, collectionId, appId, { id, action: 'delete', caller, changedFields: ['deletedAt'] });
+      await this.events.publish(q, collectionId, [this.events.deleted(row, caller)]);
     });
     return { success: true };
   }
@@ -357,6 +362,36 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
       }
     }
     return patchOf(this.kind, Object.fromEntries(entries));
+  }
+
+  /**
+   * What a write that names no fields changed (an upsert by ref, a singleton create, a
+   * restore): every field compared, a section key by key, and `deletedAt` when it revived the
+   * object. `previous` null (the object was inserted by another transaction after this
+   * statement began: an upsert that lost the race to insert its ref) names the fields the
+   * write set (`written`), without values before and after, which it cannot know.
+   */
+  changesOf(previous: Record<string, unknown> | null, row: Row, written: string[]): Change {
+    if (!previous) return { changedFields: written, changes: {} };
+    const sections = this.kind.sized.filter((col) => repo.MERGED_SECTIONS.has(col));
+    // Plain fields and whole JSON fields (a thread's body and tags, a record's facet rule);
+    // not the sections (key by key below) nor what is no column (a thread's replies).
+    const named = Object.entries(this.kind.fields)
+      .filter(([, d]) => d.kind !== 'json' || (this.kind.sized.includes(d.col) && !sections.includes(d.col)))
+      .map(([name]) => name);
+    for (const section of sections) {
+      const keys = new Set([
+        ...Object.keys((previous[section] as Record<string, unknown> | null) ?? {}),
+        ...Object.keys((row[section] as Record<string, unknown> | null) ?? {}),
+      ]);
+      for (const k of keys) named.push(`${section}.${k}`);
+    }
+    const done = this.changes(previous, row, named);
+    if (previous.deleted_at !== null && previous.deleted_at !== undefined && row.deleted_at === null) {
+      done.changedFields.push('deletedAt');
+      done.changes.deletedAt = { from: previous.deleted_at, to: null };
+    }
+    return done;
   }
 
   /** Fields whose stored value actually changed, for the audit trail; scalar ones with from/to. */

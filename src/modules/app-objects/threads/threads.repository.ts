@@ -36,7 +36,8 @@ const entryOf = (r: ReplyRow): ReplyEntry => ({
  * visibility rule, the reply limit and the reply's size bound (measured as PostgreSQL prints
  * the entry, as the object bounds are) are part of the WHERE: a reply never lands on a thread
  * the caller cannot see, past the limit, or past the bound. `undefined` when nothing was
- * written (`replyBytes` and `findThread` tell why). The row answered is the thread's.
+ * written (`replyBytes` and `findThread` tell why). Answers the thread's row and the reply's
+ * number (`seq`, 1 the first).
  */
 export async function appendReply(
   q: Queryable,
@@ -46,7 +47,7 @@ export async function appendReply(
   caller: Actor,
   reply: ReplyEntry,
   limits: { maxReplies: number; maxBytes: number },
-): Promise<Row | undefined> {
+): Promise<{ thread: Row; seq: number } | undefined> {
   const { at, authorId, authorType, ...extra } = reply;
   const where = [
     sql`collection_id = ${collectionId}`,
@@ -58,7 +59,7 @@ export async function appendReply(
     sql`octet_length((${JSON.stringify(reply)}::jsonb)::text) <= ${limits.maxBytes}`,
   ];
   // A data-modifying WITH runs once, whether or not the outer SELECT reads it.
-  const { rows } = await q.query<Row>(sql`
+  const { rows } = await q.query<Row & { _seq: number }>(sql`
     WITH t AS (
       UPDATE app_threads SET
         reply_count = reply_count + 1,
@@ -72,8 +73,10 @@ export async function appendReply(
       FROM t
       RETURNING seq
     )
-    SELECT t.* FROM t JOIN r ON true`);
-  return rows[0];
+    SELECT t.*, r.seq AS _seq FROM t JOIN r ON true`);
+  if (!rows[0]) return undefined;
+  const { _seq, ...thread } = rows[0];
+  return { thread: thread as Row, seq: Number(_seq) };
 }
 
 /** A reply's size as the bound measures it (for the refusal that names it). */

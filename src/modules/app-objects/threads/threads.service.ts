@@ -7,6 +7,7 @@
  */
 import type { Db, Queryable } from '../../../db/index.ts';
 import { conflict, notFound, notPermitted } from '../../../platform/errors.ts';
+import type { EventPublisher } from '../../../platform/events.ts';
 import { REPLIES_PAGE_DEFAULT, REPLY_MAX_BYTES, THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { ObjectService, tooLarge, userIdentity } from '../shared/objects.service.ts';
@@ -24,8 +25,9 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
   constructor(
     db: Db,
     private readonly maxReplies: number,
+    publisher?: EventPublisher,
   ) {
-    super(db, THREAD);
+    super(db, THREAD, publisher);
   }
 
   /** Each thread with its latest replies, oldest first, as the original's `replies` array. */
@@ -49,6 +51,7 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
    * admin credential, authorType `admin`); a user's reply carries their own identity by the
    * rule of their creates (`userIdentity`): their own authorId, an authorType that is not staff.
    * Answers the thread with its latest replies (the new one last, unless others came after it).
+   * The reply and its `thread.replied` event commit together.
    */
   async reply(collectionId: string, appId: string, id: string, caller: Actor, input: ReplyInput): Promise<AppObject> {
     const { at: _ignored, ...extra } = input;
@@ -62,7 +65,14 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
     }
     const entry: repo.ReplyEntry = { ...extra, at, ...author };
     const limits = { maxReplies: this.maxReplies, maxBytes: REPLY_MAX_BYTES };
-    const row = await repo.appendReply(this.db, collectionId, appId, id, caller, entry, limits);
+    const row = await this.db.transaction(async (tx) => {
+      const done = await repo.appendReply(tx, collectionId, appId, id, caller, entry, limits);
+      if (!done) return undefined;
+      await this.events.publish(tx, collectionId, [
+        this.events.replied(done.thread, caller, { ...entry, seq: done.seq }),
+      ]);
+      return done.thread;
+    });
     if (row) {
       const [detailed] = await this.withDetails(this.db, collectionId, [row]);
       return this.present(detailed, caller);
