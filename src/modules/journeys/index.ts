@@ -13,32 +13,51 @@
  *   steps change; funnel, stats and recipients without a period read it once it is ready.
  * - a step taken on its own: recipients of a step after one with no mapping, where the chain
  *   cannot be followed: entered the journey, with or without a matching event in the period.
+ * - milestone: a recipient completing a step (`journey.step.completed`) or the last one
+ *   (`journey.completed`) as maintained progress sees it: noted by its triggers in the event's
+ *   transaction, published to the webhooks outbox just after (journeys.milestones.ts).
  */
 import { defineModule } from '../../platform/module.ts';
-import { interactionsSettings } from '../interactions/index.ts';
 import type { JobsService } from '../jobs/index.ts';
+import type { WebhooksService } from '../webhooks/index.ts';
+import { journeyEvents } from './journeys.events.ts';
+import { MilestonePublisher } from './journeys.milestones.ts';
 import { progressTask } from './journeys.progress.ts';
 import { journeysRoutes } from './journeys.routes.ts';
 import { JourneysService } from './journeys.service.ts';
+import { journeysSettings } from './journeys.settings.ts';
 
 export { definedSteps, JourneysService, resolveSteps } from './journeys.service.ts';
+export { type JourneysSettings, journeysSettings } from './journeys.settings.ts';
 
 export const journeysModule = defineModule({
   name: 'journeys',
-  needs: ['jobs'],
+  needs: ['jobs', 'webhooks'],
   // The funnel queries run with the interactions module's analytics work_mem.
-  settings: interactionsSettings,
-  // Progress rebuilds queue on the job engine.
-  create: ({ db, log }, settings, deps: { jobs: JobsService }) =>
-    new JourneysService(db, settings, deps.jobs.engine, log),
+  settings: journeysSettings,
+  // Progress rebuilds queue on the job engine; milestones are published through the webhooks outbox.
+  create: ({ db, log }, settings, deps: { jobs: JobsService; webhooks: WebhooksService }) =>
+    new JourneysService(
+      db,
+      settings,
+      deps.jobs.engine,
+      log,
+      new MilestonePublisher(db, deps.webhooks, log, settings.milestonesPollMs),
+    ),
   routes: journeysRoutes,
+  events: journeyEvents,
   tasks: (service) => [progressTask(service.analyticsWorkMemMb)],
-  // Journeys stored before progress was kept are adopted once, by the processes that run jobs.
-  lifecycle: (service, role) => ({
-    start: () => {
-      // In the background: a database that is down at start must not stop the process.
-      if (role !== 'api') void service.adoptJourneys();
-    },
-    stop: async () => {},
-  }),
+  // Journeys stored before progress was kept are adopted once, and milestones published, by
+  // the processes that run jobs.
+  lifecycle: (service, role) =>
+    role === 'api'
+      ? undefined
+      : {
+          start: async () => {
+            // In the background: a database that is down at start must not stop the process.
+            void service.adoptJourneys();
+            await service.milestones.start();
+          },
+          stop: () => service.milestones.stop(),
+        },
 });

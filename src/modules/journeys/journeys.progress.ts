@@ -91,6 +91,10 @@ async function rebuild(
     // Nothing kept any more (or the journey is gone): every row goes, noted recipients too (a
     // state without steps has no rows of its own version: the triggers keep none).
     await repo.sweepProgress(db, collectionId, p.journeyId, null);
+    // A deleted journey's milestones go too; a journey that still exists keeps them, so that
+    // its steps announced once are not announced again if progress is kept again.
+    if (!state && !(await repo.findJourney(db, collectionId, p.journeyId)))
+      await repo.dropMilestones(db, collectionId, p.journeyId);
     return { written: 0, touched: 0, ready: false };
   }
   const steps = state.steps.map((s, k) => ({ stepId: `s${k + 1}`, ...s }));

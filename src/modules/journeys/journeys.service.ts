@@ -10,7 +10,7 @@ import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.
 import type { Analysed } from '../../platform/analytics.ts';
 import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import type { InteractionsSettings } from '../interactions/index.ts';
+import type { MilestonePublisher } from './journeys.milestones.ts';
 import { followSteps, type JobQueue, queueRebuild } from './journeys.progress.ts';
 import * as repo from './journeys.repository.ts';
 import type {
@@ -25,6 +25,7 @@ import type {
   StepMapping,
   UpdateJourneyBody,
 } from './journeys.schema.ts';
+import type { JourneysSettings } from './journeys.settings.ts';
 
 const DEFAULT_OUTCOME = 'success';
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -147,10 +148,12 @@ export class JourneysService {
   constructor(
     private readonly db: Db,
     /** Journeys' funnels are analytics queries of interaction events: they share that module's work_mem setting. */
-    private readonly settings: InteractionsSettings,
+    private readonly settings: JourneysSettings,
     /** Where the progress rebuilds go: the job engine (modules/jobs). */
     private readonly jobs: JobQueue,
     private readonly log: { info(o: object, msg: string): void; warn(o: object, msg: string): void },
+    /** Publishes the milestones progress notes (in processes that run jobs). */
+    readonly milestones: MilestonePublisher,
   ) {}
 
   /** The work_mem of funnel statements (the progress rebuild runs them too). */

@@ -1,0 +1,142 @@
+/**
+ * Analytics milestones: `journey.step.completed` and `journey.completed`, as maintained
+ * progress sees recipients move (docs/journeys.md "Milestones"; tables in migration 0207).
+ *
+ * Design: the progress triggers' function (journey_progress_refresh), which already locks and
+ * recomputes each touched recipient, notes the steps the recipient completes beyond those its
+ * row held, in `journey_milestones`, in the transaction of the interaction event: a rolled-back
+ * event notes nothing. The row's key (recipient, step) is kept after publishing, so a step is
+ * announced once per recipient ever: not again when a delete took it back and it is completed
+ * again, nor when the journey's steps change and progress is rebuilt (the rebuild's bulk
+ * statement notes nothing: it recomputes the past, it does not watch recipients move). The
+ * function NOTIFYs `journey_milestones` (delivered at commit) with the collection; this
+ * publisher, in each process that runs jobs, takes the collection's noted rows in order and, in
+ * one transaction, writes their events to the webhooks outbox and marks them published, so each
+ * is published exactly once whatever the number of processes (SKIP LOCKED) or crashes.
+ *
+ * Trade-offs:
+ * - Latency: an event reaches the outbox one NOTIFY and one transaction after its interaction
+ *   event commits (milliseconds); a NOTIFY missed (no worker listening at the time) waits for
+ *   the poll (JOURNEY_MILESTONES_POLL_MS). Publishing in the interaction's own transaction would
+ *   need the interactions module to read the rows back, and would put the webhooks outbox's
+ *   statements on every event writer's path.
+ * - Cost on the event path: one INSERT of the reached steps in the statement that recomputes the
+ *   recipient, and a NOTIFY by the transactions that note any (a bulk import is one statement,
+ *   one NOTIFY per collection). The milestone rows stay: one per recipient and step reached,
+ *   removed with the journey.
+ * - Only journeys with maintained progress (every step mapped) have milestones: a journey with a
+ *   step without an interaction mapping has no progress to watch, and sends none.
+ * - A step is reached "beyond the row": while a journey's progress is first built (a journey
+ *   created over past events, or one whose steps just became mapped), a recipient whose new
+ *   event arrives before the rebuild reached them has no row yet, and is announced for every
+ *   step progress sees them complete, past ones included. After steps change, a recipient's
+ *   older-version row counts its first steps as held, by position, until the rebuild writes it.
+ */
+import type { Db } from '../../db/index.ts';
+import { type EventPublisher, milestoneEvent } from './journeys.events.ts';
+import * as repo from './journeys.repository.ts';
+
+export const MILESTONES_CHANNEL = 'journey_milestones';
+/** Milestones published per transaction: a burst (an import) goes out in bounded transactions. */
+const BATCH = 500;
+
+interface Log {
+  warn(obj: object, msg?: string): void;
+}
+
+export class MilestonePublisher {
+  private unlisten: (() => Promise<void>) | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  /** Collections being drained, and whether they were asked for again meanwhile. */
+  private readonly draining = new Map<string, { again: boolean; done: Promise<void> }>();
+  private stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly events: EventPublisher,
+    private readonly log: Log,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Never throws: a database that is down at start leaves the poll to publish. */
+  async start(): Promise<void> {
+    this.stopped = false;
+    this.pollTimer = setInterval(() => void this.drainAll(), this.pollMs);
+    this.pollTimer.unref();
+    try {
+      this.unlisten = await this.db.listen(
+        MILESTONES_CHANNEL,
+        (collectionId) => this.request(collectionId),
+        () => void this.drainAll(),
+      );
+    } catch (err) {
+      this.log.warn({ err }, 'journeys: could not listen for milestones; publishing them on the poll');
+    }
+    // Noted while no publisher listened (the process was down).
+    void this.drainAll();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.pollTimer);
+    await this.unlisten?.().catch(() => {});
+    this.unlisten = undefined;
+    await Promise.all([...this.draining.values()].map((d) => d.done));
+  }
+
+  /** Drains a collection now, or once more after the drain in progress. */
+  private request(collectionId: string): void {
+    if (this.stopped) return;
+    const running = this.draining.get(collectionId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const entry = { again: false, done: Promise.resolve() };
+    this.draining.set(collectionId, entry);
+    entry.done = (async () => {
+      try {
+        do {
+          entry.again = false;
+          await this.drain(collectionId);
+        } while (entry.again && !this.stopped);
+      } catch (err) {
+        // The poll tries again.
+        this.log.warn({ err, collectionId }, 'journeys: publishing milestones failed');
+      } finally {
+        this.draining.delete(collectionId);
+      }
+    })();
+  }
+
+  /** Publishes every collection's pending milestones (the poll; also tests). */
+  async drainAll(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      for (const c of await repo.collectionsWithPendingMilestones(this.db, 1000)) this.request(c);
+      await Promise.all([...this.draining.values()].map((d) => d.done));
+    } catch (err) {
+      this.log.warn({ err }, 'journeys: looking for milestones to publish failed');
+    }
+  }
+
+  /** Publishes a collection's pending milestones, a batch per transaction; returns how many. */
+  async drain(collectionId: string): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const n = await this.db.transaction(async (tx) => {
+        const rows = await repo.takeMilestones(tx, collectionId, BATCH);
+        if (rows.length === 0) return 0;
+        await this.events.publish(tx, collectionId, rows.map(milestoneEvent));
+        await repo.markMilestonesPublished(
+          tx,
+          collectionId,
+          rows.map((r) => r.seq),
+        );
+        return rows.length;
+      });
+      total += n;
+      if (n < BATCH || this.stopped) return total;
+    }
+  }
+}
