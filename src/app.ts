@@ -99,6 +99,9 @@ function buildModules(platform: Platform, env: Config['env']): Built {
     for (const task of m.tasks?.(built.get(m.name)) ?? []) services.jobs.engine.registerTask(task);
     services.webhooks.catalogue.add(m.events ?? []);
   }
+  // The jobs module is built before webhooks (which queue on it), so its events go out through
+  // a publisher given here: job.completed and job.failed of visible tasks.
+  services.jobs.publishEventsTo(services.webhooks);
   return { services, lifecycles, routes };
 }
 
