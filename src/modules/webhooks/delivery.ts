@@ -322,8 +322,14 @@ export class WebhookDelivery {
       // One attempt per delivery in a statement: a duplicate job's second success is "raced".
       const first = new Map<string, repo.SuccessfulAttempt>();
       for (const a of attempts) if (!first.has(a.deliveryId)) first.set(a.deliveryId, a);
+      // Committed without waiting for the WAL flush: a success lost to a crash right after is
+      // sent again (the receiver deduplicates on the event id, as for any retry), so the record
+      // need not cost a disk flush per batch (the flush was the batch's longest wait).
       const recorded = await retryOnConflict(() =>
-        repo.recordSuccessfulAttempts(db, collectionId, [...first.values()]),
+        db.transaction(async (tx) => {
+          await repo.commitWithoutFlush(tx);
+          return repo.recordSuccessfulAttempts(tx, collectionId, [...first.values()]);
+        }),
       );
       return attempts.map((a) => first.get(a.deliveryId) === a && recorded.has(a.deliveryId));
     });
