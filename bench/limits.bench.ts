@@ -87,6 +87,7 @@ async function start(name: string, root: string): Promise<Subject> {
       ),
     );
   }
+  await call(service.url, 'POST', `/admin/collection/${c.id}/interactions`, { id: 'view', appId: 'bench' }, c.key);
   // Each hot path answers as expected before it is loaded (a wrong path would measure 404s).
   const probes: [string, Record<string, string>, number][] = [
     [`/public/collection/${c.id}/location/${location.locationId}`, {}, 200],
@@ -127,6 +128,21 @@ try {
         url: `${s.url}/admin/collection/bench/app/desk/cases?status=open&sort=createdAt:desc&limit=50`,
         headers: { authorization: `Bearer ${s.key}` },
       }),
+    // Writes: what publishing events costs a change when nobody subscribes (issue 24).
+    caseCreate: (s: Subject) =>
+      load({
+        url: `${s.url}/admin/collection/bench/app/desk/cases`,
+        method: 'POST',
+        body: JSON.stringify({ status: 'open', priority: 1, data: { subject: 'bench' } }),
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
+    append: (s: Subject) =>
+      load({
+        url: `${s.url}/admin/collection/bench/interactions/append`,
+        method: 'POST',
+        body: JSON.stringify({ appId: 'bench', interactionId: 'view', outcome: 'ok', userId: 'u1' }),
+        headers: { authorization: `Bearer ${s.key}` },
+      }),
   };
   const runs: Record<string, () => Promise<LoadResult>> = {};
   for (const [scenario, fn] of Object.entries(scenarios)) {
@@ -138,6 +154,8 @@ try {
     location: 'public location get',
     redirect: 'GET /l/{code} (302, click captured)',
     cases: 'case list, status filter + sort, admin key',
+    caseCreate: 'case create, admin key, no subscriber',
+    append: 'interaction append, admin key, no subscriber',
   };
   for (const scenario of Object.keys(scenarios) as (keyof typeof scenarios)[]) {
     rows.push(row(`${label[scenario]}: ${baselineCommit}`, r[`${scenario}:before`]));

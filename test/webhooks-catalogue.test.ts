@@ -199,6 +199,21 @@ describe('subscriptions', () => {
   });
 });
 
+describe('a collection with no registration', () => {
+  it('costs a change no lookup while nobody subscribes, and its first registration hears the very next change', async () => {
+    const c = await t.createCollection();
+    const first = await link(c); // found nobody: remembered for a moment (outbox SILENT_MEMORY_MS)
+    expect(t.app.services.webhooks.hasNoSubscribers(c.id)).toBe(true);
+    const hook = await register(c, '/first-registration', ['link.*']);
+    expect(t.app.services.webhooks.hasNoSubscribers(c.id)).toBe(false);
+    const second = await link(c);
+    await settled(c);
+    expect(rx.on('/first-registration').map((r) => r.body.data.link_id)).toEqual([second.id]);
+    expect(first.id).not.toBe(second.id);
+    await api(c, 'DELETE', `/v1/webhooks/${hook.id}`);
+  });
+});
+
 describe('strict catalogue', () => {
   it('fails the change that publishes an unknown type or data outside the schema, and stores nothing', async () => {
     const hook = await register(a, '/strict', ['*']);

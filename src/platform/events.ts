@@ -37,6 +37,11 @@ export interface NewEvent {
 /** Writes events in the transaction `q` of the change that caused them. */
 export interface EventPublisher {
   publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<unknown>;
+  /**
+   * True when the collection was found a moment ago without an active registration: a publish
+   * would write nothing, so a writer may skip a transaction it needed only for its events.
+   */
+  hasNoSubscribers?(collectionId: string): boolean;
 }
 
 export interface EventDefinition<Data extends TSchema = TSchema> {

@@ -387,7 +387,11 @@ export class InteractionsService {
       channel: 'admin',
       extra,
     };
-    await this.writeEvents((tx) => this.record(tx, collectionId, type, event));
+    // Nobody to tell and no effect to run: the event and its count in one statement, as fast as
+    // an append was before events (a transaction of four statements kept 0.40 of it).
+    if (storedEffects(type.data).length === 0 && this.outlets?.events.hasNoSubscribers?.(collectionId)) {
+      await retryOnConflict(() => repo.insertCountedEvent(this.db, collectionId, event));
+    } else await this.writeEvents((tx) => this.record(tx, collectionId, type, event));
     return { success: true, eventId };
   }
 

@@ -87,7 +87,7 @@ export class WebhookRegistrations {
     private readonly db: Db,
     private readonly settings: WebhooksSettings,
     /** Writes test events and queues redeliveries. */
-    private readonly outbox: Pick<WebhookOutbox, 'writeEvents' | 'queueDelivery' | 'queueDeliveries'>,
+    private readonly outbox: Pick<WebhookOutbox, 'writeEvents' | 'queueDelivery' | 'queueDeliveries' | 'forgetSilence'>,
     /** What `events` may name (400 for anything else). */
     private readonly catalogue: EventCatalogue,
   ) {}
@@ -133,7 +133,7 @@ export class WebhookRegistrations {
   async create(collectionId: string, body: CreateWebhookBody): Promise<Webhook> {
     const url = this.checkUrl(body.url);
     this.catalogue.checkSubscription(body.events);
-    return this.db.transaction(async (tx) => {
+    const created = await this.db.transaction(async (tx) => {
       // Count and insert under one lock: otherwise parallel creates all see room for one more.
       await repo.lockRegistrations(tx, collectionId);
       if ((await repo.countWebhooks(tx, collectionId)) >= this.settings.maxRegistrations) {
@@ -151,6 +151,9 @@ export class WebhookRegistrations {
       });
       return toWebhook(row, true);
     });
+    // After the commit: a publish reading before it is not remembered as silence (outbox.ts).
+    this.outbox.forgetSilence(collectionId);
+    return created;
   }
 
   async list(collectionId: string): Promise<{ items: Webhook[] }> {
@@ -166,7 +169,7 @@ export class WebhookRegistrations {
   async update(collectionId: string, id: string, body: UpdateWebhookBody): Promise<Webhook> {
     const url = body.url !== undefined ? this.checkUrl(body.url) : undefined;
     if (body.events) this.catalogue.checkSubscription(body.events);
-    return this.inTransaction(async (tx) => {
+    const updated = await this.inTransaction(async (tx) => {
       // The registration first, then its deliveries (cancelPending): the module's lock order.
       const current = await repo.findWebhook(tx, collectionId, id, 'update');
       if (!current) throw notFound('Webhook');
@@ -183,6 +186,8 @@ export class WebhookRegistrations {
       if (body.active === false) await repo.cancelPending(tx, collectionId, id, 'registration deactivated');
       return toWebhook(row!);
     });
+    this.outbox.forgetSilence(collectionId);
+    return updated;
   }
 
   async remove(collectionId: string, id: string): Promise<{ success: boolean }> {

@@ -39,6 +39,11 @@ export class WebhooksService {
     return this.outbox.publish(q, collectionId, events);
   }
 
+  /** See EventPublisher (platform/events.ts) and the outbox's SILENT_MEMORY_MS. */
+  hasNoSubscribers(collectionId: string): boolean {
+    return this.outbox.hasNoSubscribers(collectionId);
+  }
+
   /** Deletes events older than the retention whose deliveries are all final. */
   prune(now = Date.now()): Promise<number> {
     return this.outbox.prune(now);
