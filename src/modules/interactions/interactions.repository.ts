@@ -179,19 +179,17 @@ export interface NewEvent {
 const jsonb = (v: Record<string, unknown> | null) => (v === null ? null : JSON.stringify(v));
 
 /** Stores one event; answers the stored row (its id and time are the database's). */
-/** The INSERT of one event (without RETURNING), shared by the two ways of storing one. */
-const eventInsert = (collectionId: string, e: NewEvent) => sql`
-  INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
-    anon_id, outcome, scope, broadcast_id, journey_id, metadata, source,
-    org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra)
-  VALUES (${collectionId}, ${e.eventId}, ${e.interactionId}, ${e.appId}, coalesce(${e.occurredAt}::timestamptz, now()),
-    ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
-    ${jsonb(e.metadata)}::jsonb, ${e.channel},
-    ${e.orgId}, ${e.productId}, ${e.proofId}, ${e.variantId}, ${e.batchId}, ${e.eventType}, ${e.sourceTag},
-    ${jsonb(e.extra)}::jsonb)`;
-
 export async function insertEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<EventRow> {
-  const { rows } = await db.query<EventRow>(sql`${eventInsert(collectionId, e)} RETURNING ${EVENT_COLUMNS}`);
+  const { rows } = await db.query<EventRow>(sql`
+    INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
+      anon_id, outcome, scope, broadcast_id, journey_id, metadata, source,
+      org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra)
+    VALUES (${collectionId}, ${e.eventId}, ${e.interactionId}, ${e.appId}, coalesce(${e.occurredAt}::timestamptz, now()),
+      ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
+      ${jsonb(e.metadata)}::jsonb, ${e.channel},
+      ${e.orgId}, ${e.productId}, ${e.proofId}, ${e.variantId}, ${e.batchId}, ${e.eventType}, ${e.sourceTag},
+      ${jsonb(e.extra)}::jsonb)
+    RETURNING ${EVENT_COLUMNS}`);
   return rows[0];
 }
 
@@ -209,21 +207,6 @@ export async function findEventRow(db: Queryable, collectionId: string, rowId: n
  * their own before and after (milestones, migration 0205). Called last in a transaction that
  * stores events, so that the lock is held only for the commit that follows.
  */
-/**
- * Stores one event and adds it to its interaction's count in one statement (the path of a
- * collection nobody subscribes to: no milestone to announce, nothing else to write).
- */
-export async function insertCountedEvent(db: Queryable, collectionId: string, e: NewEvent): Promise<void> {
-  await db.query(sql`
-    WITH ins AS (
-      ${eventInsert(collectionId, e)}
-      RETURNING collection_id, interaction_id
-    )
-    INSERT INTO interaction_totals AS t (collection_id, interaction_id, n)
-    SELECT collection_id, interaction_id, 1 FROM ins
-    ON CONFLICT (collection_id, interaction_id) DO UPDATE SET n = t.n + excluded.n`);
-}
-
 export async function addToTotal(
   db: Queryable,
   collectionId: string,
