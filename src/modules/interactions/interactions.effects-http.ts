@@ -11,7 +11,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
-import { forbiddenAddressReason } from '../webhooks/index.ts';
+import { forbiddenAddressReason, readCapped } from '../webhooks/index.ts';
 
 export interface EffectRequest {
   url: string;
@@ -146,20 +146,4 @@ export class EffectHttp {
   close(): void {
     void this.agent.close().catch(() => {});
   }
-}
-
-/** Reads at most `cap` bytes of a body, then drops the rest of the answer. */
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= cap) break;
-    }
-  } finally {
-    body.destroy();
-  }
-  return Buffer.concat(chunks).subarray(0, cap).toString('utf8');
 }

@@ -27,7 +27,7 @@ export { EventCatalogue, type EventTypeEntry, eventSchemaName } from './catalogu
 export { retryDelayMs, WebhookDelivery } from './delivery.ts';
 export { DELIVER_TASK, type DeliverPayload, type JobQueue, type NewEvent, WebhookOutbox } from './outbox.ts';
 export { WebhookRegistrations } from './registrations.ts';
-export { WebhookSender } from './sender.ts';
+export { readCapped, WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
 export { forbiddenAddressReason } from './ssrf.ts';
 export { TEST_EVENT_TYPE } from './webhooks.schema.ts';

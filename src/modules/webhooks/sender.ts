@@ -151,7 +151,7 @@ export class WebhookSender {
 }
 
 /** Reads at most `cap` bytes of a body, then drops the connection's remaining bytes. */
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
+export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
