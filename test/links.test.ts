@@ -260,7 +260,13 @@ describe('clicks', () => {
     });
     const got = await t.inject({ method: 'GET', url: `${base(a)}/${link.id}`, headers: a.auth });
     expect(got.json().clicks).toBe(2);
-    const clicked = (await events(a.id, 'link.clicked')).filter((e) => e.data.link_id === link.id);
+    // The batch noted them; a process that runs jobs publishes them (this app is ROLE=api, so
+    // the test drains as a worker would: links click-events.ts).
+    await t.app.services.links.clickEvents.drainAll();
+    const clicked = await until(async () => {
+      const list = (await events(a.id, 'link.clicked')).filter((e) => e.data.link_id === link.id);
+      return list.length >= 2 ? list : undefined;
+    }, 'two link.clicked events');
     expect(clicked).toHaveLength(2);
     expect(clicked.find((e) => e.data.click.user_agent === iphone).data).toEqual({
       link_id: link.id,

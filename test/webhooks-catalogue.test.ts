@@ -214,6 +214,66 @@ describe('a collection with no registration', () => {
   });
 });
 
+describe('link.clicked off the redirect path', () => {
+  const noted = async (c: TestCollection) =>
+    (
+      await t.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_click_events WHERE collection_id = $1', [
+        c.id,
+      ])
+    ).rows[0].n;
+
+  it('notes nothing where nobody subscribes to it; elsewhere notes the batch, and a worker sends each click once', async () => {
+    const quiet = await t.createCollection();
+    const loud = await t.createCollection();
+    await register(quiet, '/not-clicks', ['link.created']);
+    await register(loud, '/clicks', ['link.clicked']);
+    const [q, l] = [await link(quiet), await link(loud)];
+    for (const code of [q.code, l.code])
+      await Promise.all(Array.from({ length: 5 }, () => t.inject({ method: 'GET', url: `/l/${code}` })));
+    await t.app.services.links.flush();
+    expect(await noted(quiet)).toBe(0);
+    await waitFor(async () => (rx.on('/clicks').length >= 5 ? true : undefined), 10_000, 'five clicks');
+    await settled(loud);
+    expect(rx.on('/clicks').map((r) => r.body.data.link_id)).toEqual(Array(5).fill(l.id));
+    expect(new Set(rx.on('/clicks').map((r) => r.body.id)).size).toBe(5);
+    expect(await noted(loud)).toBe(0); // published and removed
+    expect(rx.on('/not-clicks').filter((r) => r.body.type === 'link.clicked')).toHaveLength(0);
+  });
+});
+
+describe('a large publish', () => {
+  it('writes 2,000 events to ten registrations in one transaction (20,000 deliveries: past 65,535 parameters as VALUES lists)', async () => {
+    const c = await t.createCollection();
+    const hooks = [];
+    for (let i = 0; i < 10; i++) hooks.push(await register(c, `/large-${i}`, ['link.clicked']));
+    const events = Array.from({ length: 2000 }, (_, i) => ({
+      type: 'link.clicked',
+      data: {
+        link_id: `lnk_${i}`,
+        short_url: 'http://short.test/l/x',
+        destination_url: 'https://dest.example/',
+        clicked_at: new Date().toISOString(),
+        click: { ip_address: null, user_agent: null, referer: null, country: null, city: null, device_type: null },
+      },
+    }));
+    let written: { events: number; deliveries: number } | undefined;
+    // Rolled back at the end, so that nothing is sent: what counts is that the statements ran.
+    await expect(
+      t.testDb.db.transaction(async (tx) => {
+        const ids = await t.app.services.webhooks.publish(tx, c.id, events);
+        const { rows } = await tx.query<{ n: number }>(
+          'SELECT count(*) AS n FROM webhook_deliveries WHERE collection_id = $1',
+          [c.id],
+        );
+        written = { events: ids.length, deliveries: Number(rows[0].n) };
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(written).toEqual({ events: 2000, deliveries: 20_000 });
+    for (const h of hooks) await api(c, 'DELETE', `/v1/webhooks/${h.id}`);
+  });
+});
+
 describe('strict catalogue', () => {
   it('fails the change that publishes an unknown type or data outside the schema, and stores nothing', async () => {
     const hook = await register(a, '/strict', ['*']);

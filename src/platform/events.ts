@@ -42,6 +42,11 @@ export interface EventPublisher {
    * would write nothing, so a writer may skip a transaction it needed only for its events.
    */
   hasNoSubscribers?(collectionId: string): boolean;
+  /**
+   * Whether an active registration of the collection subscribes to `type` (its filters aside):
+   * a writer may note events for later publishing only when someone will want them.
+   */
+  subscribes?(q: Queryable, collectionId: string, type: string): Promise<boolean>;
 }
 
 export interface EventDefinition<Data extends TSchema = TSchema> {

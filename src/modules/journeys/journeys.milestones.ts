@@ -33,6 +33,7 @@
  *   older-version row counts its first steps as held, by position, until the rebuild writes it.
  */
 import type { Db } from '../../db/index.ts';
+import { type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
 import { type EventPublisher, milestoneEvent } from './journeys.events.ts';
 import * as repo from './journeys.repository.ts';
 
@@ -44,99 +45,29 @@ interface Log {
   warn(obj: object, msg?: string): void;
 }
 
-export class MilestonePublisher {
-  private unlisten: (() => Promise<void>) | undefined;
-  private pollTimer: NodeJS.Timeout | undefined;
-  /** Collections being drained, and whether they were asked for again meanwhile. */
-  private readonly draining = new Map<string, { again: boolean; done: Promise<void> }>();
-  private stopped = false;
-
-  constructor(
-    private readonly db: Db,
-    private readonly events: EventPublisher,
-    private readonly log: Log,
-    private readonly pollMs: number,
-  ) {}
-
-  /** Never throws: a database that is down at start leaves the poll to publish. */
-  async start(): Promise<void> {
-    this.stopped = false;
-    this.pollTimer = setInterval(() => void this.drainAll(), this.pollMs);
-    this.pollTimer.unref();
-    try {
-      this.unlisten = await this.db.listen(
-        MILESTONES_CHANNEL,
-        (collectionId) => this.request(collectionId),
-        () => void this.drainAll(),
+/** The noted milestones as a drain's work (platform/drain.ts): published, then marked, in one transaction. */
+const milestoneSource = (events: EventPublisher): DrainSource => ({
+  channel: MILESTONES_CHANNEL,
+  name: 'journeys: milestones',
+  batch: BATCH,
+  pending: (db) => repo.collectionsWithPendingMilestones(db, 1000),
+  drainOnce: (db, collectionId) =>
+    db.transaction(async (tx) => {
+      const rows = await repo.takeMilestones(tx, collectionId, BATCH);
+      if (rows.length === 0) return 0;
+      await events.publish(tx, collectionId, rows.map(milestoneEvent));
+      await repo.markMilestonesPublished(
+        tx,
+        collectionId,
+        rows.map((r) => r.seq),
       );
-    } catch (err) {
-      this.log.warn({ err }, 'journeys: could not listen for milestones; publishing them on the poll');
-    }
-    // Noted while no publisher listened (the process was down).
-    void this.drainAll();
-  }
+      return rows.length;
+    }),
+});
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.pollTimer);
-    await this.unlisten?.().catch(() => {});
-    this.unlisten = undefined;
-    await Promise.all([...this.draining.values()].map((d) => d.done));
-  }
-
-  /** Drains a collection now, or once more after the drain in progress. */
-  private request(collectionId: string): void {
-    if (this.stopped) return;
-    const running = this.draining.get(collectionId);
-    if (running) {
-      running.again = true;
-      return;
-    }
-    const entry = { again: false, done: Promise.resolve() };
-    this.draining.set(collectionId, entry);
-    entry.done = (async () => {
-      try {
-        do {
-          entry.again = false;
-          await this.drain(collectionId);
-        } while (entry.again && !this.stopped);
-      } catch (err) {
-        // The poll tries again.
-        this.log.warn({ err, collectionId }, 'journeys: publishing milestones failed');
-      } finally {
-        this.draining.delete(collectionId);
-      }
-    })();
-  }
-
-  /** Publishes every collection's pending milestones (the poll; also tests). */
-  async drainAll(): Promise<void> {
-    if (this.stopped) return;
-    try {
-      for (const c of await repo.collectionsWithPendingMilestones(this.db, 1000)) this.request(c);
-      await Promise.all([...this.draining.values()].map((d) => d.done));
-    } catch (err) {
-      this.log.warn({ err }, 'journeys: looking for milestones to publish failed');
-    }
-  }
-
-  /** Publishes a collection's pending milestones, a batch per transaction; returns how many. */
-  async drain(collectionId: string): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const n = await this.db.transaction(async (tx) => {
-        const rows = await repo.takeMilestones(tx, collectionId, BATCH);
-        if (rows.length === 0) return 0;
-        await this.events.publish(tx, collectionId, rows.map(milestoneEvent));
-        await repo.markMilestonesPublished(
-          tx,
-          collectionId,
-          rows.map((r) => r.seq),
-        );
-        return rows.length;
-      });
-      total += n;
-      if (n < BATCH || this.stopped) return total;
-    }
+/** Publishes the noted milestones in each process that runs jobs (see the top). */
+export class MilestonePublisher extends NotifiedDrain {
+  constructor(db: Db, events: EventPublisher, log: Log, pollMs: number) {
+    super(db, milestoneSource(events), log, pollMs);
   }
 }

@@ -6,7 +6,7 @@
  * are dropped) and are tried again after a delay growing from 1 s to 30 s. See clicks.ts for
  * what is captured and how it is enriched.
  */
-import type { Db } from '../../db/index.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
 import { type EventPublisher, milestonesCrossed } from './links.events.ts';
@@ -121,6 +121,11 @@ export class ClickRecorder {
     this.retryTimer.unref();
   }
 
+  /** Whether someone subscribes to link.clicked in the collection (a publisher that cannot say: yes). */
+  private subscribes(q: Queryable, collectionId: string): Promise<boolean> {
+    return this.events.subscribes ? this.events.subscribes(q, collectionId, 'link.clicked') : Promise.resolve(true);
+  }
+
   /** Stores a batch in one transaction; returns the clicks to try again later. */
   private async writeBatch(batch: RawClick[]): Promise<RawClick[]> {
     const clicks = batch.map((raw) => enrich(raw, this.geo));
@@ -128,11 +133,17 @@ export class ClickRecorder {
       await this.db.transaction(async (tx) => {
         // A click of a link whose collection was removed meanwhile is not stored (nor announced).
         const { stored, counted } = await repo.insertClicks(tx, clicks);
-        const byCollection = new Map<string, NewEvent[]>();
+        // link.clicked: noted in one row per collection that subscribes to it, published by a
+        // worker (click-events.ts); nothing at all for a collection that does not.
+        const listening = new Set<string>();
+        for (const collectionId of new Set(batch.filter((_, i) => stored[i]).map((raw) => raw.collectionId))) {
+          if (await this.subscribes(tx, collectionId)) listening.add(collectionId);
+        }
+        const clicked = new Map<string, NewEvent[]>();
         batch.forEach((raw, i) => {
-          if (!stored[i]) return;
+          if (!stored[i] || !listening.has(raw.collectionId)) return;
           const c = clicks[i];
-          const events = byCollection.get(raw.collectionId) ?? [];
+          const events = clicked.get(raw.collectionId) ?? [];
           events.push({
             type: 'link.clicked',
             data: {
@@ -151,14 +162,17 @@ export class ClickRecorder {
             },
             scope: { linkId: raw.linkId },
           });
-          byCollection.set(raw.collectionId, events);
+          clicked.set(raw.collectionId, events);
         });
-        // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks).
+        for (const [collectionId, events] of clicked) await repo.noteClickEvents(tx, collectionId, events);
+        // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks);
+        // rare, so published here, in the batch's transaction.
         const codes = new Map(batch.map((raw) => [raw.linkId, raw.code]));
         const at = new Date().toISOString();
+        const reached = new Map<string, NewEvent[]>();
         for (const link of counted) {
           for (const milestone of milestonesCrossed(link.clicks - link.n, link.clicks, link.click_milestones)) {
-            const events = byCollection.get(link.collection_id) ?? [];
+            const events = reached.get(link.collection_id) ?? [];
             events.push({
               type: 'link.clicks.milestone',
               data: {
@@ -170,10 +184,10 @@ export class ClickRecorder {
               },
               scope: { linkId: link.id },
             });
-            byCollection.set(link.collection_id, events);
+            reached.set(link.collection_id, events);
           }
         }
-        for (const [collectionId, events] of byCollection) await this.events.publish(tx, collectionId, events);
+        for (const [collectionId, events] of reached) await this.events.publish(tx, collectionId, events);
       });
       return [];
     } catch (err) {

@@ -6,11 +6,14 @@
  * - click: one visit, captured off the response path (ip via TRUSTED_PROXIES, user agent,
  *   referer, country/city via GEOIP_DB or trusted proxy headers, device type), stored in
  *   batches with the link's counter and a `link.clicked` event.
- * - events: `link.created|updated|deleted|clicked`, published to the webhooks outbox in the
- *   transaction of the change.
+ * - events: `link.created|updated|deleted` and `link.clicks.milestone`, published to the
+ *   webhooks outbox in the transaction of the change; `link.clicked` noted by the click batch
+ *   (one row per batch and subscribed collection) and published by processes that run jobs
+ *   (click-events.ts), off the redirect's path.
  */
 import { defineModule } from '../../platform/module.ts';
 import type { WebhooksService } from '../webhooks/index.ts';
+import { ClickEventPublisher } from './click-events.ts';
 import { ClickRecorder } from './click-recorder.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
@@ -28,19 +31,23 @@ export const linksModule = defineModule({
   settings: linksSettings,
   create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) => {
     const recorder = new ClickRecorder(db, settings, log, deps.webhooks, (code) => shortUrl(publicBaseUrl, code));
-    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder);
+    const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs);
+    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
   },
   routes: linksRoutes,
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
-  // clicks are stored on stop (after the requests still running have finished).
-  lifecycle: (service) => ({
+  // clicks are stored on stop (after the requests still running have finished). Processes that
+  // run jobs publish the click events the batches note (stopped after the recorder's last batch).
+  lifecycle: (service, role) => ({
     start: async () => {
       await service.clickRecorder.start();
       await service.start();
+      if (role !== 'api') await service.clickEvents.start();
     },
     stop: async () => {
       await service.clickRecorder.stop();
+      await service.clickEvents.stop();
       await service.stop();
     },
   }),

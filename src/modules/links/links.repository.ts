@@ -324,3 +324,35 @@ export async function clickStats(
     ORDER BY dim, start, n DESC, value`);
   return rows;
 }
+
+/** Channel a click batch NOTIFYs with its collection when it noted link.clicked events. */
+export const CLICK_EVENTS_CHANNEL = 'link_click_events';
+
+/** Notes a batch's link.clicked events for the publisher (click-events.ts), and tells it at commit. */
+export async function noteClickEvents(tx: Queryable, collectionId: string, events: unknown[]): Promise<void> {
+  await tx.query(
+    sql`INSERT INTO link_click_events (collection_id, events) VALUES (${collectionId}, ${JSON.stringify(events)}::jsonb)`,
+  );
+  await tx.query(sql`SELECT pg_notify(${CLICK_EVENTS_CHANNEL}, ${collectionId})`);
+}
+
+/** Collections with click events noted and not yet published. */
+export async function collectionsWithClickEvents(db: Queryable, limit: number): Promise<string[]> {
+  const { rows } = await db.query<{ collection_id: string }>(
+    sql`SELECT DISTINCT collection_id FROM link_click_events LIMIT ${limit}`,
+  );
+  return rows.map((r) => r.collection_id);
+}
+
+/**
+ * Takes and removes up to `limit` of a collection's noted batches, oldest first, skipping those
+ * another process holds: the caller publishes them in the same transaction.
+ */
+export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<unknown[][]> {
+  const { rows } = await tx.query<{ seq: string; events: unknown[] }>(sql`
+    DELETE FROM link_click_events WHERE (collection_id, seq) IN (
+      SELECT collection_id, seq FROM link_click_events WHERE collection_id = ${collectionId}
+      ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+    RETURNING seq, events`);
+  return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map((r) => r.events);
+}

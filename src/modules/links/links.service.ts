@@ -10,6 +10,7 @@ import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
+import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import { parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
@@ -34,6 +35,8 @@ export interface LinksSettings {
   clickFlushMs: number;
   clickBatchSize: number;
   clickBufferMax: number;
+  /** How often the click events noted while no worker listened are looked for (click-events.ts). */
+  clickEventsPollMs: number;
   geoipDb: string | undefined;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (clicks, rate limits). */
   trustedProxies: TrustedProxies;
@@ -47,6 +50,7 @@ export function linksSettings(env: Env): LinksSettings {
     clickFlushMs: intFrom(env, 'CLICK_FLUSH_MS', 100, 1, 60_000),
     clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 2000, 1, 10_000),
     clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
+    clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
     geoipDb: env.GEOIP_DB || undefined,
     trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
   };
@@ -106,6 +110,8 @@ export class LinksService {
     private readonly events: EventPublisher,
     /** Stores the redirects' clicks in batches; the manifest starts and stops it. */
     readonly clickRecorder: ClickRecorder,
+    /** Publishes the link.clicked events the batches note, in processes that run jobs. */
+    readonly clickEvents: ClickEventPublisher,
   ) {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;

@@ -147,6 +147,16 @@ export class WebhookOutbox implements DeliveryQueue {
     return false;
   }
 
+  /** Whether an active registration subscribes to `type` (filters aside); remembers silence as publish does. */
+  async subscribes(q: Queryable, collectionId: string, type: string): Promise<boolean> {
+    if (this.hasNoSubscribers(collectionId)) return false;
+    const seen = this.changes.get(collectionId) ?? 0;
+    const subscriptions = await repo.activeSubscriptions(q, collectionId);
+    if (subscriptions.length === 0 && (this.changes.get(collectionId) ?? 0) === seen)
+      this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
+    return subscriptions.some((s) => EventCatalogue.covers(s.events, type));
+  }
+
   /** A registration of the collection was created or changed here: ask again at the next publish. */
   forgetSilence(collectionId: string): void {
     this.silentUntil.delete(collectionId);

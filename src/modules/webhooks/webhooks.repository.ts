@@ -248,10 +248,12 @@ export async function insertEvents(
   events: { id: string; type: string; body: string; createdAt: Date }[],
 ): Promise<void> {
   if (events.length === 0) return;
-  const values = events.map((e) => sql`(${collectionId}, ${e.id}, ${e.type}, ${e.body}, ${e.createdAt})`);
-  await db.query(
-    sql`INSERT INTO webhook_events (collection_id, id, type, body, created_at) VALUES ${join(values, ', ')}`,
-  );
+  // One array parameter per column, whatever the count: a VALUES list of thousands of events
+  // (a click batch with ten registrations) passed PostgreSQL's 65,535 parameters.
+  await db.query(sql`
+    INSERT INTO webhook_events (collection_id, id, type, body, created_at)
+    SELECT ${collectionId}, * FROM unnest(${events.map((e) => e.id)}::text[], ${events.map((e) => e.type)}::text[],
+      ${events.map((e) => e.body)}::text[], ${events.map((e) => e.createdAt.toISOString())}::timestamptz[])`);
 }
 
 /** Writes deliveries in one statement. */
@@ -261,12 +263,11 @@ export async function insertDeliveries(
   deliveries: { id: string; webhookId: string; eventId: string; retries: number }[],
 ): Promise<void> {
   if (deliveries.length === 0) return;
-  const values = deliveries.map(
-    (d) => sql`(${collectionId}, ${d.id}, ${d.webhookId}, ${d.eventId}, ${d.retries}, now())`,
-  );
   await db.query(sql`
     INSERT INTO webhook_deliveries (collection_id, id, webhook_id, event_id, retries_left, next_attempt_at)
-    VALUES ${join(values, ', ')}`);
+    SELECT ${collectionId}, *, now() FROM unnest(${deliveries.map((d) => d.id)}::text[],
+      ${deliveries.map((d) => d.webhookId)}::text[], ${deliveries.map((d) => d.eventId)}::text[],
+      ${deliveries.map((d) => d.retries)}::int[])`);
 }
 
 /** What one attempt needs: the delivery, its event's body, its registration. */

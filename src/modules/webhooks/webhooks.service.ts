@@ -44,6 +44,11 @@ export class WebhooksService {
     return this.outbox.hasNoSubscribers(collectionId);
   }
 
+  /** See EventPublisher (platform/events.ts). */
+  subscribes(q: Queryable, collectionId: string, type: string): Promise<boolean> {
+    return this.outbox.subscribes(q, collectionId, type);
+  }
+
   /** Deletes events older than the retention whose deliveries are all final. */
   prune(now = Date.now()): Promise<number> {
     return this.outbox.prune(now);
