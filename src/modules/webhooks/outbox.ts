@@ -120,10 +120,7 @@ export class WebhookOutbox implements DeliveryQueue {
     const seen = this.changes.get(collectionId) ?? 0;
     const subscriptions = await repo.activeSubscriptions(q, collectionId);
     if (subscriptions.length === 0) {
-      if ((this.changes.get(collectionId) ?? 0) === seen) {
-        if (this.silentUntil.size > 10_000) this.silentUntil.clear(); // bounded
-        this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
-      }
+      this.rememberSilence(collectionId, seen);
       return [];
     }
     const written = await this.writeEvents(q, collectionId, events, (e) =>
@@ -152,9 +149,15 @@ export class WebhookOutbox implements DeliveryQueue {
     if (this.hasNoSubscribers(collectionId)) return false;
     const seen = this.changes.get(collectionId) ?? 0;
     const subscriptions = await repo.activeSubscriptions(q, collectionId);
-    if (subscriptions.length === 0 && (this.changes.get(collectionId) ?? 0) === seen)
-      this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
+    if (subscriptions.length === 0) this.rememberSilence(collectionId, seen);
     return subscriptions.some((s) => EventCatalogue.covers(s.events, type));
+  }
+
+  /** Remembers that a read found no registration, unless one changed since the read began. */
+  private rememberSilence(collectionId: string, seen: number): void {
+    if ((this.changes.get(collectionId) ?? 0) !== seen) return;
+    if (this.silentUntil.size > 10_000) this.silentUntil.clear(); // bounded: many tenants forget at once
+    this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
   }
 
   /** A registration of the collection was created or changed here: ask again at the next publish. */
