@@ -628,7 +628,7 @@ export class WebhookDelivery {
       collectionId,
       d.webhook_id,
       limit,
-      `${limit} consecutive failed deliveries; last: ${result.error ?? 'failed'}`,
+      `${limit === 1 ? 'a failed delivery' : `${limit} consecutive failed deliveries`}; last: ${result.error ?? 'failed'}`,
     );
     if (after && !after.active && after.consecutive_failures === limit) {
       this.log.warn(
