@@ -8,6 +8,7 @@
  */
 import type { Db, Queryable } from '../../db/index.ts';
 import type { NewEvent } from '../../platform/events.ts';
+import { type NotedClick, notedClick } from './click-events.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
 import { type EventPublisher, milestonesCrossed } from './links.events.ts';
 import * as repo from './links.repository.ts';
@@ -139,32 +140,14 @@ export class ClickRecorder {
         for (const collectionId of new Set(batch.filter((_, i) => stored[i]).map((raw) => raw.collectionId))) {
           if (await this.subscribes(tx, collectionId)) listening.add(collectionId);
         }
-        const clicked = new Map<string, NewEvent[]>();
+        const clicked = new Map<string, NotedClick[]>();
         batch.forEach((raw, i) => {
           if (!stored[i] || !listening.has(raw.collectionId)) return;
-          const c = clicks[i];
-          const events = clicked.get(raw.collectionId) ?? [];
-          events.push({
-            type: 'link.clicked',
-            data: {
-              link_id: raw.linkId,
-              short_url: this.shortUrl(raw.code),
-              destination_url: raw.destinationUrl,
-              clicked_at: raw.at.toISOString(),
-              click: {
-                ip_address: c.ipAddress,
-                user_agent: c.userAgent,
-                referer: c.referer,
-                country: c.country,
-                city: c.city,
-                device_type: c.deviceType,
-              },
-            },
-            scope: { linkId: raw.linkId },
-          });
-          clicked.set(raw.collectionId, events);
+          const list = clicked.get(raw.collectionId) ?? [];
+          list.push(notedClick(raw, clicks[i]));
+          clicked.set(raw.collectionId, list);
         });
-        for (const [collectionId, events] of clicked) await repo.noteClickEvents(tx, collectionId, events);
+        for (const [collectionId, list] of clicked) await repo.noteClickEvents(tx, collectionId, list);
         // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks);
         // rare, so published here, in the batch's transaction.
         const codes = new Map(batch.map((raw) => [raw.linkId, raw.code]));

@@ -30,8 +30,9 @@ export const linksModule = defineModule({
   needs: ['webhooks'],
   settings: linksSettings,
   create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) => {
-    const recorder = new ClickRecorder(db, settings, log, deps.webhooks, (code) => shortUrl(publicBaseUrl, code));
-    const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs);
+    const short = (code: string) => shortUrl(publicBaseUrl, code);
+    const recorder = new ClickRecorder(db, settings, log, deps.webhooks, short);
+    const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
   },
   routes: linksRoutes,

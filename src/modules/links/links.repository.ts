@@ -328,10 +328,10 @@ export async function clickStats(
 /** Channel a click batch NOTIFYs with its collection when it noted link.clicked events. */
 export const CLICK_EVENTS_CHANNEL = 'link_click_events';
 
-/** Notes a batch's link.clicked events for the publisher (click-events.ts), and tells it at commit. */
-export async function noteClickEvents(tx: Queryable, collectionId: string, events: unknown[]): Promise<void> {
+/** Notes a batch's clicks for the publisher of link.clicked (click-events.ts), and tells it at commit. */
+export async function noteClickEvents(tx: Queryable, collectionId: string, clicks: unknown[]): Promise<void> {
   await tx.query(
-    sql`INSERT INTO link_click_events (collection_id, events) VALUES (${collectionId}, ${JSON.stringify(events)}::jsonb)`,
+    sql`INSERT INTO link_click_events (collection_id, clicks) VALUES (${collectionId}, ${JSON.stringify(clicks)}::json)`,
   );
   await tx.query(sql`SELECT pg_notify(${CLICK_EVENTS_CHANNEL}, ${collectionId})`);
 }
@@ -349,10 +349,10 @@ export async function collectionsWithClickEvents(db: Queryable, limit: number): 
  * another process holds: the caller publishes them in the same transaction.
  */
 export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<unknown[][]> {
-  const { rows } = await tx.query<{ seq: string; events: unknown[] }>(sql`
+  const { rows } = await tx.query<{ seq: string; clicks: unknown[] }>(sql`
     DELETE FROM link_click_events WHERE (collection_id, seq) IN (
       SELECT collection_id, seq FROM link_click_events WHERE collection_id = ${collectionId}
       ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING seq, events`);
-  return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map((r) => r.events);
+    RETURNING seq, clicks`);
+  return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map((r) => r.clicks);
 }
