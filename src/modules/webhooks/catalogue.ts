@@ -89,7 +89,8 @@ export class EventCatalogue {
     for (const p of patterns) {
       if (p === '*') continue;
       if (p.endsWith('.*') && families.has(p.slice(0, -2))) continue;
-      if (this.definitions.get(p)?.subscribable !== false && this.definitions.has(p)) continue;
+      const d = this.definitions.get(p);
+      if (d && d.subscribable !== false) continue;
       throw badRequest(
         `Unknown event type "${p}" in events: use a type from GET /v1/webhooks/event-types, a family wildcard such as "${[...families][0] ?? 'link'}.*", or "*"`,
         { field: 'events', value: p },

@@ -116,13 +116,8 @@ export class WebhookOutbox implements DeliveryQueue {
   async publish(q: Queryable, collectionId: string, events: NewEvent[]): Promise<string[]> {
     if (events.length === 0) return [];
     for (const e of events) this.catalogue.check(e);
-    if (this.hasNoSubscribers(collectionId)) return [];
-    const seen = this.changes.get(collectionId) ?? 0;
-    const subscriptions = await repo.activeSubscriptions(q, collectionId);
-    if (subscriptions.length === 0) {
-      this.rememberSilence(collectionId, seen);
-      return [];
-    }
+    const subscriptions = await this.subscriptionsOf(q, collectionId);
+    if (subscriptions.length === 0) return [];
     const written = await this.writeEvents(q, collectionId, events, (e) =>
       subscriptions
         .filter((s) => EventCatalogue.covers(s.events, e.type) && passes(s.filters, e.scope))
@@ -146,18 +141,23 @@ export class WebhookOutbox implements DeliveryQueue {
 
   /** Whether an active registration subscribes to `type` (filters aside); remembers silence as publish does. */
   async subscribes(q: Queryable, collectionId: string, type: string): Promise<boolean> {
-    if (this.hasNoSubscribers(collectionId)) return false;
-    const seen = this.changes.get(collectionId) ?? 0;
-    const subscriptions = await repo.activeSubscriptions(q, collectionId);
-    if (subscriptions.length === 0) this.rememberSilence(collectionId, seen);
-    return subscriptions.some((s) => EventCatalogue.covers(s.events, type));
+    return (await this.subscriptionsOf(q, collectionId)).some((s) => EventCatalogue.covers(s.events, type));
   }
 
-  /** Remembers that a read found no registration, unless one changed since the read began. */
-  private rememberSilence(collectionId: string, seen: number): void {
-    if ((this.changes.get(collectionId) ?? 0) !== seen) return;
-    if (this.silentUntil.size > 10_000) this.silentUntil.clear(); // bounded: many tenants forget at once
-    this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
+  /**
+   * The collection's active registrations (locked against deletion, webhooks.repository.ts),
+   * or none without asking while its silence is remembered. A read that finds none is
+   * remembered, unless a registration changed here since it began (it may predate that one).
+   */
+  private async subscriptionsOf(q: Queryable, collectionId: string): ReturnType<typeof repo.activeSubscriptions> {
+    if (this.hasNoSubscribers(collectionId)) return [];
+    const seen = this.changes.get(collectionId) ?? 0;
+    const subscriptions = await repo.activeSubscriptions(q, collectionId);
+    if (subscriptions.length === 0 && (this.changes.get(collectionId) ?? 0) === seen) {
+      if (this.silentUntil.size > 10_000) this.silentUntil.clear(); // bounded: many tenants forget at once
+      this.silentUntil.set(collectionId, Date.now() + SILENT_MEMORY_MS);
+    }
+    return subscriptions;
   }
 
   /** A registration of the collection was created or changed here: ask again at the next publish. */
