@@ -27,6 +27,7 @@ import type { Lifecycle, ModuleManifest, Platform } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
 import { closeRedis, openRedis, redisReady } from './platform/redis.ts';
+import { type Route, registerRoutes } from './platform/routes.ts';
 import { ErrorBody } from './platform/schemas.ts';
 import { buildSerializerCompiler, buildValidatorCompiler } from './platform/validation.ts';
 
@@ -70,7 +71,7 @@ interface Built {
   services: Services;
   lifecycles: Lifecycle[];
   /** Each module's routes with the service they are given, in module order. */
-  routes: { plugin: NonNullable<ModuleManifest['routes']>; service: unknown }[];
+  routes: { plugin?: NonNullable<ModuleManifest['plugin']>; routes: readonly Route[]; service: unknown }[];
 }
 
 /**
@@ -92,7 +93,7 @@ function buildModules(platform: Platform, env: Config['env']): Built {
     built.set(m.name, service);
     const lifecycle = m.lifecycle?.(service, platform.role);
     if (lifecycle) lifecycles.push(lifecycle);
-    if (m.routes) routes.push({ plugin: m.routes, service });
+    if (m.routes || m.plugin) routes.push({ plugin: m.plugin, routes: m.routes?.(service) ?? [], service });
   }
   const services = Object.fromEntries(built) as unknown as Services;
   for (const m of manifests) {
@@ -248,7 +249,12 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
 
   await app.register(
     async (scoped) => {
-      for (const { plugin, service } of routes) await scoped.register(plugin, { service });
+      for (const r of routes) {
+        await scoped.register(async (context) => {
+          if (r.plugin) await context.register(r.plugin, { service: r.service });
+          registerRoutes(context, r.routes);
+        });
+      }
     },
     { prefix: config.basePath },
   );

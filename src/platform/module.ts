@@ -21,6 +21,7 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { Db } from '../db/index.ts';
 import type { EventDefinition } from './events.ts';
+import type { Route } from './routes.ts';
 import type { Env } from './settings.ts';
 import type { TaskDefinition } from './tasks.ts';
 
@@ -55,7 +56,10 @@ export interface ModuleManifest<Settings = unknown, Deps = unknown, Service = un
   /** Its own environment keys, parsed once; a bad value throws ConfigError. */
   settings(env: Env, platform: PlatformSettings): Settings;
   create(platform: Platform, settings: Settings, deps: Deps): Service;
-  routes?: FastifyPluginAsync<{ service: Service }>;
+  /** Its HTTP routes (platform/routes.ts), registered under BASE_PATH. */
+  routes?(service: Service): readonly Route[];
+  /** TRANSITION: a Fastify plugin given the service (being replaced by `routes`). */
+  plugin?: FastifyPluginAsync<{ service: Service }>;
   tasks?(service: Service): TaskDefinition[];
   /** The event types it publishes, with their schemas (the webhooks module's catalogue). */
   events?: readonly EventDefinition[];

@@ -86,15 +86,26 @@ export const errorResponses = {
 export const SuccessBody = Closed({ success: Type.Boolean() });
 
 /**
+ * The schemas `ref()` has referenced, by `$id`: the route vocabulary (platform/routes.ts)
+ * registers what a route's `$ref`s name from here, so no module keeps a list of its schemas.
+ */
+const named = new Map<string, TSchema>();
+
+/**
  * A reference to a named schema (added with `app.addSchema`) that keeps the schema's static
  * type: the route then types `req.body` (or a response) from it, and the OpenAPI document
  * still shows one named component instead of a copy per route.
  */
-export const ref = <T extends TSchema>(schema: T): T => {
+export const ref = <T extends TSchema>(schema: T, options: Record<string, unknown> = {}): T => {
   // `$id` is given in the options of `Closed`/`Type.Object`, which their static type does not
   // carry; a schema without one could not be referenced, so that is refused at start-up.
   const id = (schema as { $id?: unknown }).$id;
-  if (typeof id !== 'string')
-    throw new Error('ref(): the schema has no $id; give it one and add it with app.addSchema');
-  return Type.Ref(id) as unknown as T;
+  if (typeof id !== 'string') throw new Error('ref(): the schema has no $id; give it one');
+  const known = named.get(id);
+  if (known && known !== schema) throw new Error(`ref(): two different schemas are named ${id}`);
+  named.set(id, schema);
+  return Type.Ref(id, options) as unknown as T;
 };
+
+/** The schema a `ref()` named, if one did. */
+export const namedSchema = (id: string): TSchema | undefined => named.get(id);

@@ -88,7 +88,7 @@ export const appObjectsModule = defineModule({
   needs: ['webhooks'],
   settings: appObjectsSettings,
   create: ({ db }, settings, deps: { webhooks: EventPublisher }) => new AppObjectServices(db, settings, deps.webhooks),
-  routes: appObjectsRoutes,
+  plugin: appObjectsRoutes,
   tasks: (services) => appObjectTasks(services),
   events: appObjectEvents,
 });

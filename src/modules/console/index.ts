@@ -21,5 +21,5 @@ export const consoleModule = defineModule({
   needs: [],
   settings: consoleSettings,
   create: (_platform, settings) => new ConsoleService(settings),
-  routes: consoleRoutes,
+  plugin: consoleRoutes,
 });

@@ -1,95 +1,66 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { errorResponses, ref } from '../../platform/schemas.ts';
+import { defineRoute } from '../../platform/routes.ts';
 import * as S from './jobs.schema.ts';
 import type { JobsService } from './jobs.service.ts';
 
-export const jobsRoutes: FastifyPluginAsyncTypebox<{ service: JobsService }> = async (app, { service }) => {
-  app.addSchema(S.JobStatus);
-  app.addSchema(S.Job);
-  app.addSchema(S.JobsPage);
-  app.addSchema(S.EnqueueAsyncJobRequest);
-  app.addSchema(S.EnqueueAsyncJobResponse);
-  const job = { 200: ref(S.Job), ...errorResponses };
-
-  app.post(
-    '/admin/collection/:collectionId/async/jobs',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags: ['async'],
-        operationId: 'async_enqueueAsyncJob',
-        summary: 'Enqueue a background job (202); unknown tasks are refused naming the known ones',
-        params: S.CollectionParams,
-        body: ref(S.EnqueueAsyncJobRequest),
-        response: { 202: ref(S.EnqueueAsyncJobResponse), ...errorResponses },
-      },
-    },
-    async (req, reply) => {
-      const res = await service.submit(req.params.collectionId, req.body);
-      return reply.code(202).send(res);
-    },
-  );
-
-  app.get(
-    '/admin/collection/:collectionId/async/jobs/:jobId',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags: ['async'],
-        operationId: 'async_getAsyncJobStatus',
-        summary: 'Get a job’s status (404 once retention has removed it)',
-        params: S.JobParams,
-        response: job,
-      },
-    },
-    async (req) => service.get(req.params.collectionId, req.params.jobId),
-  );
-
-  app.get(
-    '/admin/collection/:collectionId/jobs/:jobId',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags: ['jobs'],
-        operationId: 'jobs_getJob',
-        summary: 'Get a single job',
-        params: S.JobParams,
-        response: job,
-      },
-    },
-    async (req) => service.get(req.params.collectionId, req.params.jobId),
-  );
-
-  app.get(
-    '/admin/collection/:collectionId/jobs',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags: ['jobs'],
-        operationId: 'jobs_listJobs',
-        summary: 'List the collection’s visible jobs, newest first',
-        params: S.CollectionParams,
-        querystring: S.JobsQuery,
-        response: { 200: ref(S.JobsPage), ...errorResponses },
-      },
-    },
-    async (req) => service.list(req.params.collectionId, req.query),
-  );
-
-  app.post(
-    '/admin/collection/:collectionId/jobs/:jobId/cancel',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags: ['jobs'],
-        operationId: 'jobs_cancelJob',
-        summary: 'Cancel a queued job (or one waiting for a retry); 409 once it runs or has finished',
-        params: S.JobParams,
-        response: { ...job, 409: { ...Type.Ref('ErrorBody'), description: 'The job is running or finished' } },
-      },
-    },
-    async (req) => service.cancel(req.params.collectionId, req.params.jobId),
-  );
-};
+export const jobsRoutes = (service: JobsService) => [
+  defineRoute({
+    method: 'POST',
+    url: '/admin/collection/:collectionId/async/jobs',
+    operationId: 'async_enqueueAsyncJob',
+    tags: ['async'],
+    summary: 'Enqueue a background job (202); unknown tasks are refused naming the known ones',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.EnqueueAsyncJobRequest,
+    response: S.EnqueueAsyncJobResponse,
+    status: 202,
+    handler: ({ scope, body }) => service.submit(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/async/jobs/:jobId',
+    operationId: 'async_getAsyncJobStatus',
+    tags: ['async'],
+    summary: 'Get a job’s status (404 once retention has removed it)',
+    guard: guard.admin,
+    params: S.JobParams,
+    response: S.Job,
+    handler: ({ scope }) => service.get(scope.collectionId, scope.jobId),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/jobs/:jobId',
+    operationId: 'jobs_getJob',
+    tags: ['jobs'],
+    summary: 'Get a single job',
+    guard: guard.admin,
+    params: S.JobParams,
+    response: S.Job,
+    handler: ({ scope }) => service.get(scope.collectionId, scope.jobId),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/jobs',
+    operationId: 'jobs_listJobs',
+    tags: ['jobs'],
+    summary: 'List the collection’s visible jobs, newest first',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    query: S.JobsQuery,
+    response: S.JobsPage,
+    handler: ({ scope, query }) => service.list(scope.collectionId, query),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/admin/collection/:collectionId/jobs/:jobId/cancel',
+    operationId: 'jobs_cancelJob',
+    tags: ['jobs'],
+    summary: 'Cancel a queued job (or one waiting for a retry); 409 once it runs or has finished',
+    guard: guard.admin,
+    params: S.JobParams,
+    response: S.Job,
+    conflict: 'The job is running or finished',
+    handler: ({ scope }) => service.cancel(scope.collectionId, scope.jobId),
+  }),
+];

@@ -1,14 +1,16 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
 import { JOB_STATUSES } from './jobs.repository.ts';
 
-export const JobStatus = Type.Union(
-  JOB_STATUSES.map((s) => Type.Literal(s)),
-  {
-    $id: 'JobStatus',
-    description:
-      'queued (waiting), running, errored (an attempt failed; will retry), completed, failed (attempts exhausted), cancelled',
-  },
+export const JobStatus = Type.Unsafe<(typeof JOB_STATUSES)[number]>(
+  Type.Union(
+    JOB_STATUSES.map((s) => Type.Literal(s)),
+    {
+      $id: 'JobStatus',
+      description:
+        'queued (waiting), running, errored (an attempt failed; will retry), completed, failed (attempts exhausted), cancelled',
+    },
+  ),
 );
 
 export const JobProgress = Closed({
@@ -31,7 +33,7 @@ export const Job = Closed(
     lockedAt: Nullable(Timestamp),
     key: Nullable(Type.String()),
     queueName: Nullable(Type.String()),
-    status: Type.Ref('JobStatus'),
+    status: ref(JobStatus),
     progress: Nullable(JobProgress),
     result: Type.Unknown({ description: 'What the task returned; null until completed' }),
     finishedAt: Nullable(Timestamp),
@@ -41,7 +43,7 @@ export const Job = Closed(
 export type Job = Type.Static<typeof Job>;
 
 export const JobsPage = Closed(
-  { items: Type.Array(Type.Ref('Job')), limit: Type.Integer(), offset: Type.Integer() },
+  { items: Type.Array(ref(Job)), limit: Type.Integer(), offset: Type.Integer() },
   { $id: 'JobsPage' },
 );
 
@@ -78,7 +80,7 @@ export const EnqueueAsyncJobResponse = Closed(
 export type EnqueueAsyncJobResponse = Type.Static<typeof EnqueueAsyncJobResponse>;
 
 export const JobsQuery = Closed({
-  state: Type.Optional(Type.Ref('JobStatus')),
+  state: Type.Optional(ref(JobStatus)),
   task: Type.Optional(Type.String({ maxLength: 100 })),
   from: Type.Optional(Instant('Created at or after')),
   to: Type.Optional(Instant('Created before', 'end')),

@@ -35,7 +35,7 @@ export const linksModule = defineModule({
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
   },
-  routes: linksRoutes,
+  plugin: linksRoutes,
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that

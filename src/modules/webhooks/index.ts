@@ -52,7 +52,7 @@ export const webhooksModule = defineModule({
     const registrations = new WebhookRegistrations(db, settings, outbox, catalogue);
     return new WebhooksService(settings, log, catalogue, registrations, outbox, delivery);
   },
-  routes: webhooksRoutes,
+  plugin: webhooksRoutes,
   events: webhookEvents,
   tasks: (service) => [service.delivery.deliverTask()],
   // Housekeeping in worker processes; every process closes the sender's connections.
