@@ -83,6 +83,8 @@ export interface RouteSpec<P, Q, B, R extends TSchema, A extends boolean> {
   analytics?: A;
   /** Left out of the OpenAPI document. */
   hide?: boolean;
+  /** The document's security for this route; `[]`: it needs no credential (public routes). */
+  security?: Record<string, string[]>[];
   /** Fastify route config (e.g. `{ rateLimit: false }`). */
   config?: Record<string, unknown>;
   /** Extra hooks that run before validation (e.g. reading a raw body). */
@@ -139,6 +141,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
       summary: r.summary,
       description: r.description,
       hide: r.hide,
+      security: r.security,
       params: r.params,
       querystring: r.query,
       body: asRef(r.body),
