@@ -25,7 +25,10 @@ beforeAll(async () => {
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
     WEBHOOK_RETRY_FACTOR: String(FACTOR),
-    WEBHOOK_TIMEOUT_MS: '500',
+    // A receiver that answers must never be cut off by the sender's timeout, however busy the
+    // machine: a 500 ms timeout turned a slow 200 into a failed attempt and a retry under load
+    // (an extra attempt, a repeated event). Timeouts are tested where nothing answers at all.
+    WEBHOOK_TIMEOUT_MS: '30000',
     // These tests pin the retry schedule and the count of failed attempts: no registration
     // backoff in between (webhooks-fairness.test.ts has it).
     WEBHOOK_BACKOFF_BASE_MS: '0',
@@ -425,24 +428,51 @@ describe.concurrent('retries', () => {
   });
 
   it('retries a receiver that times out, and one that refuses connections', async () => {
-    rx.answer('/hang', { hang: true });
-    const hung = await register(a, '/hang', ['link.created']);
-    const closedPort = await freePort();
-    const refusedRes = await t.inject({
-      method: 'POST',
-      url: '/v1/webhooks',
-      headers: a.auth,
-      payload: { url: `http://127.0.0.1:${closedPort}/nobody`, events: ['link.created'] },
+    // An app of its own with a short timeout: here every attempt must time out (the receiver
+    // never answers), so a short timeout cannot turn a success into a failure, and four
+    // attempts do not cost four of the main app's generous timeouts.
+    const short = await createTestApp({
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
+      WEBHOOK_RETRY_FACTOR: String(FACTOR),
+      WEBHOOK_TIMEOUT_MS: '500',
+      WEBHOOK_BACKOFF_BASE_MS: '0',
+      JOBS_POLL_INTERVAL_MS: '200',
     });
-    const refused = refusedRes.json() as Hook;
-    await sendTest(a, hung);
-    await sendTest(a, refused);
-    const [h] = await finalDeliveries(a, hung.id, 1);
-    expect(h.attempts.map((x) => [x.outcome, x.error])).toEqual(Array(4).fill(['failed', 'timeout']));
-    expect(rx.on('/hang')).toHaveLength(4);
-    const [r] = await finalDeliveries(a, refused.id, 1);
-    expect(r.attempts).toHaveLength(4);
-    for (const x of r.attempts) expect(x.error).toMatch(/ECONNREFUSED/);
+    try {
+      const c = await short.createCollection();
+      const on = (method: 'GET' | 'POST', url: string, payload?: Record<string, unknown>) =>
+        short.inject({ method, url, headers: c.auth, payload });
+      rx.answer('/hang', { hang: true });
+      const closedPort = await freePort();
+      const hooks = [];
+      for (const url of [`${rx.url}/hang`, `http://127.0.0.1:${closedPort}/nobody`]) {
+        const res = await on('POST', '/v1/webhooks', { url, events: ['link.created'] });
+        expect(res.statusCode, res.body).toBe(200);
+        hooks.push(res.json() as Hook);
+      }
+      const [hung, refused] = hooks;
+      for (const hook of hooks) expect((await on('POST', `/v1/webhooks/${hook.id}/test`)).statusCode).toBe(202);
+      const final = (hookId: string) =>
+        waitFor(
+          async () => {
+            const items = (await on('GET', `/v1/webhooks/${hookId}/deliveries`)).json().items as Awaited<
+              ReturnType<typeof deliveries>
+            >;
+            return items.length === 1 && items[0].status !== 'pending' ? items[0] : undefined;
+          },
+          60_000,
+          `the final delivery of ${hookId}`,
+        );
+      const h = await final(hung.id);
+      expect(h.attempts.map((x) => [x.outcome, x.error])).toEqual(Array(4).fill(['failed', 'timeout']));
+      expect(rx.on('/hang')).toHaveLength(4);
+      const r = await final(refused.id);
+      expect(r.attempts).toHaveLength(4);
+      for (const x of r.attempts) expect(x.error).toMatch(/ECONNREFUSED/);
+    } finally {
+      await short.close();
+    }
   });
 
   it('honours Retry-After within the cap, and does not follow redirects', async () => {
