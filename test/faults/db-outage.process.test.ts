@@ -6,8 +6,10 @@
  *
  * What must hold after each fault: both processes are still up; every answer during the fault
  * was a 2xx or a 503 with Retry-After in the error body (never a 500, never a dropped
- * connection); /readyz comes back by itself; every write that was answered 2xx is stored, and
- * every acknowledged link's outbox event reaches the webhook receiver; a job enqueued afterwards
+ * connection); /readyz comes back by itself; every write that was answered 2xx is stored, every
+ * acknowledged PATCH with the value it sent and its history row, and every acknowledged link's
+ * outbox event reaches the webhook receiver; a write answered 503 is all or nothing (a PATCH's
+ * change and its history row, a link and its outbox event); a job enqueued afterwards
  * through the API is picked up by the worker although its poll is set to ten minutes, which
  * only the re-established LISTEN connection (or its catch-up sweep) can do.
  *
@@ -46,10 +48,20 @@ async function call(method: string, path: string, body?: unknown) {
   return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
 }
 
+/** A case's PATCH under load: the value it sent, and whether it was answered 2xx. */
+interface Patch {
+  id: string;
+  priority: number;
+  acknowledged: boolean;
+}
+
 /** Answers seen under load, and what was acknowledged. */
 interface Load {
   cases: string[];
+  patches: Patch[];
   links: string[];
+  /** Codes of links whose create was answered 503: stored or not, never without their event. */
+  refusedLinks: string[];
   statuses: Map<number, number>;
   /** Anything that is not a 2xx or a well-formed 503: empty when the service behaved. */
   bad: string[];
@@ -57,7 +69,17 @@ interface Load {
 }
 
 function writeLoad(): Load {
-  const load: Load = { cases: [], links: [], statuses: new Map(), bad: [], stop: async () => {} };
+  const load: Load = {
+    cases: [],
+    patches: [],
+    links: [],
+    refusedLinks: [],
+    statuses: new Map(),
+    bad: [],
+    stop: async () => {},
+  };
+  // Link codes of this load: the two tests each run one, and a code is unique per deployment.
+  const run = randomBytes(3).toString('hex');
   let running = true;
   const note = (what: string, res: { status: number; headers: Headers; body: Record<string, unknown> }) => {
     load.statuses.set(res.status, (load.statuses.get(res.status) ?? 0) + 1);
@@ -81,18 +103,24 @@ function writeLoad(): Load {
         });
         if (note('create case', created)) {
           const id = created.body.id as string;
+          // A value of this PATCH's own, to find it stored (or not) afterwards.
+          const priority = n * 100_000 + i;
           const patched = await call('PATCH', `/admin/collection/${COLLECTION}/app/desk/cases/${id}`, {
             status: 'in_progress',
+            priority,
           });
           // The case itself was acknowledged by its create; the patch is its own write.
           load.cases.push(id);
-          note('patch case', patched);
+          load.patches.push({ id, priority, acknowledged: note('patch case', patched) });
         }
         // A link with its outbox event (link.created), written in one transaction.
+        const code = `${run}-${n}-${i}`;
         const link = await call('POST', `/admin/collection/${COLLECTION}/links`, {
           url: `https://example.com/${n}/${i}`,
+          code,
         });
-        if (note('create link', link)) load.links.push(link.body.code as string);
+        if (note('create link', link)) load.links.push(code);
+        else if (link.status === 503) load.refusedLinks.push(code);
       } catch (err) {
         // fetch failed: the process is gone or dropped the connection. Never acceptable.
         load.bad.push(`client ${n}: ${(err as Error).message}`);
@@ -152,6 +180,16 @@ async function expectStored(load: Load): Promise<void> {
     [COLLECTION, load.links],
   );
   expect(links.rows[0].n).toBe(load.links.length);
+  await expectPatchesWhole(load);
+  // A link refused with 503 may have been stored (the answer was lost, not the commit), but
+  // then with its outbox event: never one without the other.
+  const refused = await testDb.db.query<{ code: string; events: number }>(
+    `SELECT l.code, (SELECT count(*)::int FROM webhook_events e
+       WHERE e.collection_id = l.collection_id AND e.body::json->'data'->>'code' = l.code) AS events
+     FROM links l WHERE l.collection_id = $1 AND l.code = ANY($2)`,
+    [COLLECTION, load.refusedLinks],
+  );
+  expect(refused.rows.filter((r) => r.events !== 1)).toEqual([]);
   // Every acknowledged link's event is delivered by the worker, outage or not.
   const want = new Set(load.links);
   const until = Date.now() + 60_000;
@@ -173,6 +211,61 @@ async function expectStored(load: Load): Promise<void> {
     );
     expect.fail(`${missing.length} of ${want.size} events not delivered: ${JSON.stringify(stuck.rows)}`);
   }
+}
+
+/**
+ * Every PATCH answered 2xx is stored with the value it sent, with the one history row that
+ * records that change (same transaction). A PATCH answered 503 is all or nothing: either the
+ * same (its commit went through and only the answer was lost) or the case as created (status
+ * open, no priority) without such a row; never the change without its row or the reverse.
+ * Every acknowledged case has its one create row.
+ */
+async function expectPatchesWhole(load: Load): Promise<void> {
+  const ids = load.patches.map((p) => p.id);
+  const stored = await testDb.db.query<{ id: string; status: string; priority: string | number | null }>(
+    'SELECT id, status, priority FROM app_cases WHERE collection_id = $1 AND id = ANY($2)',
+    [COLLECTION, ids],
+  );
+  const history = await testDb.db.query<{
+    case_id: string;
+    action: string;
+    changes: Record<string, { from: unknown; to: unknown }>;
+  }>('SELECT case_id, action, changes FROM app_case_history WHERE collection_id = $1 AND case_id = ANY($2)', [
+    COLLECTION,
+    load.cases,
+  ]);
+  const rowOf = new Map(stored.rows.map((r) => [r.id, r]));
+  const problems: string[] = [];
+  for (const id of load.cases) {
+    const creates = history.rows.filter((h) => h.case_id === id && h.action === 'create').length;
+    if (creates !== 1) problems.push(`${id}: ${creates} create rows`);
+  }
+  let appliedDespite503 = 0;
+  for (const p of load.patches) {
+    const row = rowOf.get(p.id);
+    // The row recording this PATCH's change (a retried transaction whose first commit went
+    // through records a second, empty update: it changed nothing and is not counted).
+    const changes = history.rows.filter(
+      (h) => h.case_id === p.id && h.action === 'update' && h.changes.status?.to === 'in_progress',
+    );
+    const applied =
+      row?.status === 'in_progress' &&
+      Number(row.priority) === p.priority &&
+      changes.length === 1 &&
+      changes[0].changes.priority?.to === p.priority;
+    const untouched = row?.status === 'open' && row.priority === null && changes.length === 0;
+    const seen = `${p.id} (${p.acknowledged ? '2xx' : '503'}): ${JSON.stringify(row)}, ${JSON.stringify(changes)}`;
+    if (p.acknowledged && !applied) problems.push(`acknowledged but not stored whole: ${seen}`);
+    if (!p.acknowledged && !applied && !untouched) problems.push(`refused and half applied: ${seen}`);
+    if (!p.acknowledged && applied) appliedDespite503++;
+  }
+  console.info('patches:', {
+    acknowledged: load.patches.filter((p) => p.acknowledged).length,
+    refused: load.patches.filter((p) => !p.acknowledged).length,
+    appliedDespite503,
+  });
+  expect(problems).toEqual([]);
+  expect(load.patches.some((p) => p.acknowledged)).toBe(true);
 }
 
 /** A job enqueued through the API is run by the worker well before its 10-minute poll. */
