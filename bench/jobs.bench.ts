@@ -1,6 +1,7 @@
 /**
  * The job engine on PostgreSQL against its peers on the same database in the same run:
- * graphile-worker 0.16.6 (the peer to beat) and pg-boss 10 (polling), each in a schema of
+ * graphile-worker 0.16.6 (the peer to beat) and pg-boss 10 (polling; its best settings for
+ * throughput, bench/pgboss-worker.ts), each in a schema of
  * its own, plus the machine's ceiling.
  *
  * - Ceiling: single-row INSERT transactions per second with as many clients as there are
@@ -24,9 +25,10 @@
  *
  * Jobs per run: 10,000 (BENCH_JOBS), so that a run of ours lasts seconds rather than the
  * fraction of a second in which four fresh worker processes are still warming up; pg-boss
- * 3,000 (BENCH_PEER_JOBS), its rate being set by its 0.5 s poll.
+ * the same (BENCH_PEER_JOBS). Until 2026-11-26 pg-boss ran 3,000 with one loop of batches of
+ * 100 a 0.5 s poll: 200 jobs/s a process, the bench's own cap (docs/benchmarks.md).
  *
- * Env: BENCH_ROUNDS (3), BENCH_JOBS (10000), BENCH_PEER_JOBS (3000), BENCH_BULK_BATCH (500),
+ * Env: BENCH_ROUNDS (3), BENCH_JOBS (10000), BENCH_PEER_JOBS (BENCH_JOBS), BENCH_BULK_BATCH (500),
  * BENCH_PICKUPS (100), BENCH_PEER_PICKUPS (pg-boss, 30), BENCH_JOBS_ENGINES
  * (ours,graphile,pgboss; `ours+NAME=VALUE` adds our engine with one setting changed),
  * BENCH_JOBS_SCENARIOS (single,bulk), BENCH_JOBS_PROCESSES (1,4), BENCH_JOBS_CONCURRENCY (8),
@@ -50,7 +52,7 @@ installQueryCounter();
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const JOBS = Number(process.env.BENCH_JOBS ?? 10_000);
-const PEER_JOBS = Number(process.env.BENCH_PEER_JOBS ?? 3000);
+const PEER_JOBS = Number(process.env.BENCH_PEER_JOBS ?? JOBS);
 const BULK_BATCH = Number(process.env.BENCH_BULK_BATCH ?? 500);
 const PICKUPS = Number(process.env.BENCH_PICKUPS ?? 100);
 /** pg-boss picks up on its 0.5 s poll: fewer samples keep the run short. */
@@ -191,7 +193,7 @@ async function pgBoss(schema: string): Promise<Engine> {
   const client = new pg.Pool({ connectionString: PG_URL, max: 2 });
   return {
     key: 'pgboss',
-    name: 'pg-boss 10.4 (polling 0.5 s)',
+    name: `pg-boss 10.4 (polling 0.5 s, ${CONCURRENCY} staggered loops, batches up to 5,000)`,
     spawn: (env) =>
       startWorker(
         { ...env, PG_URL, PGBOSS_SCHEMA: schema, JOBS_CONCURRENCY: String(CONCURRENCY) },
