@@ -56,7 +56,7 @@ export const interactionsModule = defineModule({
     const effects = new EffectRunner(http, deps.appObjects);
     return new InteractionsService(db, settings, log, { events: deps.webhooks, jobs: deps.jobs.engine, effects });
   },
-  plugin: interactionsRoutes,
+  routes: interactionsRoutes,
   events: interactionEvents,
   tasks: (service) => [exportTask(), ...service.effectTask()],
   // Counter compaction in worker processes (any number of them may run it at once).

@@ -6,6 +6,7 @@ import {
   Nullable,
   OPEN_OBJECT_MAX_PROPERTIES,
   OpenObject,
+  ref,
   Timestamp,
 } from '../../platform/schemas.ts';
 
@@ -77,7 +78,7 @@ export const InteractionTypeRecord = Type.Object(
 export type InteractionTypeRecord = Type.Static<typeof InteractionTypeRecord>;
 
 export const InteractionTypeList = Closed(
-  { items: Type.Array(Type.Ref('InteractionTypeRecord')), limit: Type.Integer(), offset: Type.Integer() },
+  { items: Type.Array(ref(InteractionTypeRecord)), limit: Type.Integer(), offset: Type.Integer() },
   { $id: 'InteractionTypeList' },
 );
 
@@ -325,7 +326,7 @@ export const InteractionEventRow = Type.Object(
     }),
     deleted: Type.Boolean(),
     interaction: Type.Optional(
-      Type.Ref('InteractionTypeRecord', {
+      ref(InteractionTypeRecord, {
         description: 'With include: ["interaction"], the event’s type (absent if the type was removed)',
       }),
     ),
@@ -464,7 +465,7 @@ export const AdminInteractionsAggregateResponse = Closed(
     field: Type.String(),
     ops: Type.Array(AggregateOp),
     dedupeLatest: Type.Boolean(),
-    rows: Type.Array(Type.Ref('AdminInteractionsAggregateRow')),
+    rows: Type.Array(ref(AdminInteractionsAggregateRow)),
   },
   { $id: 'AdminInteractionsAggregateResponse' },
 );

@@ -1,0 +1,69 @@
+/** Admin reads of events: queries, counts by outcome, aggregates, and an export's file. */
+import { Type } from 'typebox';
+import { guard } from '../../platform/auth.ts';
+import { defineRoute } from '../../platform/routes.ts';
+import { ref } from '../../platform/schemas.ts';
+import * as S from './interactions.schema.ts';
+import type { InteractionsService } from './interactions.service.ts';
+
+const base = '/admin/collection/:collectionId/interactions';
+const tags = ['interactions'];
+
+export const queryRoutes = (service: InteractionsService) => [
+  defineRoute({
+    method: 'POST',
+    url: `${base}/query`,
+    operationId: 'interactions_query',
+    tags,
+    summary: 'Query interaction events with filters and optional includes',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.AdminInteractionsQueryRequest,
+    response: Type.Array(ref(S.InteractionEventRow)),
+    handler: ({ scope, body }) => service.query(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${base}/counts-by-outcome`,
+    operationId: 'interactions_countsByOutcome',
+    tags,
+    summary: 'Count events by outcome (optionally each identity’s latest event only)',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.AdminInteractionsCountsByOutcomeRequest,
+    response: Type.Array(ref(S.OutcomeCount)),
+    analytics: true,
+    handler: ({ scope, body }) => service.countsByOutcome(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${base}/aggregate`,
+    operationId: 'interactions_aggregate',
+    tags,
+    summary: 'Grouped numeric aggregates (count, sum, avg, min, max) of a metadata field',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.AdminInteractionsAggregateRequest,
+    response: S.AdminInteractionsAggregateResponse,
+    handler: ({ scope, body }) => service.aggregate(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: `${base}/exports/:jobId/download`,
+    operationId: 'interactions_downloadExport',
+    tags,
+    summary: 'Download the file of a finished interactions.export job (NDJSON or CSV)',
+    guard: guard.admin,
+    params: S.ExportParams,
+    response: Type.String({ description: 'The file: application/x-ndjson or text/csv' }),
+    // The file is streamed as stored: its type, length and name are the export's.
+    handler: async ({ scope, reply }) => {
+      const file = await service.openExport(scope.collectionId, scope.jobId);
+      reply
+        .type(file.contentType)
+        .header('content-length', file.byteCount)
+        .header('content-disposition', `attachment; filename="${file.fileName}"`);
+      return reply.send(file.stream);
+    },
+  }),
+];
