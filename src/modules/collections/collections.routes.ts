@@ -1,111 +1,84 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { CollectionIdParam, errorResponses, ref } from '../../platform/schemas.ts';
+import { defineRoute } from '../../platform/routes.ts';
+import { CollectionIdParam } from '../../platform/schemas.ts';
 import * as S from './collections.schema.ts';
 import type { CollectionsService } from './collections.service.ts';
 
-export const collectionsRoutes: FastifyPluginAsyncTypebox<{ service: CollectionsService }> = async (
-  app,
-  { service },
-) => {
-  app.addSchema(S.Collection);
-  app.addSchema(S.ApiKey);
-  const tags = ['collections'];
-  const inCollection = Type.Object({ collectionId: CollectionIdParam });
+const tags = ['collections'];
+const inCollection = Type.Object({ collectionId: CollectionIdParam });
 
-  app.post(
-    '/platform/collections',
-    {
-      onRequest: guard.superAdmin(),
-      schema: {
-        tags,
-        operationId: 'collections_create',
-        summary: 'Create a collection (tenant). Super admin.',
-        body: S.CreateCollectionBody,
-        response: { 200: ref(S.Collection), ...errorResponses, 409: errorResponses[400] },
-      },
-    },
-    async (req) => service.createCollection(req.body),
-  );
-
-  app.get(
-    '/platform/collections',
-    {
-      onRequest: guard.superAdmin(),
-      schema: {
-        tags,
-        operationId: 'collections_list',
-        summary: 'List collections. Super admin.',
-        querystring: S.PageQuery,
-        response: { 200: S.CollectionList, ...errorResponses },
-      },
-    },
-    async (req) => {
-      const { limit = 100, offset = 0 } = req.query;
+export const collectionsRoutes = (service: CollectionsService) => [
+  defineRoute({
+    method: 'POST',
+    url: '/platform/collections',
+    operationId: 'collections_create',
+    tags,
+    summary: 'Create a collection (tenant). Super admin.',
+    guard: guard.superAdmin(),
+    body: S.CreateCollectionBody,
+    response: S.Collection,
+    conflict: 'A collection with this id already exists',
+    handler: ({ body }) => service.createCollection(body),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/platform/collections',
+    operationId: 'collections_list',
+    tags,
+    summary: 'List collections. Super admin.',
+    guard: guard.superAdmin(),
+    query: S.PageQuery,
+    response: S.CollectionList,
+    handler: async ({ query }) => {
+      const { limit = 100, offset = 0 } = query;
       return { items: await service.listCollections(limit, offset), limit, offset };
     },
-  );
-
-  app.post(
-    '/admin/collection/:collectionId/api-keys',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags,
-        operationId: 'apiKeys_create',
-        summary: 'Create an admin API key for the collection; the key is shown only in this response',
-        params: inCollection,
-        body: S.CreateApiKeyBody,
-        response: { 200: S.CreatedApiKey, ...errorResponses },
-      },
-    },
-    async (req) => service.createApiKey(req.params.collectionId, req.body.name),
-  );
-
-  app.get(
-    '/admin/collection/:collectionId/api-keys',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags,
-        operationId: 'apiKeys_list',
-        summary: 'List the collection’s API keys (never their secrets)',
-        params: inCollection,
-        response: { 200: S.ApiKeyList, ...errorResponses },
-      },
-    },
-    async (req) => ({ items: await service.listApiKeys(req.params.collectionId) }),
-  );
-
-  app.delete(
-    '/admin/collection/:collectionId/api-keys/:id',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags,
-        operationId: 'apiKeys_revoke',
-        summary: 'Revoke an API key; it stops working at once',
-        params: Type.Object({ collectionId: CollectionIdParam, id: Type.String({ maxLength: 100 }) }),
-        response: { 200: ref(S.ApiKey), ...errorResponses },
-      },
-    },
-    async (req) => service.revokeApiKey(req.params.collectionId, req.params.id),
-  );
-
-  app.post(
-    '/admin/collection/:collectionId/user-tokens',
-    {
-      onRequest: guard.admin,
-      schema: {
-        tags,
-        operationId: 'userTokens_issue',
-        summary: 'Issue a signed user token for public routes of the collection',
-        params: inCollection,
-        body: S.IssueUserTokenBody,
-        response: { 200: S.UserToken, ...errorResponses },
-      },
-    },
-    async (req) => service.issueUserToken(req.params.collectionId, req.body),
-  );
-};
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/admin/collection/:collectionId/api-keys',
+    operationId: 'apiKeys_create',
+    tags,
+    summary: 'Create an admin API key for the collection; the key is shown only in this response',
+    guard: guard.admin,
+    params: inCollection,
+    body: S.CreateApiKeyBody,
+    response: S.CreatedApiKey,
+    handler: ({ scope, body }) => service.createApiKey(scope.collectionId, body.name),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/api-keys',
+    operationId: 'apiKeys_list',
+    tags,
+    summary: 'List the collection’s API keys (never their secrets)',
+    guard: guard.admin,
+    params: inCollection,
+    response: S.ApiKeyList,
+    handler: async ({ scope }) => ({ items: await service.listApiKeys(scope.collectionId) }),
+  }),
+  defineRoute({
+    method: 'DELETE',
+    url: '/admin/collection/:collectionId/api-keys/:id',
+    operationId: 'apiKeys_revoke',
+    tags,
+    summary: 'Revoke an API key; it stops working at once',
+    guard: guard.admin,
+    params: Type.Object({ collectionId: CollectionIdParam, id: Type.String({ maxLength: 100 }) }),
+    response: S.ApiKey,
+    handler: ({ scope }) => service.revokeApiKey(scope.collectionId, scope.id),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: '/admin/collection/:collectionId/user-tokens',
+    operationId: 'userTokens_issue',
+    tags,
+    summary: 'Issue a signed user token for public routes of the collection',
+    guard: guard.admin,
+    params: inCollection,
+    body: S.IssueUserTokenBody,
+    response: S.UserToken,
+    handler: ({ scope, body }) => service.issueUserToken(scope.collectionId, body),
+  }),
+];

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, Slug, Timestamp } from '../../platform/schemas.ts';
+import { Closed, Nullable, ref, Slug, Timestamp } from '../../platform/schemas.ts';
 
 export const Collection = Closed(
   { id: Type.String(), name: Type.String(), createdAt: Timestamp },
@@ -10,7 +10,7 @@ export const CreateCollectionBody = Closed({
   name: Type.String({ minLength: 1, maxLength: 200 }),
 });
 export const CollectionList = Closed({
-  items: Type.Array(Type.Ref('Collection')),
+  items: Type.Array(ref(Collection)),
   limit: Type.Integer(),
   offset: Type.Integer(),
 });
@@ -38,7 +38,7 @@ export const CreatedApiKey = Closed({
   revokedAt: Nullable(Timestamp),
 });
 export const CreateApiKeyBody = Closed({ name: Type.String({ minLength: 1, maxLength: 200 }) });
-export const ApiKeyList = Closed({ items: Type.Array(Type.Ref('ApiKey')) });
+export const ApiKeyList = Closed({ items: Type.Array(ref(ApiKey)) });
 
 export const IssueUserTokenBody = Closed({
   userId: Type.String({ minLength: 1, maxLength: 200 }),

@@ -25,7 +25,7 @@ export const collectionsModule = defineModule({
   needs: [],
   settings: collectionsSettings,
   create: ({ db }, settings) => new CollectionsService(db, settings),
-  plugin: collectionsRoutes,
+  routes: collectionsRoutes,
   // Processes that serve requests follow revocations made elsewhere; a worker resolves no keys.
   lifecycle: (service, role) =>
     role === 'worker' ? undefined : { start: () => service.start(), stop: () => service.stop() },
