@@ -14,5 +14,5 @@ export const locationsModule = defineModule({
   needs: [],
   settings: noSettings,
   create: ({ db }) => new LocationsService(db),
-  plugin: locationsRoutes,
+  routes: locationsRoutes,
 });

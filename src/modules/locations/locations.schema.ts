@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
 
 const text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
 
@@ -63,7 +63,7 @@ export const LocationSearchQuery = Closed({
 export type LocationSearchQuery = Type.Static<typeof LocationSearchQuery>;
 
 export const LocationSearchResponse = Closed(
-  { items: Type.Array(Type.Ref('Location')), count: Type.Integer({ description: 'Total matches' }) },
+  { items: Type.Array(ref(Location)), count: Type.Integer({ description: 'Total matches' }) },
   { $id: 'LocationSearchResponse' },
 );
 
