@@ -10,20 +10,20 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
 import { type Db, pendingMigrations } from './db/index.ts';
-import { type AppObjectServices, appObjectsModule } from './modules/app-objects/index.ts';
-import { type CollectionsService, collectionsModule } from './modules/collections/index.ts';
-import { type ConsoleService, consoleModule } from './modules/console/index.ts';
-import { type InteractionsService, interactionsModule } from './modules/interactions/index.ts';
-import { type JobsService, jobsModule } from './modules/jobs/index.ts';
-import { type JourneysService, journeysModule } from './modules/journeys/index.ts';
-import { type LinksService, linksModule, parseTrustedProxies } from './modules/links/index.ts';
-import { type LocationsService, locationsModule } from './modules/locations/index.ts';
-import { type WebhooksService, webhooksModule } from './modules/webhooks/index.ts';
+import { appObjectsModule } from './modules/app-objects/index.ts';
+import { collectionsModule } from './modules/collections/index.ts';
+import { consoleModule } from './modules/console/index.ts';
+import { interactionsModule } from './modules/interactions/index.ts';
+import { jobsModule } from './modules/jobs/index.ts';
+import { journeysModule } from './modules/journeys/index.ts';
+import { linksModule } from './modules/links/index.ts';
+import { locationsModule } from './modules/locations/index.ts';
+import { webhooksModule } from './modules/webhooks/index.ts';
 import { AuthFailureBudget, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
 import { registerJsonBodyParser } from './platform/json-body.ts';
-import type { Lifecycle, ModuleManifest, Platform } from './platform/module.ts';
+import { buildModules, type ServicesOf } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
 import { closeRedis, openRedis, redisReady } from './platform/redis.ts';
@@ -55,56 +55,7 @@ const MODULES = [
 ] as const;
 
 /** Each module's service, by module name (tests reach them through `app.services`). */
-export interface Services {
-  collections: CollectionsService;
-  locations: LocationsService;
-  jobs: JobsService;
-  webhooks: WebhooksService;
-  links: LinksService;
-  appObjects: AppObjectServices;
-  interactions: InteractionsService;
-  journeys: JourneysService;
-  console: ConsoleService;
-}
-
-interface Built {
-  services: Services;
-  lifecycles: Lifecycle[];
-  /** Each module's routes with the service they are given, in module order. */
-  routes: { plugin?: NonNullable<ModuleManifest['plugin']>; routes: readonly Route[]; service: unknown }[];
-}
-
-/**
- * Builds every module: settings parsed (a bad value throws ConfigError here, at start-up),
- * services created from the services they need, tasks registered on the job engine.
- */
-function buildModules(platform: Platform, env: Config['env']): Built {
-  const built = new Map<string, unknown>();
-  const lifecycles: Lifecycle[] = [];
-  const routes: Built['routes'] = [];
-  const manifests = MODULES as readonly ModuleManifest<unknown, unknown, unknown>[];
-  for (const m of manifests) {
-    const deps: Record<string, unknown> = {};
-    for (const name of m.needs) {
-      if (!built.has(name)) throw new Error(`Module "${m.name}" needs "${name}", which is not built before it`);
-      deps[name] = built.get(name);
-    }
-    const service = m.create(platform, m.settings(env, platform), deps);
-    built.set(m.name, service);
-    const lifecycle = m.lifecycle?.(service, platform.role);
-    if (lifecycle) lifecycles.push(lifecycle);
-    if (m.routes || m.plugin) routes.push({ plugin: m.plugin, routes: m.routes?.(service) ?? [], service });
-  }
-  const services = Object.fromEntries(built) as unknown as Services;
-  for (const m of manifests) {
-    for (const task of m.tasks?.(built.get(m.name)) ?? []) services.jobs.engine.registerTask(task);
-    services.webhooks.catalogue.add(m.events ?? []);
-  }
-  // The jobs module is built before webhooks (which queue on it), so its events go out through
-  // a publisher given here: job.completed and job.failed of visible tasks.
-  services.jobs.publishEventsTo(services.webhooks);
-  return { services, lifecycles, routes };
-}
+export type Services = ServicesOf<typeof MODULES>;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -128,7 +79,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     ...httpServerOptions(config),
     // req.ip (the address rate limits count by) is the X-Forwarded-For client behind a trusted
     // proxy, as for clicks; otherwise every client of a load balancer would share one budget.
-    trustProxy: config.env.TRUSTED_PROXIES ? parseTrustedProxies(config.env.TRUSTED_PROXIES) : false,
+    trustProxy: config.trustedProxies ?? false,
     // A caller's own request id is kept when it is sane, so logs can be joined across services.
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -141,16 +92,22 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const { services, lifecycles, routes } = buildModules(
+  const { services, background, routes, plugins } = buildModules(
+    MODULES,
     {
       db,
       log: app.log,
       role: config.role,
       publicBaseUrl: config.publicBaseUrl,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
+      trustedProxies: config.trustedProxies ?? (() => false),
     },
     config.env,
   );
+  for (const m of MODULES) services.webhooks.catalogue.add(m.events ?? []);
+  // The jobs module is built before webhooks (which queue on it), so its events go out through
+  // a publisher given here: job.completed and job.failed of visible tasks.
+  services.jobs.publishEventsTo(services.webhooks);
   app.decorate('services', services);
   // Background work starts once the app is ready, in dependency order. It stops in preClose,
   // before any onClose hook closes the database: first the requests still running finish
@@ -158,11 +115,11 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   // enqueued jobs) is handled; then the modules stop in reverse order (links store their last
   // clicks while the job engine still runs; the engine releases what it could not finish).
   app.addHook('onReady', async () => {
-    for (const l of lifecycles) await l.start();
+    for (const b of background) await b.start();
   });
   app.addHook('preClose', async () => {
     await app.drain(config.shutdownTimeoutMs);
-    for (const l of [...lifecycles].reverse()) await l.stop();
+    for (const b of [...background].reverse()) await b.stop();
   });
 
   registerErrorHandling(app);
@@ -249,12 +206,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
 
   await app.register(
     async (scoped) => {
-      for (const r of routes) {
-        await scoped.register(async (context) => {
-          if (r.plugin) await context.register(r.plugin, { service: r.service });
-          registerRoutes(context, r.routes);
-        });
-      }
+      for (const p of plugins) await scoped.register(p.plugin, { service: p.service });
+      registerRoutes(scoped, routes);
     },
     { prefix: config.basePath },
   );

@@ -5,6 +5,7 @@
  * docs/configuration.md and .env.example.
  */
 
+import { parseTrustedProxies, type TrustedProxies } from './platform/client-address.ts';
 import type { Role } from './platform/module.ts';
 import { type RedisSettings, redisSettings } from './platform/redis.ts';
 import { ConfigError, type Env, intFrom } from './platform/settings.ts';
@@ -43,6 +44,8 @@ export interface Config {
   httpKeepAliveTimeoutMs: number;
   httpIdleTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
+  trustedProxies: TrustedProxies | undefined;
   /** Module-specific settings are read through this so each module parses its own keys once. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -103,6 +106,16 @@ export function loadConfig(env: Env = process.env): Config {
     httpKeepAliveTimeoutMs: intFrom(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 72_000, 1000),
     httpIdleTimeoutMs: intFrom(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 1000),
     shutdownTimeoutMs: intFrom(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    trustedProxies: trustedProxiesFrom(env),
     env,
   };
+}
+
+function trustedProxiesFrom(env: Env): TrustedProxies | undefined {
+  if (!env.TRUSTED_PROXIES?.trim()) return undefined;
+  try {
+    return parseTrustedProxies(env.TRUSTED_PROXIES);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
 }

@@ -1,32 +1,41 @@
 /**
- * A module's one face to the application: its manifest. `buildApp` (src/app.ts) knows the
- * modules only through these, and builds them in one loop, in dependency order:
+ * A module's one face to the application: its manifest. `buildModules` knows the modules only
+ * through these, and builds them in one loop, in dependency order:
  *
+ *   needs          the manifests of the modules whose services it is built from (typed: `create`
+ *                  receives `deps.<name>` as that module's service, with no cast anywhere);
  *   settings(env)  its own environment keys, parsed once at start-up (a bad value stops the
- *                  process with a message naming the variable);
- *   create(...)    its service, from the platform (database, logger, role, public address),
- *                  its settings and the services of the modules it `needs`, all passed to
- *                  constructors, so nothing is wired later and nothing can be forgotten;
- *   routes         a Fastify plugin given the service, registered under BASE_PATH;
- *   tasks(...)     its background tasks (platform/tasks.ts), registered on the job engine;
+ *                  process with a message naming the variable), in its `*.settings.ts`;
+ *   create(...)    its service, from the platform (database, logger, role, public address, the
+ *                  job queue), its settings and the services it needs;
+ *   routes(...)    its HTTP routes (platform/routes.ts), registered under BASE_PATH;
+ *   tasks(...)     its background tasks (platform/tasks.ts), registered on the job queue;
  *   events         the events it publishes (platform/events.ts), gathered into the catalogue;
- *   lifecycle(...) what it runs in the background in a role: started once the app is ready,
- *                  stopped in reverse dependency order before the database closes, after the
- *                  requests still running have finished.
+ *   tables         the tables it owns and the other modules' tables it reads (or hangs triggers
+ *                  on): part of its boundary, checked against its SQL by test/boundaries.test.ts;
+ *   background(...) what it runs in the background, each piece with the roles it runs in:
+ *                  started once the app is ready, stopped in reverse order before the database
+ *                  closes, after the requests still running have finished.
  *
- * Trade-off: the loop hands `create` its dependencies by name, so their types are checked
- * where each manifest states them (`needs` and the `Deps` type), not by the loop; buildApp
- * fails at start-up when a module names one that is not built before it.
+ * The job queue is a port of the platform (`Platform.queue`, platform/tasks.ts): the module that
+ * provides it (`provides.queue`) binds it when it is built; the modules built after it enqueue
+ * through it without naming that module.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
-import type { Db } from '../db/index.ts';
+import type { Db, Queryable } from '../db/index.ts';
+import type { TrustedProxies } from './client-address.ts';
 import type { EventDefinition } from './events.ts';
 import type { Route } from './routes.ts';
 import type { Env } from './settings.ts';
-import type { TaskDefinition } from './tasks.ts';
+import type { EnqueueOptions, JobQueue, QueuedJob, TaskDefinition } from './tasks.ts';
 
 /** What a process does: serve HTTP, run background work, or both. */
 export type Role = 'api' | 'worker' | 'all';
+
+/** Roles as data, for `background`: every process, those that serve requests, those that run jobs. */
+export const EVERY_ROLE: readonly Role[] = ['api', 'worker', 'all'];
+export const SERVING: readonly Role[] = ['api', 'all'];
+export const WORKING: readonly Role[] = ['worker', 'all'];
 
 /** The service-wide settings a module may read (parsed by src/config.ts). */
 export interface PlatformSettings {
@@ -35,39 +44,130 @@ export interface PlatformSettings {
   publicBaseUrl: string;
   /** SHUTDOWN_TIMEOUT_MS: the whole budget of a graceful stop. */
   shutdownTimeoutMs: number;
+  /** TRUSTED_PROXIES (platform/client-address.ts): whose X-Forwarded-For names the client. */
+  trustedProxies: TrustedProxies;
 }
 
 /** What the platform hands every module. */
 export interface Platform extends PlatformSettings {
   db: Db;
   log: FastifyBaseLogger;
+  /** Enqueue jobs (in the caller's transaction); usable once the providing module is built. */
+  queue: JobQueue;
 }
 
-/** Background work of a module in one process. */
-export interface Lifecycle {
+/** One piece of a module's background work, and the roles whose processes run it. */
+export interface Background {
+  roles: readonly Role[];
   start(): Promise<void> | void;
   stop(): Promise<void> | void;
 }
 
-export interface ModuleManifest<Settings = unknown, Deps = unknown, Service = unknown> {
-  name: string;
-  /** Modules whose services `create` receives, by name; they are built before this one. */
-  needs: readonly string[];
+export interface ModuleManifest<Name extends string, Settings, Needs extends readonly AnyModule[], Service> {
+  name: Name;
+  /** The modules whose services `create` receives, by their names; they are built before this one. */
+  needs: Needs;
   /** Its own environment keys, parsed once; a bad value throws ConfigError. */
   settings(env: Env, platform: PlatformSettings): Settings;
-  create(platform: Platform, settings: Settings, deps: Deps): Service;
-  /** Its HTTP routes (platform/routes.ts), registered under BASE_PATH. */
+  create(platform: Platform, settings: Settings, deps: ServicesOf<Needs>): Service;
   routes?(service: Service): readonly Route[];
-  /** TRANSITION: a Fastify plugin given the service (being replaced by `routes`). */
-  plugin?: FastifyPluginAsync<{ service: Service }>;
   tasks?(service: Service): TaskDefinition[];
   /** The event types it publishes, with their schemas (the webhooks module's catalogue). */
   events?: readonly EventDefinition[];
-  lifecycle?(service: Service, role: Role): Lifecycle | undefined;
+  /**
+   * Its tables, and the tables of other modules it reads or hangs triggers on (with the module
+   * that owns them): what its repositories' SQL and its migrations may name.
+   */
+  tables: { owns: readonly string[]; reads?: readonly string[] };
+  /** What the platform takes from it: the job queue every module enqueues on. */
+  provides?: { queue?(service: Service): JobQueue };
+  background?(service: Service): readonly Background[];
+  /** TRANSITION: a Fastify plugin given the service, while routes move to `routes`. */
+  plugin?: FastifyPluginAsync<{ service: Service }>;
 }
 
-/** Keeps a manifest's own types while giving it the shape the loop reads. */
-export const defineModule = <Settings, Deps, Service>(m: ModuleManifest<Settings, Deps, Service>) => m;
+// biome-ignore lint/suspicious/noExplicitAny: a manifest of any settings and service, for lists of them
+export type AnyModule = ModuleManifest<string, any, readonly any[], any>;
+
+/** The service a manifest creates. */
+export type ServiceOf<M> = M extends ModuleManifest<string, unknown, readonly AnyModule[], infer S> ? S : never;
+
+/** The services of a list of manifests, by module name. */
+export type ServicesOf<Ms extends readonly AnyModule[]> = { [M in Ms[number] as M['name']]: ServiceOf<M> };
+
+/** Keeps a manifest's own types (its name as a literal) while giving it the shape the loop reads. */
+export const defineModule = <const Name extends string, Settings, const Needs extends readonly AnyModule[], Service>(
+  m: ModuleManifest<Name, Settings, Needs, Service>,
+) => m;
 
 /** A module that reads no environment keys of its own. */
 export const noSettings = (): undefined => undefined;
+
+/**
+ * The platform's job queue before the module that provides it is built: a module that enqueues
+ * while being created (none does today) would be told the order is wrong.
+ */
+class QueuePort implements JobQueue {
+  private target: JobQueue | undefined;
+  bind(q: JobQueue): void {
+    this.target = q;
+  }
+  private get queue(): JobQueue {
+    if (!this.target) throw new Error('No job queue yet: the module providing it must be built first');
+    return this.target;
+  }
+  enqueue(q: Queryable, collectionId: string, job: EnqueueOptions): Promise<QueuedJob> {
+    return this.queue.enqueue(q, collectionId, job);
+  }
+  enqueueMany(q: Queryable, collectionId: string, jobs: EnqueueOptions[]): Promise<QueuedJob[]> {
+    return this.queue.enqueueMany(q, collectionId, jobs);
+  }
+  registerTask(def: TaskDefinition): void {
+    this.queue.registerTask(def);
+  }
+}
+
+export interface BuiltModules<Ms extends readonly AnyModule[]> {
+  services: ServicesOf<Ms>;
+  /** The background work of this process's role, in dependency order. */
+  background: Background[];
+  /** Every module's routes, in module order. */
+  routes: Route[];
+  /** TRANSITION: the plugins of modules whose routes have not moved yet. */
+  plugins: { plugin: FastifyPluginAsync<{ service: unknown }>; service: unknown }[];
+}
+
+/**
+ * Builds every module: settings parsed (a bad value throws ConfigError here, at start-up),
+ * services created from the services they need, tasks registered on the job queue.
+ */
+export function buildModules<const Ms extends readonly AnyModule[]>(
+  modules: Ms,
+  base: Omit<Platform, 'queue'>,
+  env: Env,
+): BuiltModules<Ms> {
+  const queue = new QueuePort();
+  const platform: Platform = { ...base, queue };
+  const built = new Map<string, unknown>();
+  const background: Background[] = [];
+  const routes: Route[] = [];
+  const plugins: BuiltModules<Ms>['plugins'] = [];
+  for (const m of modules) {
+    const deps: Record<string, unknown> = {};
+    for (const need of m.needs as readonly AnyModule[]) {
+      if (!built.has(need.name)) throw new Error(`Module "${m.name}" needs "${need.name}", which is not built before it`);
+      deps[need.name] = built.get(need.name);
+    }
+    const service = m.create(platform, m.settings(env, platform), deps);
+    built.set(m.name, service);
+    const provided = m.provides?.queue?.(service);
+    if (provided) queue.bind(provided);
+    background.push(...(m.background?.(service) ?? []).filter((b) => b.roles.includes(platform.role)));
+    routes.push(...(m.routes?.(service) ?? []));
+    if (m.plugin) plugins.push({ plugin: m.plugin, service });
+  }
+  for (const m of modules) for (const task of m.tasks?.(built.get(m.name)) ?? []) queue.registerTask(task);
+  // The one place the loop's map becomes the typed record: each entry was made by the
+  // manifest of that name, whose `create` the type reads.
+  return { services: Object.fromEntries(built) as ServicesOf<Ms>, background, routes, plugins };
+}

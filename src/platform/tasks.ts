@@ -12,7 +12,7 @@
 
 import type { Static, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import type { Db } from '../db/index.ts';
+import type { Db, Queryable } from '../db/index.ts';
 import { badRequest } from './errors.ts';
 import { normaliseInstants } from './instants.ts';
 
@@ -102,4 +102,37 @@ export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition
     parsePayload: parse,
     handler: (ctx) => spec.handler(parse(ctx.job.payload), ctx),
   };
+}
+
+/** A job to queue: a registered task, its payload, and when and how it runs. */
+export interface EnqueueOptions {
+  task: string;
+  payload?: unknown;
+  runAt?: Date;
+  /** Higher runs first. */
+  priority?: number;
+  /** At most one queued job per key (a second enqueue replaces the first). */
+  key?: string;
+  /** Jobs of one queue run one at a time. */
+  queueName?: string;
+  maxAttempts?: number;
+}
+
+export interface QueuedJob {
+  id: number;
+  task: string;
+  runAt: Date;
+  key: string | null;
+}
+
+/**
+ * The one job-queue port the platform hands every module (`Platform.queue`): enqueue in the
+ * caller's transaction (the outbox pattern: the job exists only if the change commits) or on
+ * the database. The jobs module provides it; other modules see only this.
+ */
+export interface JobQueue {
+  enqueue(q: Queryable, collectionId: string, job: EnqueueOptions): Promise<QueuedJob>;
+  /** Several jobs in one statement, answered in the order given. */
+  enqueueMany(q: Queryable, collectionId: string, jobs: EnqueueOptions[]): Promise<QueuedJob[]>;
+  registerTask(def: TaskDefinition): void;
 }

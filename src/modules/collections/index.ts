@@ -7,16 +7,16 @@
  * - user token: a signed JWT for a public user of one collection (`sub` = userId, `contactId`).
  * - super admin: the platform operator's key from SUPER_ADMIN_KEY, with a feature map.
  */
-import { defineModule } from '../../platform/module.ts';
+import { defineModule, SERVING } from '../../platform/module.ts';
 import { collectionsRoutes } from './collections.routes.ts';
-import { CollectionsService, collectionsSettings } from './collections.service.ts';
+import { CollectionsService } from './collections.service.ts';
+export { type CollectionsSettings, collectionsSettings } from './collections.settings.ts';
+import { collectionsSettings } from './collections.settings.ts';
 
 export {
   type ApiKey,
   type Collection,
   CollectionsService,
-  type CollectionsSettings,
-  collectionsSettings,
   generatedSuperAdminKey,
 } from './collections.service.ts';
 
@@ -24,9 +24,9 @@ export const collectionsModule = defineModule({
   name: 'collections',
   needs: [],
   settings: collectionsSettings,
+  tables: { owns: ['platform_settings', 'collections', 'api_keys'] },
   create: ({ db }, settings) => new CollectionsService(db, settings),
   routes: collectionsRoutes,
   // Processes that serve requests follow revocations made elsewhere; a worker resolves no keys.
-  lifecycle: (service, role) =>
-    role === 'worker' ? undefined : { start: () => service.start(), stop: () => service.stop() },
+  background: (service) => [{ roles: SERVING, start: () => service.start(), stop: () => service.stop() }],
 });

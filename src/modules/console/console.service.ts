@@ -6,21 +6,8 @@
  * against) and a `console-api-base` meta tag (where the API is), not a rebuild per BASE_PATH.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { isAbsolute, join, resolve } from 'node:path';
-import type { Env } from '../../platform/settings.ts';
-
-export interface ConsoleSettings {
-  /** CONSOLE_DIR: the Vite build output (index.html and assets/). */
-  dir: string;
-}
-
-/** The repository's console/dist, found from this file, so the working directory does not matter. */
-const DEFAULT_DIR = resolve(import.meta.dirname, '../../../console/dist');
-
-export function consoleSettings(env: Env): ConsoleSettings {
-  const raw = env.CONSOLE_DIR;
-  return { dir: raw ? (isAbsolute(raw) ? raw : resolve(raw)) : DEFAULT_DIR };
-}
+import { join } from 'node:path';
+import type { ConsoleSettings } from './console.settings.ts';
 
 const escapeAttribute = (s: string) =>
   s.replace(/[&"<>]/g, (c) => ({ '&': '&amp;', '"': '&quot;', '<': '&lt;', '>': '&gt;' })[c] as string);

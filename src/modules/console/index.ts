@@ -11,15 +11,18 @@
  */
 import { defineModule } from '../../platform/module.ts';
 import { consoleRoutes } from './console.routes.ts';
-import { ConsoleService, consoleSettings } from './console.service.ts';
+import { ConsoleService } from './console.service.ts';
+import { consoleSettings } from './console.settings.ts';
 
 export { CONSOLE_CSP } from './console.routes.ts';
-export { ConsoleService, type ConsoleSettings, consoleSettings, withBase } from './console.service.ts';
+export { ConsoleService, withBase } from './console.service.ts';
+export { type ConsoleSettings, consoleSettings } from './console.settings.ts';
 
 export const consoleModule = defineModule({
   name: 'console',
   needs: [],
   settings: consoleSettings,
+  tables: { owns: [] },
   create: (_platform, settings) => new ConsoleService(settings),
   plugin: consoleRoutes,
 });

@@ -15,10 +15,9 @@
  *   reported not run), run per event as an `interactions.effect` job after the event commits.
  */
 
-import { defineModule } from '../../platform/module.ts';
-import type { AppObjectServices } from '../app-objects/index.ts';
-import type { JobsService } from '../jobs/index.ts';
-import type { WebhooksService } from '../webhooks/index.ts';
+import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
+import { appObjectsModule } from '../app-objects/index.ts';
+import { webhooksModule } from '../webhooks/index.ts';
 import { EFFECT_LIMITS, EffectRunner } from './interactions.effects.ts';
 import { EffectHttp } from './interactions.effects-http.ts';
 import { interactionEvents } from './interactions.events.ts';
@@ -40,13 +39,23 @@ const EFFECT_EXCERPT_BYTES = 1024;
 
 export const interactionsModule = defineModule({
   name: 'interactions',
-  needs: ['jobs', 'webhooks', 'appObjects'],
+  needs: [webhooksModule, appObjectsModule],
   settings: interactionsSettings,
-  create: (
-    { db, log },
-    settings,
-    deps: { jobs: JobsService; webhooks: WebhooksService; appObjects: AppObjectServices },
-  ) => {
+  tables: {
+    owns: [
+      'interaction_types',
+      'interaction_events',
+      'interaction_counts_hourly',
+      'interaction_latest',
+      'interaction_latest_counts',
+      'interaction_totals',
+      'interaction_exports',
+      'interaction_export_chunks',
+    ],
+    // An export file goes with the job that wrote it (a foreign key, migration 0302).
+    reads: ['collections', 'jobs'],
+  },
+  create: ({ db, log, queue }, settings, deps) => {
     // Effects' requests follow the webhooks' SSRF rule, WEBHOOK_ALLOW_PRIVATE_NETWORKS included.
     const http = new EffectHttp({
       allowPrivateNetworks: deps.webhooks.settings.allowPrivateNetworks,
@@ -54,16 +63,14 @@ export const interactionsModule = defineModule({
       excerptBytes: EFFECT_EXCERPT_BYTES,
     });
     const effects = new EffectRunner(http, deps.appObjects);
-    return new InteractionsService(db, settings, log, { events: deps.webhooks, jobs: deps.jobs.engine, effects });
+    return new InteractionsService(db, settings, log, { events: deps.webhooks, jobs: queue, effects });
   },
   routes: interactionsRoutes,
   events: interactionEvents,
   tasks: (service) => [exportTask(), ...service.effectTask()],
   // Counter compaction in worker processes (any number of them may run it at once).
-  lifecycle: (service, role) => ({
-    start: () => {
-      if (role !== 'api') service.startHousekeeping();
-    },
-    stop: () => service.close(),
-  }),
+  background: (service) => [
+    { roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() },
+    { roles: WORKING, start: () => service.startHousekeeping(), stop: () => undefined },
+  ],
 });

@@ -15,22 +15,16 @@
  *   of their final state once `JobsService.publishEventsTo` is given the webhooks service.
  * Life cycle, guarantees and config keys: engine.ts and docs/jobs.md.
  */
-import { defineModule } from '../../platform/module.ts';
+import { defineModule, WORKING } from '../../platform/module.ts';
 import type { TaskDefinition } from '../../platform/tasks.ts';
-import { JOBS_LANES, JobEngine, jobsSettings, laneSettings } from './engine.ts';
+import { JobEngine } from './engine.ts';
 import { jobEvents } from './jobs.events.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { JobsService } from './jobs.service.ts';
+import { JOBS_LANES, jobsSettings, laneSettings } from './jobs.settings.ts';
 
-export {
-  type EngineLogger,
-  type EnqueueOptions,
-  JOBS_CHANNEL,
-  JOBS_LANES,
-  JobEngine,
-  type JobsSettings,
-  jobsSettings,
-} from './engine.ts';
+export { type EngineLogger, type EnqueueOptions, JOBS_CHANNEL, JobEngine } from './engine.ts';
+export { JOBS_LANES, type JobsSettings, jobsSettings } from './jobs.settings.ts';
 export { JobsService };
 
 /**
@@ -42,6 +36,7 @@ export const jobsModule = defineModule({
   name: 'jobs',
   needs: [],
   settings: (env, { shutdownTimeoutMs }) => jobsSettings(env, shutdownTimeoutMs),
+  tables: { owns: ['jobs'], reads: ['collections'] },
   create: ({ db, log }, settings) => {
     const registry = new Map<string, TaskDefinition>();
     const engines = JOBS_LANES.map(
@@ -53,7 +48,8 @@ export const jobsModule = defineModule({
   routes: jobsRoutes,
   // Published through the webhooks service, set after it is built (JobsService.publishEventsTo).
   events: jobEvents,
+  // The platform's job queue (Platform.queue): every module enqueues on the default lane's engine.
+  provides: { queue: (service) => service.engine },
   // Workers run in ROLE=all and ROLE=worker; stop() releases what it could not finish.
-  lifecycle: (service, role) =>
-    role === 'api' ? undefined : { start: () => service.start(), stop: () => service.stop() },
+  background: (service) => [{ roles: WORKING, start: () => service.start(), stop: () => service.stop() }],
 });

@@ -25,7 +25,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
-import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
+import { defineTask, type JobQueue, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import * as repo from './journeys.repository.ts';
 
 export const PROGRESS_TASK = 'journeys.progress';
@@ -36,15 +36,6 @@ const CHUNK = 2000;
  * it fails and is retried; the wait holds nobody back (see waitForEventWriters).
  */
 const WRITERS_WAIT_MS = 30_000;
-
-/** The part of the job engine this module needs (see src/modules/jobs). */
-export interface JobQueue {
-  enqueue(
-    q: Queryable,
-    collectionId: string,
-    options: { task: string; payload?: unknown; queueName?: string },
-  ): Promise<unknown>;
-}
 
 export const ProgressPayload = Type.Object({ journeyId: Type.String({ maxLength: 200 }) });
 type ProgressPayload = Static<typeof ProgressPayload>;

@@ -10,8 +10,9 @@ import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.
 import type { Analysed } from '../../platform/analytics.ts';
 import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import type { JobQueue } from '../../platform/tasks.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
-import { followSteps, type JobQueue, queueRebuild } from './journeys.progress.ts';
+import { followSteps, queueRebuild } from './journeys.progress.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   CreateJourneyBody,

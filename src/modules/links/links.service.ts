@@ -9,13 +9,14 @@ import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
-import { type Env, intFrom } from '../../platform/settings.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
-import { parseTrustedProxies, type RawClick, type TrustedProxies } from './clicks.ts';
+import type { TrustedProxies } from '../../platform/client-address.ts';
+import type { RawClick } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
+import type { LinksSettings } from './links.settings.ts';
 import {
   type Click,
   type ClickListQuery,
@@ -27,34 +28,6 @@ import {
   STATS_MAX_BUCKETS,
   type UpdateLinkBody,
 } from './links.schema.ts';
-
-export interface LinksSettings {
-  codeLength: number;
-  cacheTtlMs: number;
-  cacheMaxEntries: number;
-  clickFlushMs: number;
-  clickBatchSize: number;
-  clickBufferMax: number;
-  /** How often the click events noted while no worker listened are looked for (click-events.ts). */
-  clickEventsPollMs: number;
-  geoipDb: string | undefined;
-  /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (clicks, rate limits). */
-  trustedProxies: TrustedProxies;
-}
-
-export function linksSettings(env: Env): LinksSettings {
-  return {
-    codeLength: intFrom(env, 'LINK_CODE_LENGTH', 7, 5, 32),
-    cacheTtlMs: intFrom(env, 'LINK_CACHE_TTL_MS', 60_000, 0, 3_600_000),
-    cacheMaxEntries: intFrom(env, 'LINK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
-    clickFlushMs: intFrom(env, 'CLICK_FLUSH_MS', 100, 1, 60_000),
-    clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 2000, 1, 10_000),
-    clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
-    clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
-    geoipDb: env.GEOIP_DB || undefined,
-    trustedProxies: parseTrustedProxies(env.TRUSTED_PROXIES),
-  };
-}
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

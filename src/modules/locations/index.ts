@@ -13,6 +13,7 @@ export const locationsModule = defineModule({
   name: 'locations',
   needs: [],
   settings: noSettings,
+  tables: { owns: ['locations'], reads: ['collections'] },
   create: ({ db }) => new LocationsService(db),
   routes: locationsRoutes,
 });

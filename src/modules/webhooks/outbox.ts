@@ -9,6 +9,7 @@ import { type Static, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { EventScope, NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import type { JobQueue } from '../../platform/tasks.ts';
 import { EventCatalogue } from './catalogue.ts';
 import type { WebhookFilters } from './webhooks.repository.ts';
 import * as repo from './webhooks.repository.ts';
@@ -22,20 +23,6 @@ export const DELIVER_TASK = 'webhooks.deliver';
  * of a slow receiver holds its lane slot for few rounds of its in-flight limit.
  */
 export const DELIVERIES_PER_JOB = 50;
-
-/** The part of the job engine this module needs (see src/modules/jobs). */
-export interface JobQueue {
-  enqueue(
-    q: Queryable,
-    collectionId: string,
-    options: { task: string; payload?: unknown; runAt?: Date; maxAttempts?: number },
-  ): Promise<unknown>;
-  enqueueMany(
-    q: Queryable,
-    collectionId: string,
-    list: { task: string; payload?: unknown; runAt?: Date; maxAttempts?: number }[],
-  ): Promise<unknown>;
-}
 
 export const DeliverPayload = Type.Object({
   deliveryId: Type.String({ maxLength: 64 }),

@@ -76,6 +76,11 @@ export class WebhooksService {
     run();
   }
 
+  stopHousekeeping(): void {
+    clearInterval(this.pruneTimer);
+    this.pruneTimer = undefined;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.pruneTimer);
     this.pruneTimer = undefined;

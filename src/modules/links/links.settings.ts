@@ -1,0 +1,32 @@
+/** The links module's settings: codes, the redirect cache, the click buffer, GeoIP. */
+import type { TrustedProxies } from '../../platform/client-address.ts';
+import type { PlatformSettings } from '../../platform/module.ts';
+import { type Env, intFrom } from '../../platform/settings.ts';
+
+export interface LinksSettings {
+  codeLength: number;
+  cacheTtlMs: number;
+  cacheMaxEntries: number;
+  clickFlushMs: number;
+  clickBatchSize: number;
+  clickBufferMax: number;
+  /** How often the click events noted while no worker listened are looked for (click-events.ts). */
+  clickEventsPollMs: number;
+  geoipDb: string | undefined;
+  /** TRUSTED_PROXIES (a platform setting): peers whose X-Forwarded-For names the client. */
+  trustedProxies: TrustedProxies;
+}
+
+export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'trustedProxies'>): LinksSettings {
+  return {
+    codeLength: intFrom(env, 'LINK_CODE_LENGTH', 7, 5, 32),
+    cacheTtlMs: intFrom(env, 'LINK_CACHE_TTL_MS', 60_000, 0, 3_600_000),
+    cacheMaxEntries: intFrom(env, 'LINK_CACHE_MAX_ENTRIES', 100_000, 1, 10_000_000),
+    clickFlushMs: intFrom(env, 'CLICK_FLUSH_MS', 100, 1, 60_000),
+    clickBatchSize: intFrom(env, 'CLICK_BATCH_SIZE', 2000, 1, 10_000),
+    clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
+    clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
+    geoipDb: env.GEOIP_DB || undefined,
+    trustedProxies: platform.trustedProxies,
+  };
+}
