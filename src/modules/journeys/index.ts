@@ -44,7 +44,7 @@ export const journeysModule = defineModule({
       log,
       new MilestonePublisher(db, deps.webhooks, log, settings.milestonesPollMs),
     ),
-  plugin: journeysRoutes,
+  routes: journeysRoutes,
   events: journeyEvents,
   tasks: (service) => [progressTask(service.analyticsWorkMemMb)],
   // Journeys stored before progress was kept are adopted once, and milestones published, by

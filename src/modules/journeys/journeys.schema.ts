@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
 import { IdField } from '../interactions/index.ts';
 
 const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
@@ -35,7 +35,7 @@ export const JourneyRecord = Type.Object(
 export type JourneyRecord = Type.Static<typeof JourneyRecord>;
 
 export const JourneyList = Closed(
-  { items: Type.Array(Type.Ref('JourneyRecord')), limit: Type.Integer(), offset: Type.Integer() },
+  { items: Type.Array(ref(JourneyRecord)), limit: Type.Integer(), offset: Type.Integer() },
   { $id: 'JourneyList' },
 );
 
