@@ -101,6 +101,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       publicBaseUrl: config.publicBaseUrl,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
       trustedProxies: config.trustedProxies ?? (() => false),
+      analyticsWorkMemMb: config.analyticsWorkMemMb,
     },
     config.env,
   );

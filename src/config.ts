@@ -44,6 +44,8 @@ export interface Config {
   httpKeepAliveTimeoutMs: number;
   httpIdleTimeoutMs: number;
   shutdownTimeoutMs: number;
+  /** ANALYTICS_WORK_MEM_MB (formerly INTERACTIONS_ANALYTICS_WORK_MEM_MB, still read): work_mem of analytics transactions. */
+  analyticsWorkMemMb: number;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
   trustedProxies: TrustedProxies | undefined;
   /** Module-specific settings are read through this so each module parses its own keys once. */
@@ -107,6 +109,13 @@ export function loadConfig(env: Env = process.env): Config {
     httpIdleTimeoutMs: intFrom(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 1000),
     shutdownTimeoutMs: intFrom(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     trustedProxies: trustedProxiesFrom(env),
+    analyticsWorkMemMb: intFrom(
+      env,
+      env.ANALYTICS_WORK_MEM_MB ? 'ANALYTICS_WORK_MEM_MB' : 'INTERACTIONS_ANALYTICS_WORK_MEM_MB',
+      64,
+      1,
+      4096,
+    ),
     env,
   };
 }

@@ -70,6 +70,16 @@ describe('config', () => {
     expect(collectionsSettings({})).toMatchObject({ superAdminFeatures: ['adminApps'], authCacheTtlMs: 5000 });
     for (const name of ['SUPER_ADMIN_KEY', 'AUTH_SECRET'])
       expect(() => collectionsSettings({ [name]: 'short' })).toThrow(name);
+    // The analytics work_mem is the platform's (interactions and journeys share it); the older
+    // name is still read.
+    expect(loadConfig({}).analyticsWorkMemMb).toBe(64);
+    expect(loadConfig({ INTERACTIONS_ANALYTICS_WORK_MEM_MB: '128' }).analyticsWorkMemMb).toBe(128);
+    expect(
+      loadConfig({ ANALYTICS_WORK_MEM_MB: '32', INTERACTIONS_ANALYTICS_WORK_MEM_MB: '128' }).analyticsWorkMemMb,
+    ).toBe(32);
+    for (const name of ['ANALYTICS_WORK_MEM_MB', 'INTERACTIONS_ANALYTICS_WORK_MEM_MB'])
+      expect(() => loadConfig({ [name]: 'lots' })).toThrow(name);
+    expect(() => loadConfig({ TRUSTED_PROXIES: 'not-an-address' })).toThrow(ConfigError);
     const testDb = await createTestDb({ migrate: false });
     try {
       for (const [name, value] of [
@@ -78,7 +88,6 @@ describe('config', () => {
         ['WEBHOOK_TIMEOUT_MS', '5'],
         ['LINK_CODE_LENGTH', '99'],
         ['APP_THREAD_MAX_REPLIES', '0'],
-        ['INTERACTIONS_ANALYTICS_WORK_MEM_MB', 'lots'],
       ] as const) {
         const build = () => buildApp({ config: loadConfig({ [name]: value }), db: testDb.db, logger: false });
         await expect(build(), name).rejects.toThrow(ConfigError);

@@ -44,6 +44,11 @@ export interface PlatformSettings {
   publicBaseUrl: string;
   /** SHUTDOWN_TIMEOUT_MS: the whole budget of a graceful stop. */
   shutdownTimeoutMs: number;
+  /**
+   * ANALYTICS_WORK_MEM_MB: work_mem of analytics transactions (db/analytics.ts), in MB: the
+   * interaction queries and the journeys' funnels over the same events share it.
+   */
+  analyticsWorkMemMb: number;
   /** TRUSTED_PROXIES (platform/client-address.ts): whose X-Forwarded-For names the client. */
   trustedProxies: TrustedProxies;
 }
@@ -155,7 +160,8 @@ export function buildModules<const Ms extends readonly AnyModule[]>(
   for (const m of modules) {
     const deps: Record<string, unknown> = {};
     for (const need of m.needs as readonly AnyModule[]) {
-      if (!built.has(need.name)) throw new Error(`Module "${m.name}" needs "${need.name}", which is not built before it`);
+      if (!built.has(need.name))
+        throw new Error(`Module "${m.name}" needs "${need.name}", which is not built before it`);
       deps[need.name] = built.get(need.name);
     }
     const service = m.create(platform, m.settings(env, platform), deps);

@@ -1,11 +1,13 @@
 /**
- * The journeys module's settings: the interactions module's (funnels are analytics queries of
- * interaction events, with its work_mem), and the milestone publisher's safety-net poll.
+ * The journeys module's settings: the analytics work_mem of its funnel queries (the platform's
+ * ANALYTICS_WORK_MEM_MB), and the milestone publisher's safety-net poll.
  */
+import type { PlatformSettings } from '../../platform/module.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
-import { type InteractionsSettings, interactionsSettings } from '../interactions/index.ts';
 
-export interface JourneysSettings extends InteractionsSettings {
+export interface JourneysSettings {
+  /** work_mem for funnel and progress queries, in MB. */
+  analyticsWorkMemMb: number;
   /**
    * How often a worker process looks for milestones not yet published (journeys.milestones.ts):
    * a NOTIFY publishes them at once; this catches those noted while no worker listened.
@@ -13,9 +15,12 @@ export interface JourneysSettings extends InteractionsSettings {
   milestonesPollMs: number;
 }
 
-export function journeysSettings(env: Env): JourneysSettings {
+export function journeysSettings(
+  env: Env,
+  platform: Pick<PlatformSettings, 'analyticsWorkMemMb'> = { analyticsWorkMemMb: 64 },
+): JourneysSettings {
   return {
-    ...interactionsSettings(env),
+    analyticsWorkMemMb: platform.analyticsWorkMemMb,
     milestonesPollMs: intFrom(env, 'JOURNEY_MILESTONES_POLL_MS', 5000, 50, 3_600_000),
   };
 }
