@@ -130,4 +130,16 @@ describe('CredentialCache', () => {
     cache.dropKey('key_1');
     expect([cache.get('h1'), cache.get('h2'), cache.get('h3')]).toEqual([undefined, admin('key_2'), null]);
   });
+
+  it('at its bound drops the oldest entry, one per insert, and expires entries after the TTL', () => {
+    const cache = new CredentialCache(1000, 3);
+    for (const h of ['h1', 'h2', 'h3', 'h4']) cache.set(h, null, cache.token(), 0);
+    expect(cache.size).toBe(3);
+    expect([cache.get('h1', 0), cache.get('h4', 0)]).toEqual([undefined, null]);
+    expect(cache.get('h2', 999)).toBeNull();
+    expect(cache.get('h2', 1000)).toBeUndefined();
+    const off = new CredentialCache(0);
+    off.set('h1', null, off.token());
+    expect(off.size).toBe(0);
+  });
 });
