@@ -10,22 +10,17 @@
  * - events: `case|thread|record.created|updated|deleted` and `thread.replied` (shared/events.ts),
  *   published to the webhooks outbox in the transaction of the change.
  */
-import type { FastifyPluginAsync } from 'fastify';
 import type { Db } from '../../db/index.ts';
 import type { EventPublisher } from '../../platform/events.ts';
 import { defineModule } from '../../platform/module.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
 import { casesRoutes } from './cases/cases.routes.ts';
-import * as CaseS from './cases/cases.schema.ts';
 import { CasesService } from './cases/cases.service.ts';
 import { recordsRoutes } from './records/records.routes.ts';
-import * as RecordS from './records/records.schema.ts';
 import { RecordsService } from './records/records.service.ts';
 import { appObjectEvents } from './shared/events.ts';
-import * as Shared from './shared/schema.ts';
 import { appObjectTasks } from './tasks.ts';
 import { threadsRoutes } from './threads/threads.routes.ts';
-import * as ThreadS from './threads/threads.schema.ts';
 import { ThreadsService } from './threads/threads.service.ts';
 
 export { CasesService, RecordsService, ThreadsService };
@@ -51,44 +46,19 @@ export class AppObjectServices {
   }
 }
 
-const appObjectsRoutes: FastifyPluginAsync<{ service: AppObjectServices }> = async (app, { service }) => {
-  for (const schema of [
-    Shared.AggregateRequest,
-    Shared.AggregateResponse,
-    Shared.FacetRule,
-    Shared.ReplyEntry,
-    ThreadS.AppThread,
-    RecordS.AppRecord,
-    CaseS.AppCase,
-    CaseS.CreateCaseInput,
-    CaseS.UpdateCaseInput,
-    CaseS.AppendHistoryInput,
-    CaseS.CaseSummaryRequest,
-    CaseS.CaseSummaryResponse,
-    CaseS.CaseOneSummary,
-    CaseS.HistoryEvent,
-    ThreadS.CreateThreadInput,
-    ThreadS.UpdateThreadInput,
-    ThreadS.ReplyInput,
-    ThreadS.RepliesPage,
-    RecordS.CreateRecordInput,
-    RecordS.UpdateRecordInput,
-    RecordS.UpsertRecordInput,
-    RecordS.BulkDeleteInput,
-  ]) {
-    app.addSchema(schema);
-  }
-  await app.register(casesRoutes, { service: service.cases });
-  await app.register(threadsRoutes, { service: service.threads });
-  await app.register(recordsRoutes, { service: service.records });
-};
+/** The routes of the three kinds, in this order: cases, threads, records. */
+const appObjectsRoutes = (service: AppObjectServices) => [
+  ...casesRoutes(service.cases),
+  ...threadsRoutes(service.threads),
+  ...recordsRoutes(service.records),
+];
 
 export const appObjectsModule = defineModule({
   name: 'appObjects',
   needs: ['webhooks'],
   settings: appObjectsSettings,
   create: ({ db }, settings, deps: { webhooks: EventPublisher }) => new AppObjectServices(db, settings, deps.webhooks),
-  plugin: appObjectsRoutes,
+  routes: appObjectsRoutes,
   tasks: (services) => appObjectTasks(services),
   events: appObjectEvents,
 });

@@ -1,8 +1,8 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { Route } from '../../../platform/routes.ts';
 import { ref } from '../../../platform/schemas.ts';
-import { actorOf } from '../shared/guards.ts';
-import { kindPaths, registerKindRoutes } from '../shared/kind-routes.ts';
+import { kindRouter } from '../shared/kind-router.ts';
+import { kindRoutes } from '../shared/kind-routes.ts';
 import { RECORD } from '../shared/kinds.ts';
 import * as S from './records.schema.ts';
 import type { RecordsService } from './records.service.ts';
@@ -15,7 +15,7 @@ const CREATE_CONFLICT =
 
 const RECORDS = {
   kind: RECORD,
-  param: 'recordId',
+  param: 'recordId' as const,
   schemas: {
     object: S.AppRecord,
     create: S.CreateRecordInput,
@@ -34,63 +34,55 @@ const RECORDS = {
   conflicts: { create: CREATE_CONFLICT, update: UNIQUE },
 };
 
-export const recordsRoutes: FastifyPluginAsyncTypebox<{ service: RecordsService }> = async (app, { service }) => {
-  registerKindRoutes(app, RECORDS, service);
-  const { base, one, appRoute, objectRoute, idOf } = kindPaths(RECORD, RECORDS.param);
+export const recordsRoutes = (service: RecordsService): Route[] => {
+  const { onApp, onObject } = kindRouter(RECORD, RECORDS.param);
   const admin = true;
-
-  app.post(
-    `${base}/upsert`,
-    appRoute({
+  return [
+    ...kindRoutes(RECORDS, service),
+    onApp({
+      method: 'POST',
+      path: '/upsert',
       op: 'upsert',
       admin,
       summary:
         'Upsert a record by ref (admin): creates it, or updates the record with that ref (reviving a deleted one)',
-      body: ref(S.UpsertRecordInput),
+      body: S.UpsertRecordInput,
       response: Type.Intersect([ref(S.AppRecord), Type.Object({ created: Type.Boolean() })]),
       conflict: UNIQUE,
+      handler: ({ scope, actor, body }) => service.upsert(scope.collectionId, scope.appId, actor, body),
     }),
-    async (req) => service.upsert(req.params.collectionId, req.params.appId, actorOf(req), req.body),
-  );
-  app.post(
-    `${base}/bulk-upsert`,
-    appRoute({
+    onApp({
+      method: 'POST',
+      path: '/bulk-upsert',
       op: 'bulkUpsert',
       admin,
       summary: `Upsert up to ${S.BULK_MAX} records by ref in one transaction (admin): all or nothing; a bad item is named. The items come as an array or as \`{records: [...]}\``,
       body: S.BulkUpsertInput,
       response: S.BulkUpsertResult,
       conflict: UNIQUE,
+      handler: ({ scope, actor, body }) =>
+        service.bulkUpsert(scope.collectionId, scope.appId, actor, Array.isArray(body) ? body : body.records),
     }),
-    async (req) =>
-      service.bulkUpsert(
-        req.params.collectionId,
-        req.params.appId,
-        actorOf(req),
-        Array.isArray(req.body) ? req.body : req.body.records,
-      ),
-  );
-  app.post(
-    `${base}/bulk-delete`,
-    appRoute({
+    onApp({
+      method: 'POST',
+      path: '/bulk-delete',
       op: 'bulkDelete',
       admin,
       summary:
         'Soft-delete records (admin) by ids and/or refs, or every record in a scope (`{scope: {productId?, variantId?, batchId?, proofId?}}`), optionally only of one recordType; answers how many',
-      body: ref(S.BulkDeleteInput),
+      body: S.BulkDeleteInput,
       response: Type.Object({ deleted: Type.Integer() }),
+      handler: ({ scope, actor, body }) => service.bulkDelete(scope.collectionId, scope.appId, actor, body),
     }),
-    async (req) => service.bulkDelete(req.params.collectionId, req.params.appId, actorOf(req), req.body),
-  );
-  app.post(
-    `${one}/restore`,
-    objectRoute({
+    onObject({
+      method: 'POST',
+      path: '/restore',
       op: 'restore',
       admin,
       summary: 'Restore a soft-deleted record (admin)',
-      response: ref(S.AppRecord),
+      response: S.AppRecord,
       conflict: 'Conflict: a live record holds its singletonPer value',
+      handler: ({ scope, actor, id }) => service.restore(scope.collectionId, scope.appId, id, actor),
     }),
-    async (req) => service.restore(req.params.collectionId, req.params.appId, idOf(req), actorOf(req)),
-  );
+  ];
 };

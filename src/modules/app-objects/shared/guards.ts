@@ -6,7 +6,7 @@
  * "Callers and zones").
  */
 import type { FastifyRequest } from 'fastify';
-import { guard } from '../../../platform/auth.ts';
+import { type Caller, guard } from '../../../platform/auth.ts';
 import { notPermitted, unauthorized } from '../../../platform/errors.ts';
 import type { Actor } from './sections.ts';
 
@@ -21,8 +21,8 @@ export async function adminOnly(req: FastifyRequest): Promise<void> {
   if (req.caller.role !== 'admin') throw notPermitted('Only an admin of the collection may perform this operation');
 }
 
-/** The caller of an app-object route (signed in: its guard refused anonymous callers). */
-export const actorOf = (req: Pick<FastifyRequest, 'caller'> & { params: { zone: string } }): Actor => ({
-  ...(req.caller as Actor),
-  publicZone: req.params.zone === 'public',
+/** The caller of an app-object route on its zone (signed in: its guard refused anonymous callers). */
+export const actorOf = (caller: Caller, zone: string): Actor => ({
+  ...(caller as Actor),
+  publicZone: zone === 'public',
 });

@@ -13,12 +13,12 @@ export const ObjectIdParam = Type.String({ minLength: 1, maxLength: 100 });
 
 export const AppParams = Type.Object({ zone: Zone, collectionId: CollectionIdParam, appId: AppIdParam });
 /** The params of a route on one object: the app's, then the object id under `name`. */
-export const objectParams = (name: string) =>
+export const objectParams = <N extends string>(name: N) =>
   Type.Object({
     zone: Zone,
     collectionId: CollectionIdParam,
     appId: AppIdParam,
-    ...Object.fromEntries([[name, ObjectIdParam]]),
+    ...(Object.fromEntries([[name, ObjectIdParam]]) as Record<N, typeof ObjectIdParam>),
   });
 
 export const Visibility = Type.Union([Type.Literal('public'), Type.Literal('owner'), Type.Literal('admin')], {

@@ -1,15 +1,14 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ref } from '../../../platform/schemas.ts';
+import type { Route } from '../../../platform/routes.ts';
 import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
-import { actorOf } from '../shared/guards.ts';
-import { kindPaths, registerKindRoutes } from '../shared/kind-routes.ts';
+import { kindRouter } from '../shared/kind-router.ts';
+import { kindRoutes } from '../shared/kind-routes.ts';
 import { THREAD } from '../shared/kinds.ts';
 import * as S from './threads.schema.ts';
 import type { ThreadsService } from './threads.service.ts';
 
 const THREADS = {
   kind: THREAD,
-  param: 'threadId',
+  param: 'threadId' as const,
   schemas: {
     object: S.AppThread,
     create: S.CreateThreadInput,
@@ -27,31 +26,29 @@ const THREADS = {
   },
 };
 
-export const threadsRoutes: FastifyPluginAsyncTypebox<{ service: ThreadsService }> = async (app, { service }) => {
-  registerKindRoutes(app, THREADS, service);
-  const { one, objectRoute, idOf } = kindPaths(THREAD, THREADS.param);
-
-  app.post(
-    `${one}/reply`,
-    objectRoute({
+export const threadsRoutes = (service: ThreadsService): Route[] => {
+  const { onObject } = kindRouter(THREAD, THREADS.param);
+  return [
+    ...kindRoutes(THREADS, service),
+    onObject({
+      method: 'POST',
+      path: '/reply',
       op: 'reply',
       summary:
         'Reply to a thread: appends {at, authorId, authorType, …extra}, increments replyCount and sets lastReplyAt atomically; answers the thread with its latest replies. A reply over its size bound is a 413.',
-      body: ref(S.ReplyInput),
-      response: ref(S.AppThread),
+      body: S.ReplyInput,
+      response: S.AppThread,
       conflict: 'Conflict: the thread holds its limit of replies (APP_THREAD_MAX_REPLIES), or changed while replying',
+      handler: ({ scope, actor, id, body }) => service.reply(scope.collectionId, scope.appId, id, actor, body),
     }),
-    async (req) => service.reply(req.params.collectionId, req.params.appId, idOf(req), actorOf(req), req.body),
-  );
-
-  app.get(
-    `${one}/replies`,
-    objectRoute({
+    onObject({
+      method: 'GET',
+      path: '/replies',
       op: 'replies',
       summary: `A thread's replies, paged (limit/offset, oldest first by default): the thread itself answers only its latest ${THREAD_LATEST_REPLIES}. Same visibility as reading the thread.`,
       query: S.RepliesQuery,
-      response: ref(S.RepliesPage),
+      response: S.RepliesPage,
+      handler: ({ scope, actor, id, query }) => service.replies(scope.collectionId, scope.appId, id, actor, query),
     }),
-    async (req) => service.replies(req.params.collectionId, req.params.appId, idOf(req), actorOf(req), req.query),
-  );
+  ];
 };
