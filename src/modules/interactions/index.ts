@@ -13,18 +13,44 @@
  *   published in the event's transaction.
  * - effect: an entry of the type's `data.effects` (`webhook`, `appRecord`; others are kept and
  *   reported not run), run per event as an `interactions.effect` job after the event commits.
+ * - parts (composed in `create` below, each with its own service and repository file): types
+ *   (CRUD), events (append, submit, update; what recording publishes and queues), reads
+ *   (queries, counts, aggregates, by-user, summaries, the export's pages), counters (each
+ *   interaction's total, compaction of the striped counters). `InteractionsService` holds them.
+ *
+ * Contract with journeys (its repository, and its triggers and functions of migrations 0204
+ * and 0207, read `interaction_events` directly; they change none of it). These columns keep
+ * their names, types and meaning:
+ *   collection_id  the tenant;
+ *   journey_id     an event carrying it enters its recipient into that journey;
+ *   interaction_id, outcome  the pair a journey step's mapping matches (exact text equality);
+ *   user_id, contact_id      the recipient, by the journey's idField (null: not that kind);
+ *   occurred_at    when the event happened: entry is the first, a step the first at or after
+ *                  entering it;
+ *   deleted_at     null while the event counts; a deleted event enters and completes nothing;
+ *   event_id       the event a journey milestone names (0207: journey_milestones.event_id).
+ * Every write of events is an INSERT, UPDATE or DELETE on the table with its triggers on, so
+ * the statement triggers `journey_progress_insert/update/delete` (0204) see each change in
+ * its own transaction, and journeys' `waitForEventWriters` finds a writer by its
+ * RowExclusiveLock on the table. A bulk load with the triggers off (the bench's seed) is
+ * followed by `interactions_rebuild_derived` (0204), which hands journeys' progress back to
+ * its rebuild task.
  */
 
 import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { appObjectsModule } from '../app-objects/index.ts';
 import { webhooksModule } from '../webhooks/index.ts';
+import { InteractionCounters } from './interactions.counters.service.ts';
 import { EFFECT_LIMITS, EffectRunner } from './interactions.effects.ts';
 import { EffectHttp } from './interactions.effects-http.ts';
+import { InteractionEventWriter } from './interactions.events.service.ts';
 import { interactionEvents } from './interactions.events.ts';
 import { exportTask } from './interactions.export.ts';
+import { InteractionReads } from './interactions.reads.service.ts';
 import { interactionsRoutes } from './interactions.routes.ts';
 import { InteractionsService } from './interactions.service.ts';
 import { interactionsSettings } from './interactions.settings.ts';
+import { InteractionTypes } from './interactions.types.service.ts';
 
 export { EFFECT_TASK } from './interactions.effects.ts';
 export { EXPORT_TASK } from './interactions.export.ts';
@@ -63,7 +89,17 @@ export const interactionsModule = defineModule({
       excerptBytes: EFFECT_EXCERPT_BYTES,
     });
     const effects = new EffectRunner(http, deps.appObjects);
-    return new InteractionsService(db, settings, log, { events: deps.webhooks, jobs: queue, effects });
+    // The parts, each given the others it uses: events are written for types and counted;
+    // reads look types up.
+    const types = new InteractionTypes(db);
+    const counters = new InteractionCounters(db, settings, log);
+    const events = new InteractionEventWriter(db, settings, types, counters, log, {
+      events: deps.webhooks,
+      jobs: queue,
+      effects,
+    });
+    const reads = new InteractionReads(db, settings, types);
+    return new InteractionsService({ types, events, reads, counters });
   },
   routes: interactionsRoutes,
   events: interactionEvents,
@@ -71,6 +107,10 @@ export const interactionsModule = defineModule({
   // Counter compaction in worker processes (any number of them may run it at once).
   background: (service) => [
     { roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() },
-    { roles: WORKING, start: () => service.startHousekeeping(), stop: () => undefined },
+    {
+      roles: WORKING,
+      start: () => service.counters.startHousekeeping(),
+      stop: () => service.counters.stopHousekeeping(),
+    },
   ],
 });

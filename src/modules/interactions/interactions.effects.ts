@@ -24,7 +24,7 @@ import { OpenObject } from '../../platform/schemas.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { AppObjectServices } from '../app-objects/index.ts';
 import type { EffectHttp } from './interactions.effects-http.ts';
-import * as repo from './interactions.repository.ts';
+import * as repo from './interactions.events.repository.ts';
 
 export const EFFECT_TASK = 'interactions.effect';
 

@@ -1,13 +1,13 @@
 /** Admin routes that write events: append, and the two forms of an event update. */
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
+import type { InteractionEventWriter } from './interactions.events.service.ts';
 import * as S from './interactions.schema.ts';
-import type { InteractionsService } from './interactions.service.ts';
 
 const base = '/admin/collection/:collectionId/interactions';
 const tags = ['interactions'];
 
-export const eventRoutes = (service: InteractionsService) => [
+export const eventRoutes = (events: InteractionEventWriter) => [
   defineRoute({
     method: 'POST',
     url: `${base}/append`,
@@ -18,7 +18,7 @@ export const eventRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.AppendInteractionBody,
     response: S.SubmitInteractionResponse,
-    handler: ({ scope, body }) => service.append(scope.collectionId, body),
+    handler: ({ scope, body }) => events.append(scope.collectionId, body),
   }),
   defineRoute({
     method: 'PATCH',
@@ -30,7 +30,7 @@ export const eventRoutes = (service: InteractionsService) => [
     params: S.EventParams,
     body: S.UpdateEventBody,
     response: S.InteractionEventRow,
-    handler: ({ scope, body }) => service.updateEvent(scope.collectionId, scope.eventId, body),
+    handler: ({ scope, body }) => events.updateEvent(scope.collectionId, scope.eventId, body),
   }),
   defineRoute({
     method: 'POST',
@@ -44,6 +44,6 @@ export const eventRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.UpdateInteractionBody,
     response: S.UpdateInteractionResponse,
-    handler: ({ scope, body }) => service.updateEventByBody(scope.collectionId, body),
+    handler: ({ scope, body }) => events.updateEventByBody(scope.collectionId, body),
   }),
 ];

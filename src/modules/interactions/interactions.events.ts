@@ -8,7 +8,7 @@
 import { Type } from 'typebox';
 import { defineEvent, type NewEvent } from '../../platform/events.ts';
 import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
-import type { EventRow } from './interactions.repository.ts';
+import type { EventRow } from './interactions.events.repository.ts';
 
 /** The default thresholds: 10, 100, 1,000 and every further power of ten. */
 const DEFAULT_FIRST_MILESTONE = 10;

@@ -9,8 +9,10 @@ import { Readable } from 'node:stream';
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
+import type { EventRow } from './interactions.events.repository.ts';
+import * as files from './interactions.export.repository.ts';
 import { toEventRow } from './interactions.present.ts';
-import * as repo from './interactions.repository.ts';
+import * as reads from './interactions.reads.repository.ts';
 import { ExportPayload } from './interactions.schema.ts';
 
 export const EXPORT_TASK = 'interactions.export';
@@ -54,7 +56,7 @@ function csvCell(v: unknown): string {
   return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
-function line(format: 'ndjson' | 'csv', e: repo.EventRow): string {
+function line(format: 'ndjson' | 'csv', e: EventRow): string {
   const row = toEventRow(e);
   if (format === 'ndjson') return `${JSON.stringify(row)}\n`;
   return `${[...CSV_COLUMNS.map((c) => csvCell(row[c])), csvCell(e.extra)].join(',')}\n`;
@@ -66,14 +68,14 @@ export async function runExport(
 ): Promise<{ format: string; rows: number; bytes: number }> {
   const { job, db } = ctx;
   const format = p.format ?? 'ndjson';
-  const filter: repo.EventFilter = {
+  const filter: reads.EventFilter = {
     from: p.from,
     to: p.to,
     interactionId: p.interactionId,
     includeDeleted: p.includeDeleted,
   };
-  const total = await repo.countForExport(db, job.collectionId, filter);
-  await repo.startExport(db, job.collectionId, job.id, format);
+  const total = await reads.countForExport(db, job.collectionId, filter);
+  await files.startExport(db, job.collectionId, job.id, format);
   let seq = 0;
   let rows = 0;
   let bytes = 0;
@@ -83,7 +85,7 @@ export async function runExport(
   const flush = async (q: Queryable) => {
     if (pendingRows === 0 && seq > 0) return;
     const data = Buffer.from(pending.join(''), 'utf8');
-    await repo.appendExportChunk(q, job.collectionId, job.id, seq++, data, pendingRows);
+    await files.appendExportChunk(q, job.collectionId, job.id, seq++, data, pendingRows);
     bytes += data.length;
     pending = [];
     pendingBytes = 0;
@@ -96,7 +98,7 @@ export async function runExport(
   let after: { at: Date; id: number } | null = null;
   for (;;) {
     if (ctx.signal.aborted) throw new Error('Export interrupted by shutdown; it will be retried');
-    const page = await repo.exportPage(db, job.collectionId, filter, after, PAGE);
+    const page = await reads.exportPage(db, job.collectionId, filter, after, PAGE);
     for (const e of page) {
       const l = line(format, e);
       pending.push(l);
@@ -111,7 +113,7 @@ export async function runExport(
     await ctx.progress({ done: rows, total, message: `${rows} of ${total} events written` });
   }
   await flush(db);
-  await repo.finishExport(db, job.collectionId, job.id);
+  await files.finishExport(db, job.collectionId, job.id);
   await ctx.progress({ done: rows, total: rows, message: `${rows} events written` });
   return { format, rows, bytes };
 }
@@ -141,12 +143,12 @@ export interface ExportDownload {
 
 /** A finished export of this collection, streamed chunk by chunk. */
 export async function openExport(db: Db, collectionId: string, jobId: number): Promise<ExportDownload> {
-  const x = await repo.findExport(db, collectionId, jobId);
+  const x = await files.findExport(db, collectionId, jobId);
   if (!x?.complete) throw notFound('Finished export');
   const count = x.chunks;
   async function* chunks() {
     for (let seq = 0; seq < count; seq++) {
-      const data = await repo.readExportChunk(db, collectionId, jobId, seq);
+      const data = await files.readExportChunk(db, collectionId, jobId, seq);
       if (data) yield data;
     }
   }

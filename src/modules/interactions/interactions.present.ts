@@ -1,5 +1,5 @@
 /** An event row as the API answers it and export files hold it. */
-import type * as repo from './interactions.repository.ts';
+import type * as repo from './interactions.events.repository.ts';
 import { InteractionEventRow } from './interactions.schema.ts';
 
 /**

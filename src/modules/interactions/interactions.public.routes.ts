@@ -26,7 +26,7 @@ export const publicRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     query: S.ListTypesQuery,
     response: S.InteractionTypeList,
-    handler: ({ scope, query }) => service.listTypes(scope.collectionId, query, true),
+    handler: ({ scope, query }) => service.types.listTypes(scope.collectionId, query, true),
   }),
   defineRoute({
     method: 'GET',
@@ -38,7 +38,7 @@ export const publicRoutes = (service: InteractionsService) => [
     guard: guard.public,
     params: S.TypeParams,
     response: S.InteractionTypeRecord,
-    handler: ({ scope }) => service.getType(scope.collectionId, scope.id, true),
+    handler: ({ scope }) => service.types.getType(scope.collectionId, scope.id, true),
   }),
   defineRoute({
     method: 'POST',
@@ -59,7 +59,8 @@ export const publicRoutes = (service: InteractionsService) => [
         'A duplicate: `error: FORBIDDEN`, `reason` duplicate (uniquePerUser) or duplicate_anon (uniquePerAnonId)',
       ),
     },
-    handler: ({ scope, caller, body, req }) => service.submit(scope.collectionId, caller, body, req.headers.origin),
+    handler: ({ scope, caller, body, req }) =>
+      service.events.submit(scope.collectionId, caller, body, req.headers.origin),
   }),
   defineRoute({
     method: 'POST',
@@ -71,7 +72,7 @@ export const publicRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.PublicInteractionsByUserRequest,
     response: Type.Array(ref(S.InteractionEventRow)),
-    handler: ({ scope, caller, body }) => service.byUser(scope.collectionId, caller, body),
+    handler: ({ scope, caller, body }) => service.reads.byUser(scope.collectionId, caller, body),
   }),
   defineRoute({
     method: 'POST',
@@ -84,6 +85,6 @@ export const publicRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.PublicInteractionsCountsByOutcomeRequest,
     response: Type.Array(ref(S.OutcomeCount)),
-    handler: ({ scope, caller, body }) => service.publicCounts(scope.collectionId, caller, body),
+    handler: ({ scope, caller, body }) => service.reads.publicCounts(scope.collectionId, caller, body),
   }),
 ];

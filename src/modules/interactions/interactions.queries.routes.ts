@@ -3,13 +3,13 @@ import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import { ref } from '../../platform/schemas.ts';
+import type { InteractionReads } from './interactions.reads.service.ts';
 import * as S from './interactions.schema.ts';
-import type { InteractionsService } from './interactions.service.ts';
 
 const base = '/admin/collection/:collectionId/interactions';
 const tags = ['interactions'];
 
-export const queryRoutes = (service: InteractionsService) => [
+export const queryRoutes = (reads: InteractionReads) => [
   defineRoute({
     method: 'POST',
     url: `${base}/query`,
@@ -20,7 +20,7 @@ export const queryRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.AdminInteractionsQueryRequest,
     response: Type.Array(ref(S.InteractionEventRow)),
-    handler: ({ scope, body }) => service.query(scope.collectionId, body),
+    handler: ({ scope, body }) => reads.query(scope.collectionId, body),
   }),
   defineRoute({
     method: 'POST',
@@ -33,7 +33,7 @@ export const queryRoutes = (service: InteractionsService) => [
     body: S.AdminInteractionsCountsByOutcomeRequest,
     response: Type.Array(ref(S.OutcomeCount)),
     analytics: true,
-    handler: ({ scope, body }) => service.countsByOutcome(scope.collectionId, body),
+    handler: ({ scope, body }) => reads.countsByOutcome(scope.collectionId, body),
   }),
   defineRoute({
     method: 'POST',
@@ -45,7 +45,7 @@ export const queryRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     body: S.AdminInteractionsAggregateRequest,
     response: S.AdminInteractionsAggregateResponse,
-    handler: ({ scope, body }) => service.aggregate(scope.collectionId, body),
+    handler: ({ scope, body }) => reads.aggregate(scope.collectionId, body),
   }),
   defineRoute({
     method: 'GET',
@@ -58,7 +58,7 @@ export const queryRoutes = (service: InteractionsService) => [
     response: Type.String({ description: 'The file: application/x-ndjson or text/csv' }),
     // The file is streamed as stored: its type, length and name are the export's.
     handler: async ({ scope, reply }) => {
-      const file = await service.openExport(scope.collectionId, scope.jobId);
+      const file = await reads.openExport(scope.collectionId, scope.jobId);
       reply
         .type(file.contentType)
         .header('content-length', file.byteCount)

@@ -10,8 +10,8 @@ import type { InteractionsService } from './interactions.service.ts';
 import { typeRoutes } from './interactions.types.routes.ts';
 
 export const interactionsRoutes = (service: InteractionsService): Route[] => [
-  ...typeRoutes(service),
-  ...eventRoutes(service),
-  ...queryRoutes(service),
+  ...typeRoutes(service.types),
+  ...eventRoutes(service.events),
+  ...queryRoutes(service.reads),
   ...publicRoutes(service),
 ];

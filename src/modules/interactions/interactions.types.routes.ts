@@ -3,12 +3,12 @@ import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import * as S from './interactions.schema.ts';
-import type { InteractionsService } from './interactions.service.ts';
+import type { InteractionTypes } from './interactions.types.service.ts';
 
 const base = '/admin/collection/:collectionId/interactions';
 const tags = ['interactions'];
 
-export const typeRoutes = (service: InteractionsService) => [
+export const typeRoutes = (types: InteractionTypes) => [
   defineRoute({
     method: 'POST',
     url: base,
@@ -20,7 +20,7 @@ export const typeRoutes = (service: InteractionsService) => [
     body: S.CreateInteractionTypeBody,
     response: S.InteractionTypeRecord,
     conflict: 'The id is taken',
-    handler: ({ scope, body }) => service.createType(scope.collectionId, body),
+    handler: ({ scope, body }) => types.createType(scope.collectionId, body),
   }),
   defineRoute({
     method: 'GET',
@@ -32,7 +32,7 @@ export const typeRoutes = (service: InteractionsService) => [
     params: S.CollectionParams,
     query: S.ListTypesQuery,
     response: S.InteractionTypeList,
-    handler: ({ scope, query }) => service.listTypes(scope.collectionId, query, false),
+    handler: ({ scope, query }) => types.listTypes(scope.collectionId, query, false),
   }),
   defineRoute({
     method: 'GET',
@@ -43,7 +43,7 @@ export const typeRoutes = (service: InteractionsService) => [
     guard: guard.admin,
     params: S.TypeParams,
     response: S.InteractionTypeRecord,
-    handler: ({ scope }) => service.getType(scope.collectionId, scope.id, false),
+    handler: ({ scope }) => types.getType(scope.collectionId, scope.id, false),
   }),
   defineRoute({
     method: 'PATCH',
@@ -57,7 +57,7 @@ export const typeRoutes = (service: InteractionsService) => [
     params: S.TypeParams,
     body: S.UpdateInteractionTypeBody,
     response: S.InteractionTypeRecord,
-    handler: ({ scope, body }) => service.updateType(scope.collectionId, scope.id, body),
+    handler: ({ scope, body }) => types.updateType(scope.collectionId, scope.id, body),
   }),
   defineRoute({
     method: 'DELETE',
@@ -68,6 +68,6 @@ export const typeRoutes = (service: InteractionsService) => [
     guard: guard.admin,
     params: S.TypeParams,
     response: Type.Object({ success: Type.Boolean(), id: Type.String() }),
-    handler: ({ scope }) => service.removeType(scope.collectionId, scope.id),
+    handler: ({ scope }) => types.removeType(scope.collectionId, scope.id),
   }),
 ];
