@@ -37,7 +37,7 @@
  */
 import pg from 'pg';
 import { migrate, openDatabase } from '../src/db/index.ts';
-import { InteractionsService, interactionsSettings } from '../src/modules/interactions/index.ts';
+import { InteractionCounters, interactionsSettings } from '../src/modules/interactions/index.ts';
 import {
   benchDatabase,
   comparedRow,
@@ -103,7 +103,7 @@ try {
   // seed, which writes one row per counter; a kept schema's earlier writes and their removal
   // leave up to 16 rows a counter otherwise).
   const compactStarted = Date.now();
-  const folded = await new InteractionsService(db, interactionsSettings({})).compactCounters();
+  const folded = await new InteractionCounters(db, interactionsSettings({})).compact();
   report({
     scenario: 'counter compaction before the reads',
     note: `${folded} rows folded or removed in ${((Date.now() - compactStarted) / 1000).toFixed(1)} s`,

@@ -13,7 +13,8 @@
 import type { Db } from '../../db/index.ts';
 import type { EventPublisher } from '../../platform/events.ts';
 import { defineModule } from '../../platform/module.ts';
-import { type Env, intFrom } from '../../platform/settings.ts';
+import { webhooksModule } from '../webhooks/index.ts';
+import { type AppObjectsSettings, appObjectsSettings } from './app-objects.settings.ts';
 import { casesRoutes } from './cases/cases.routes.ts';
 import { CasesService } from './cases/cases.service.ts';
 import { recordsRoutes } from './records/records.routes.ts';
@@ -23,16 +24,8 @@ import { appObjectTasks } from './tasks.ts';
 import { threadsRoutes } from './threads/threads.routes.ts';
 import { ThreadsService } from './threads/threads.service.ts';
 
+export { type AppObjectsSettings, appObjectsSettings } from './app-objects.settings.ts';
 export { CasesService, RecordsService, ThreadsService };
-
-export interface AppObjectsSettings {
-  /** APP_THREAD_MAX_REPLIES: replies one thread may hold (default 10000). */
-  maxReplies: number;
-}
-
-export function appObjectsSettings(env: Env): AppObjectsSettings {
-  return { maxReplies: intFrom(env, 'APP_THREAD_MAX_REPLIES', 10_000, 1, 1_000_000) };
-}
 
 /** The services of the three kinds, one per kind; without a publisher they publish no events. */
 export class AppObjectServices {
@@ -55,9 +48,13 @@ const appObjectsRoutes = (service: AppObjectServices) => [
 
 export const appObjectsModule = defineModule({
   name: 'appObjects',
-  needs: ['webhooks'],
+  needs: [webhooksModule],
   settings: appObjectsSettings,
-  create: ({ db }, settings, deps: { webhooks: EventPublisher }) => new AppObjectServices(db, settings, deps.webhooks),
+  tables: {
+    owns: ['app_cases', 'app_case_history', 'app_case_counts', 'app_threads', 'app_thread_replies', 'app_records'],
+    reads: ['collections'],
+  },
+  create: ({ db }, settings, deps) => new AppObjectServices(db, settings, deps.webhooks),
   routes: appObjectsRoutes,
   tasks: (services) => appObjectTasks(services),
   events: appObjectEvents,

@@ -52,6 +52,7 @@ import { InteractionsService } from './interactions.service.ts';
 import { interactionsSettings } from './interactions.settings.ts';
 import { InteractionTypes } from './interactions.types.service.ts';
 
+export { InteractionCounters } from './interactions.counters.service.ts';
 export { EFFECT_TASK } from './interactions.effects.ts';
 export { EXPORT_TASK } from './interactions.export.ts';
 export { originAllowed } from './interactions.origins.ts';

@@ -10,7 +10,7 @@ import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, notFound, validationFailed } from '../../platform/errors.ts';
 import type { EventPublisher, NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
-import type { TaskDefinition } from '../../platform/tasks.ts';
+import type { JobQueue, TaskDefinition } from '../../platform/tasks.ts';
 import type { InteractionCounters } from './interactions.counters.service.ts';
 import { type EffectRunner, effectJobs, ownMilestones, storedEffects } from './interactions.effects.ts';
 import { anonIdOf, bodyColumns, checkCollection, extrasOf } from './interactions.event-bodies.ts';
@@ -42,15 +42,6 @@ interface EventNamedAs {
   appId?: string;
   userId?: string;
   contactId?: string;
-}
-
-/** Enqueues jobs in the caller's transaction (the job engine's `enqueueMany`). */
-export interface JobQueue {
-  enqueueMany(
-    q: Queryable,
-    collectionId: string,
-    list: { task: string; payload: unknown; maxAttempts: number }[],
-  ): Promise<unknown>;
 }
 
 /** What an event's transaction tells others: webhook events, and the jobs of its effects. */

@@ -11,13 +11,11 @@
  *   of the striped counters.
  * Here: what the manifest and other code use of the whole.
  */
-import type { Db } from '../../db/index.ts';
 import type { TaskDefinition } from '../../platform/tasks.ts';
-import { InteractionCounters } from './interactions.counters.service.ts';
-import { InteractionEventWriter } from './interactions.events.service.ts';
-import { InteractionReads } from './interactions.reads.service.ts';
-import type { InteractionsSettings } from './interactions.settings.ts';
-import { InteractionTypes } from './interactions.types.service.ts';
+import type { InteractionCounters } from './interactions.counters.service.ts';
+import type { InteractionEventWriter } from './interactions.events.service.ts';
+import type { InteractionReads } from './interactions.reads.service.ts';
+import type { InteractionTypes } from './interactions.types.service.ts';
 
 export interface InteractionParts {
   types: InteractionTypes;
@@ -32,14 +30,7 @@ export class InteractionsService implements InteractionParts {
   readonly reads: InteractionReads;
   readonly counters: InteractionCounters;
 
-  constructor(parts: InteractionParts);
-  /**
-   * TRANSITION: bench/interactions.bench.ts builds the service from a database to fold the
-   * counters; its parts publish nothing and run no effects. The manifest gives the parts.
-   */
-  constructor(db: Db, settings: InteractionsSettings);
-  constructor(partsOrDb: InteractionParts | Db, settings?: InteractionsSettings) {
-    const parts = settings === undefined ? (partsOrDb as InteractionParts) : standalone(partsOrDb as Db, settings);
+  constructor(parts: InteractionParts) {
     this.types = parts.types;
     this.events = parts.events;
     this.reads = parts.reads;
@@ -65,12 +56,4 @@ export class InteractionsService implements InteractionParts {
     this.counters.stopHousekeeping();
     this.events.close();
   }
-}
-
-/** TRANSITION (see the constructor): the manifest's wiring without the outlets. */
-function standalone(db: Db, settings: InteractionsSettings): InteractionParts {
-  const types = new InteractionTypes(db);
-  const counters = new InteractionCounters(db, settings);
-  const events = new InteractionEventWriter(db, settings, types, counters);
-  return { types, events, reads: new InteractionReads(db, settings, types), counters };
 }

@@ -17,9 +17,8 @@
  *   (`journey.completed`) as maintained progress sees it: noted by its triggers in the event's
  *   transaction, published to the webhooks outbox just after (journeys.milestones.ts).
  */
-import { defineModule } from '../../platform/module.ts';
-import type { JobsService } from '../jobs/index.ts';
-import type { WebhooksService } from '../webhooks/index.ts';
+import { defineModule, WORKING } from '../../platform/module.ts';
+import { webhooksModule } from '../webhooks/index.ts';
 import { journeyEvents } from './journeys.events.ts';
 import { MilestonePublisher } from './journeys.milestones.ts';
 import { progressTask } from './journeys.progress.ts';
@@ -32,15 +31,27 @@ export { type JourneysSettings, journeysSettings } from './journeys.settings.ts'
 
 export const journeysModule = defineModule({
   name: 'journeys',
-  needs: ['jobs', 'webhooks'],
-  // The funnel queries run with the interactions module's analytics work_mem.
+  needs: [webhooksModule],
   settings: journeysSettings,
-  // Progress rebuilds queue on the job engine; milestones are published through the webhooks outbox.
-  create: ({ db, log }, settings, deps: { jobs: JobsService; webhooks: WebhooksService }) =>
+  // journeys reads interaction events and keeps its progress by triggers on them: the columns it
+  // reads are the interactions module's documented contract (its index.ts).
+  tables: {
+    owns: [
+      'journeys',
+      'journey_progress_state',
+      'journey_progress',
+      'journey_progress_counts',
+      'journey_progress_dirty',
+      'journey_milestones',
+    ],
+    reads: ['collections', 'interaction_events'],
+  },
+  // Progress rebuilds queue on the job queue; milestones are published through the webhooks outbox.
+  create: ({ db, log, queue }, settings, deps) =>
     new JourneysService(
       db,
       settings,
-      deps.jobs.engine,
+      queue,
       log,
       new MilestonePublisher(db, deps.webhooks, log, settings.milestonesPollMs),
     ),
@@ -49,15 +60,15 @@ export const journeysModule = defineModule({
   tasks: (service) => [progressTask(service.analyticsWorkMemMb)],
   // Journeys stored before progress was kept are adopted once, and milestones published, by
   // the processes that run jobs.
-  lifecycle: (service, role) =>
-    role === 'api'
-      ? undefined
-      : {
-          start: async () => {
-            // In the background: a database that is down at start must not stop the process.
-            void service.adoptJourneys();
-            await service.milestones.start();
-          },
-          stop: () => service.milestones.stop(),
-        },
+  background: (service) => [
+    {
+      roles: WORKING,
+      start: async () => {
+        // In the background: a database that is down at start must not stop the process.
+        void service.adoptJourneys();
+        await service.milestones.start();
+      },
+      stop: () => service.milestones.stop(),
+    },
+  ],
 });
