@@ -14,6 +14,7 @@
 import { defineModule } from '../../platform/module.ts';
 import type { JobsService } from '../jobs/index.ts';
 import { EventCatalogue } from './catalogue.ts';
+import { deliveriesRoutes } from './deliveries.routes.ts';
 import { WebhookDelivery } from './delivery.ts';
 import { WebhookOutbox } from './outbox.ts';
 import { WebhookRegistrations } from './registrations.ts';
@@ -52,7 +53,7 @@ export const webhooksModule = defineModule({
     const registrations = new WebhookRegistrations(db, settings, outbox, catalogue);
     return new WebhooksService(settings, log, catalogue, registrations, outbox, delivery);
   },
-  plugin: webhooksRoutes,
+  routes: (service) => [...webhooksRoutes(service), ...deliveriesRoutes(service)],
   events: webhookEvents,
   tasks: (service) => [service.delivery.deliverTask()],
   // Housekeeping in worker processes; every process closes the sender's connections.

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, Instant, Nullable, ref, Timestamp } from '../../platform/schemas.ts';
 
 /** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -85,7 +85,7 @@ export const Webhook = Closed(
     id: Type.String(),
     url: Type.String(),
     events: Type.Array(Type.String()),
-    filters: Nullable(Type.Ref('WebhookFilters')),
+    filters: Nullable(ref(WebhookFilters)),
     active: Type.Boolean(),
     description: Nullable(Type.String()),
     maxPerSecond: Nullable(
@@ -121,7 +121,7 @@ export const RotateSecretBody = Closed(
 );
 export type RotateSecretBody = Type.Static<typeof RotateSecretBody>;
 
-export const WebhookList = Closed({ items: Type.Array(Type.Ref('Webhook')) }, { $id: 'WebhookList' });
+export const WebhookList = Closed({ items: Type.Array(ref(Webhook)) }, { $id: 'WebhookList' });
 
 export const DeliveryAttempt = Closed({
   attempt: Type.Integer(),
@@ -178,7 +178,7 @@ export const DeliveryListQuery = Closed({
 export type DeliveryListQuery = Type.Static<typeof DeliveryListQuery>;
 
 export const DeliveryPage = Closed(
-  { items: Type.Array(Type.Ref('Delivery')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { items: Type.Array(ref(Delivery)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'DeliveryPage' },
 );
 
