@@ -18,6 +18,7 @@ import { ClickRecorder } from './click-recorder.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService, linksSettings } from './links.service.ts';
+import { redirectRoute } from './redirect.routes.ts';
 
 export { ClickRecorder } from './click-recorder.ts';
 export { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from './clicks.ts';
@@ -35,7 +36,8 @@ export const linksModule = defineModule({
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
   },
-  plugin: linksRoutes,
+  routes: linksRoutes,
+  plugin: redirectRoute,
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { Closed, CollectionIdParam, Instant, Nullable, ref, Timestamp } from '../../platform/schemas.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
@@ -83,7 +83,7 @@ export const LinkListQuery = Closed({
 export type LinkListQuery = Type.Static<typeof LinkListQuery>;
 
 export const LinkPage = Closed(
-  { items: Type.Array(Type.Ref('Link')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { items: Type.Array(ref(Link)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'LinkPage' },
 );
 
@@ -113,7 +113,7 @@ export const ClickListQuery = Closed({
 export type ClickListQuery = Type.Static<typeof ClickListQuery>;
 
 export const ClickPage = Closed(
-  { items: Type.Array(Type.Ref('Click')), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
+  { items: Type.Array(ref(Click)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
   { $id: 'ClickPage' },
 );
 
