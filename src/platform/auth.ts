@@ -347,6 +347,7 @@ export const guard: {
   user: (req: FastifyRequest) => Promise<void>;
   zone: (req: FastifyRequest) => Promise<void>;
   superAdmin: (feature?: string) => (req: FastifyRequest) => Promise<void>;
+  anyone: (req: FastifyRequest) => Promise<void>;
 } = {
   admin: async (req: FastifyRequest) => {
     req.caller = requireCollectionAdmin(req);
@@ -371,4 +372,10 @@ export const guard: {
     async (req: FastifyRequest): Promise<void> => {
       requireSuperAdmin(req, feature);
     },
+  /**
+   * Open to every caller, outside any collection (a global location, the event catalogue): there
+   * is no collection to hold a credential against, so none is asked for or checked. Routes name
+   * it so that every route still names its guard.
+   */
+  anyone: async () => {},
 };
