@@ -1,5 +1,7 @@
 import fastifyStatic from '@fastify/static';
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { defineRoute } from '../../platform/routes.ts';
 import { type ConsoleService, notBuiltPage } from './console.service.ts';
 
 /**
@@ -29,14 +31,50 @@ function secure(reply: FastifyReply): FastifyReply {
 }
 
 /**
- * `/console` and every path under it (the console's own routes, e.g. `/console/links/lnk_…`):
- * its page, never cached (it names the current build's files); `/console/assets/…`: the
- * build's files, named by their content's hash, so cached for a year and never revalidated.
- * Hidden from the OpenAPI document: pages, not API.
+ * The page holds no data (the admin key is typed into it and sent only with its API calls), so
+ * no credential is asked for: any is let in (one that is present but not valid is still refused
+ * by the global auth hook).
  */
-export const consoleRoutes: FastifyPluginAsync<{ service: ConsoleService }> = async (app, { service }) => {
-  const hide = { schema: { hide: true } };
+const anyone = async () => {};
 
+/** The page, with the BASE_PATH it is served under (`req.server`: the routes' own context). */
+async function page(service: ConsoleService, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const prefix = req.server.prefix;
+  const got = await service.page(prefix);
+  secure(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8');
+  if (!got.built) return reply.code(503).send(notBuiltPage(prefix));
+  return reply.send(got.html);
+}
+
+/**
+ * `/console` and every path under it (the console's own routes, e.g. `/console/links/lnk_…`):
+ * its page, never cached (it names the current build's files). Hidden from the OpenAPI
+ * document: pages, not API.
+ */
+export const consoleRoutes = (service: ConsoleService) =>
+  [
+    { url: '/console', operationId: 'console_page' },
+    { url: '/console/*', operationId: 'console_pageUnder' },
+  ].map(({ url, operationId }) =>
+    defineRoute({
+      method: 'GET',
+      url,
+      operationId,
+      tags: ['console'],
+      summary: 'The admin console’s page',
+      guard: anyone,
+      hide: true,
+      response: Type.String({ description: 'The page (HTML)' }),
+      handler: ({ req, reply }) => page(service, req, reply),
+    }),
+  );
+
+/**
+ * `/console/assets/…`: the build's files, named by their content's hash, so cached for a year
+ * and never revalidated. A plugin, not routes: @fastify/static registers its own wildcard route
+ * and sends files itself (ranges, ETag, content types, the cache headers below).
+ */
+export const consoleAssets: FastifyPluginAsync<{ service: ConsoleService }> = async (app, { service }) => {
   await app.register(fastifyStatic, {
     root: service.assetsDir,
     prefix: '/console/assets/',
@@ -51,13 +89,4 @@ export const consoleRoutes: FastifyPluginAsync<{ service: ConsoleService }> = as
       res.header('x-content-type-options', 'nosniff');
     },
   });
-
-  const page = async (_req: unknown, reply: FastifyReply) => {
-    const got = await service.page(app.prefix);
-    secure(reply).header('cache-control', 'no-cache').type('text/html; charset=utf-8');
-    if (!got.built) return reply.code(503).send(notBuiltPage(app.prefix));
-    return reply.send(got.html);
-  };
-  app.get('/console', hide, page);
-  app.get('/console/*', hide, page);
 };

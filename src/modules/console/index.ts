@@ -10,7 +10,7 @@
  *   dev dependencies has no bundler); the rest of the service runs as usual.
  */
 import { defineModule } from '../../platform/module.ts';
-import { consoleRoutes } from './console.routes.ts';
+import { consoleAssets, consoleRoutes } from './console.routes.ts';
 import { ConsoleService } from './console.service.ts';
 import { consoleSettings } from './console.settings.ts';
 
@@ -24,5 +24,6 @@ export const consoleModule = defineModule({
   settings: consoleSettings,
   tables: { owns: [] },
   create: (_platform, settings) => new ConsoleService(settings),
-  plugin: consoleRoutes,
+  routes: consoleRoutes,
+  plugin: consoleAssets,
 });
