@@ -8,7 +8,8 @@
  *                  process with a message naming the variable), in its `*.settings.ts`;
  *   create(...)    its service, from the platform (database, logger, role, public address, the
  *                  job queue), its settings and the services it needs;
- *   routes(...)    its HTTP routes (platform/routes.ts), registered under BASE_PATH;
+ *   routes(...)    its HTTP routes (platform/routes.ts), registered under BASE_PATH; `plugin`
+ *                  for the little HTTP that is not a route of that vocabulary;
  *   tasks(...)     its background tasks (platform/tasks.ts), registered on the job queue;
  *   events         the events it publishes (platform/events.ts), gathered into the catalogue;
  *   tables         the tables it owns and the other modules' tables it reads (or hangs triggers
@@ -87,7 +88,11 @@ export interface ModuleManifest<Name extends string, Settings, Needs extends rea
   /** What the platform takes from it: the job queue every module enqueues on. */
   provides?: { queue?(service: Service): JobQueue };
   background?(service: Service): readonly Background[];
-  /** TRANSITION: a Fastify plugin given the service, while routes move to `routes`. */
+  /**
+   * HTTP that is not a route of the vocabulary, as a Fastify plugin given the service: the
+   * redirect (no guard hook, no context object on the hottest path, a 302) and the console's
+   * static files (@fastify/static's own wildcard route). Everything else is in `routes`.
+   */
   plugin?: FastifyPluginAsync<{ service: Service }>;
 }
 
@@ -138,7 +143,7 @@ export interface BuiltModules<Ms extends readonly AnyModule[]> {
   background: Background[];
   /** Every module's routes, in module order. */
   routes: Route[];
-  /** TRANSITION: the plugins of modules whose routes have not moved yet. */
+  /** The modules' plugins (`plugin`), each with its service. */
   plugins: { plugin: FastifyPluginAsync<{ service: unknown }>; service: unknown }[];
 }
 

@@ -1,6 +1,7 @@
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
+import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import { type ConsoleService, notBuiltPage } from './console.service.ts';
 
@@ -30,13 +31,6 @@ function secure(reply: FastifyReply): FastifyReply {
     .header('x-frame-options', 'DENY');
 }
 
-/**
- * The page holds no data (the admin key is typed into it and sent only with its API calls), so
- * no credential is asked for: any is let in (one that is present but not valid is still refused
- * by the global auth hook).
- */
-const anyone = async () => {};
-
 /** The page, with the BASE_PATH it is served under (`req.server`: the routes' own context). */
 async function page(service: ConsoleService, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const prefix = req.server.prefix;
@@ -62,7 +56,8 @@ export const consoleRoutes = (service: ConsoleService) =>
       operationId,
       tags: ['console'],
       summary: 'The admin console’s page',
-      guard: anyone,
+      // The page holds no data (the admin key is typed into it and sent only with its API calls).
+      guard: guard.anyone,
       hide: true,
       response: Type.String({ description: 'The page (HTML)' }),
       handler: ({ req, reply }) => page(service, req, reply),

@@ -11,26 +11,29 @@
  *   (one row per batch and subscribed collection) and published by processes that run jobs
  *   (click-events.ts), off the redirect's path.
  */
-import { defineModule } from '../../platform/module.ts';
-import type { WebhooksService } from '../webhooks/index.ts';
+import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
+import { webhooksModule } from '../webhooks/index.ts';
 import { ClickEventPublisher } from './click-events.ts';
 import { ClickRecorder } from './click-recorder.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
-import { LinksService, linksSettings } from './links.service.ts';
+import { LinksService } from './links.service.ts';
+import { linksSettings } from './links.settings.ts';
 import { redirectRoute } from './redirect.routes.ts';
 
 export { ClickRecorder } from './click-recorder.ts';
-export { clientAddress, deviceType, parseTrustedProxies, proxyGeo } from './clicks.ts';
+export { deviceType } from './clicks.ts';
 export { RedirectCache } from './links.cache.ts';
 export type { EventPublisher } from './links.events.ts';
-export { LinksService, type LinksSettings, linksSettings } from './links.service.ts';
+export { LinksService } from './links.service.ts';
+export { type LinksSettings, linksSettings } from './links.settings.ts';
 
 export const linksModule = defineModule({
   name: 'links',
-  needs: ['webhooks'],
+  needs: [webhooksModule],
   settings: linksSettings,
-  create: ({ db, log, publicBaseUrl }, settings, deps: { webhooks: WebhooksService }) => {
+  tables: { owns: ['links', 'link_codes', 'link_clicks', 'link_click_events'], reads: ['collections'] },
+  create: ({ db, log, publicBaseUrl }, settings, deps) => {
     const short = (code: string) => shortUrl(publicBaseUrl, code);
     const recorder = new ClickRecorder(db, settings, log, deps.webhooks, short);
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
@@ -41,17 +44,11 @@ export const linksModule = defineModule({
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that
-  // run jobs publish the click events the batches note (stopped after the recorder's last batch).
-  lifecycle: (service, role) => ({
-    start: async () => {
-      await service.clickRecorder.start();
-      await service.start();
-      if (role !== 'api') await service.clickEvents.start();
-    },
-    stop: async () => {
-      await service.clickRecorder.stop();
-      await service.clickEvents.stop();
-      await service.stop();
-    },
-  }),
+  // run jobs publish the click events the batches note: stopped after the recorder's last batch
+  // (the pieces stop in reverse order).
+  background: (service) => [
+    { roles: EVERY_ROLE, start: () => service.start(), stop: () => service.stop() },
+    { roles: WORKING, start: () => service.clickEvents.start(), stop: () => service.clickEvents.stop() },
+    { roles: EVERY_ROLE, start: () => service.clickRecorder.start(), stop: () => service.clickRecorder.stop() },
+  ],
 });

@@ -3,19 +3,13 @@
  * sent: the public event catalogue.
  */
 import type { Static } from 'typebox';
+import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import { collectionAdminKey, keyCollection, WEBHOOK_CONFLICT } from './webhooks.routes.ts';
 import * as S from './webhooks.schema.ts';
 import type { WebhooksService } from './webhooks.service.ts';
 
 const tags = ['webhooks'];
-
-/**
- * The catalogue is public, as the documentation it is: the same for every collection, and a
- * receiver's author may read it before holding a key. No credential is asked for, so any is
- * let in (one that is present but not valid is still refused by the global auth hook).
- */
-const anyone = async () => {};
 
 export const deliveriesRoutes = ({ registrations }: WebhooksService) => [
   defineRoute({
@@ -24,7 +18,9 @@ export const deliveriesRoutes = ({ registrations }: WebhooksService) => [
     operationId: 'webhooks_eventTypes',
     tags,
     summary: 'The event catalogue: every type with a description, the JSON Schema of its data and an example',
-    guard: anyone,
+    // Public, as the documentation it is: the same for every collection, and a receiver's author
+    // may read it before holding a key (a credential present but not valid is still refused).
+    guard: guard.anyone,
     security: [],
     response: S.EventTypeList,
     // Each entry's `schema` is a TypeBox schema, the JSON object the answer describes; its

@@ -11,8 +11,7 @@
  * - catalogue: every event type of every module (their manifests' `events`), with the JSON
  *   Schema of its data; registrations subscribe to types, families (`case.*`) or `*`.
  */
-import { defineModule } from '../../platform/module.ts';
-import type { JobsService } from '../jobs/index.ts';
+import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { EventCatalogue } from './catalogue.ts';
 import { deliveriesRoutes } from './deliveries.routes.ts';
 import { WebhookDelivery } from './delivery.ts';
@@ -26,7 +25,7 @@ import { webhooksSettings } from './webhooks.settings.ts';
 
 export { EventCatalogue, type EventTypeEntry, eventSchemaName } from './catalogue.ts';
 export { retryDelayMs, WebhookDelivery } from './delivery.ts';
-export { DELIVER_TASK, type DeliverPayload, type JobQueue, type NewEvent, WebhookOutbox } from './outbox.ts';
+export { DELIVER_TASK, type DeliverPayload, type NewEvent, WebhookOutbox } from './outbox.ts';
 export { WebhookRegistrations } from './registrations.ts';
 export { readCapped, WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
@@ -37,13 +36,14 @@ export { type WebhooksSettings, webhooksSettings } from './webhooks.settings.ts'
 
 export const webhooksModule = defineModule({
   name: 'webhooks',
-  needs: ['jobs'],
+  needs: [],
   settings: webhooksSettings,
+  tables: { owns: ['webhooks', 'webhook_events', 'webhook_deliveries', 'webhook_attempts'], reads: ['collections'] },
   // The outbox queues on the job engine; delivery and registrations queue through the outbox.
   // The catalogue starts empty: buildApp adds every module's `events`, this one's included.
-  create: ({ db, log }, settings, deps: { jobs: JobsService }) => {
+  create: ({ db, log, queue }, settings) => {
     const catalogue = new EventCatalogue(settings.eventsStrict, log);
-    const outbox = new WebhookOutbox(db, settings, deps.jobs.engine, catalogue);
+    const outbox = new WebhookOutbox(db, settings, queue, catalogue);
     const sender = new WebhookSender({
       allowPrivateNetworks: settings.allowPrivateNetworks,
       timeoutMs: settings.timeoutMs,
@@ -57,10 +57,8 @@ export const webhooksModule = defineModule({
   events: webhookEvents,
   tasks: (service) => [service.delivery.deliverTask()],
   // Housekeeping in worker processes; every process closes the sender's connections.
-  lifecycle: (service, role) => ({
-    start: () => {
-      if (role !== 'api') service.startHousekeeping();
-    },
-    stop: () => service.close(),
-  }),
+  background: (service) => [
+    { roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() },
+    { roles: WORKING, start: () => service.startHousekeeping(), stop: () => service.stopHousekeeping() },
+  ],
 });
