@@ -5,8 +5,12 @@
  * answers, each checked exactly on both paths: maintained progress (no window) and the events
  * (a window that holds every event), and the steps taken on their own when an earlier step
  * has no mapping. A query that also read the other collection's events, progress rows or
- * counters would change both answers; one that read the other collection's progress state
- * would send one of them to the events (B's progress is at another version than A's).
+ * counters would change both answers (both collections keep J's progress at the same version,
+ * so only the collection tells their rows apart). J gets its steps once the entries and views
+ * are stored, so its progress is first built by the rebuild task from the events; the
+ * purchases come afterwards, kept by the triggers. A third shared journey, K, is kept at
+ * version 1 in A and 3 in B: a read of the other collection's progress state would send one
+ * of them to the events.
  *
  * Journey J (steps s1 = view/success, s2 = buy/paid), entries at B0 + i hours:
  *   A: u0..u3 enter; u0..u2 view 10 min after; u0 buys 10 min after that.
@@ -25,6 +29,7 @@ let a: CollectionWithUser;
 let b: CollectionWithUser;
 let J: string;
 let L: string;
+let K: string;
 
 type Side = 'a' | 'b';
 const both = ['a', 'b'] as const;
@@ -62,7 +67,7 @@ async function call(s: Side, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: 
 }
 
 /** A journey of B with A's id: created without steps (no progress to build), renamed, then given its steps. */
-async function shareJourney(id: string, name: string, steps: unknown[][]) {
+async function shareJourney(id: string, name: string, steps: unknown[][] = []) {
   const created = (await call('b', 'POST', '/journeys', { name, journeyType: 'event_triggered' })).body.id as string;
   await t.testDb.db.query('DELETE FROM journey_progress_state WHERE collection_id = $1 AND journey_id = $2', [
     b.id,
@@ -80,11 +85,12 @@ beforeAll(async () => {
   }
   const create = async (name: string, steps: unknown[]) =>
     (await call('a', 'POST', '/journeys', { name, journeyType: 'event_triggered', data: { steps } })).body.id as string;
-  J = await create('Checkout A', STEPS);
+  J = await create('Checkout A', []);
   L = await create('Loose A', LOOSE_STEPS);
-  // B's progress of J goes through two versions (one step, then both): A's stays at the first.
-  await shareJourney(J, 'Checkout B', [STEPS.slice(0, 1), STEPS]);
+  K = await create('Kept A', STEPS);
+  await shareJourney(J, 'Checkout B');
   await shareJourney(L, 'Loose B', [LOOSE_STEPS]);
+  await shareJourney(K, 'Kept B', [STEPS.slice(0, 1), STEPS.slice(1), STEPS]);
   await call('b', 'POST', '/journeys', { name: 'Other B', journeyType: 'scheduled' });
 
   for (const s of both) {
@@ -102,11 +108,13 @@ beforeAll(async () => {
       const entry = B0 + i * 3600_000;
       await append(u, 'enter', 'entered', entry, J);
       if (i < p.view) await append(u, 'view', 'success', entry + 10 * MIN);
-      if (i < p.buy) await append(u, 'buy', 'paid', entry + 20 * MIN);
     }
     for (const u of users(p.loose)) await append(u, 'enter', 'entered', B0 + 5 * 3600_000, L);
   }
-  // Both collections' progress of J is kept once its rebuilds have run.
+  // J's steps, so that the rebuild builds its progress from the events stored so far: at
+  // version 2 in both collections (A's first had no steps; B's, one step).
+  await call('a', 'PATCH', `/journeys/${J}`, { data: { steps: STEPS } });
+  for (const steps of [STEPS.slice(0, 1), STEPS]) await call('b', 'PATCH', `/journeys/${J}`, { data: { steps } });
   for (const s of both) {
     await waitFor(
       async () =>
@@ -114,6 +122,18 @@ beforeAll(async () => {
       30_000,
       `${s}'s journey progress`,
     );
+  }
+  // The purchases, kept by the triggers.
+  for (const s of both) {
+    for (const [i, u] of users(PLAN[s].buy).entries()) {
+      await call(s, 'POST', '/interactions/append', {
+        appId: 'shop',
+        interactionId: 'buy',
+        userId: u,
+        outcome: 'paid',
+        timestamp: iso(B0 + i * 3600_000 + 20 * MIN),
+      });
+    }
   }
 });
 afterAll(async () => {
@@ -213,8 +233,22 @@ describe('journey analytics', () => {
     }
   });
 
+  it('a journey’s progress state is its collection’s (K: version 1 in A, 3 in B)', async () => {
+    for (const s of both) {
+      const kept = await waitFor(
+        async () => {
+          const stats = await call(s, 'POST', `/journeys.analytics/${K}/stats`, {});
+          return stats.source === 'maintained' ? stats.body : undefined;
+        },
+        30_000,
+        `${s}'s progress of K`,
+      );
+      expect(kept, s).toMatchObject({ journeyId: K, totalEntered: 0 });
+    }
+  });
+
   it('the journeys and one journey are their collection’s', async () => {
-    const names = { a: ['Checkout A', 'Loose A'], b: ['Checkout B', 'Loose B', 'Other B'] };
+    const names = { a: ['Checkout A', 'Kept A', 'Loose A'], b: ['Checkout B', 'Kept B', 'Loose B', 'Other B'] };
     for (const s of both) {
       const list = await call(s, 'GET', '/journeys?limit=100');
       expect(list.body.items.map((j: { name: string }) => j.name).sort(), s).toEqual(names[s]);
