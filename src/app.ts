@@ -27,7 +27,7 @@ import { buildModules, type ServicesOf } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
 import { closeRedis, openRedis, redisReady } from './platform/redis.ts';
-import { type Route, registerRoutes } from './platform/routes.ts';
+import { registerRoutes } from './platform/routes.ts';
 import { ErrorBody } from './platform/schemas.ts';
 import { buildSerializerCompiler, buildValidatorCompiler } from './platform/validation.ts';
 

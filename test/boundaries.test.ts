@@ -168,7 +168,7 @@ const createdTables = () =>
   );
 
 /** The tables named by SQL in a text: after FROM, JOIN, INTO, UPDATE, TABLE, USING, TRUNCATE. */
-export function tablesNamed(text: string, known: Set<string>): Set<string> {
+function tablesNamed(text: string, known: Set<string>): Set<string> {
   const found = new Set<string>();
   for (const m of text.matchAll(
     /\b(?:FROM|JOIN|INTO|UPDATE|TABLE|USING|TRUNCATE)\s+(?:ONLY\s+)?([a-z_][a-z0-9_]*)/gi,

@@ -10,7 +10,6 @@
 import { defineModule, SERVING } from '../../platform/module.ts';
 import { collectionsRoutes } from './collections.routes.ts';
 import { CollectionsService } from './collections.service.ts';
-export { type CollectionsSettings, collectionsSettings } from './collections.settings.ts';
 import { collectionsSettings } from './collections.settings.ts';
 
 export {
@@ -19,6 +18,7 @@ export {
   CollectionsService,
   generatedSuperAdminKey,
 } from './collections.service.ts';
+export { type CollectionsSettings, collectionsSettings } from './collections.settings.ts';
 
 export const collectionsModule = defineModule({
   name: 'collections',

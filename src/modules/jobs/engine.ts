@@ -111,9 +111,7 @@ import { completedEvent, type EventPublisher, failedEvent } from './jobs.events.
 import * as repo from './jobs.repository.ts';
 import { JOBS_LANES, type JobsSettings } from './jobs.settings.ts';
 
-export type { TaskContext, TaskDefinition };
-
-export type { EnqueueOptions };
+export type { EnqueueOptions, TaskContext, TaskDefinition };
 
 export type EngineLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
 

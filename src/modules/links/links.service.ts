@@ -6,17 +6,16 @@
  */
 import { randomInt } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
+import type { TrustedProxies } from '../../platform/client-address.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
-import type { TrustedProxies } from '../../platform/client-address.ts';
 import type { RawClick } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
-import type { LinksSettings } from './links.settings.ts';
 import {
   type Click,
   type ClickListQuery,
@@ -28,6 +27,7 @@ import {
   STATS_MAX_BUCKETS,
   type UpdateLinkBody,
 } from './links.schema.ts';
+import type { LinksSettings } from './links.settings.ts';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
