@@ -4,6 +4,23 @@
  * regenerate; test/client/schema.test.ts fails while this file is stale.
  */
 export interface paths {
+    "/l/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired) */
+        get: operations["links_redirect"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/platform/collections": {
         parameters: {
             query?: never;
@@ -245,23 +262,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/webhooks/event-types": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The event catalogue: every type with a description, the JSON Schema of its data and an example */
-        get: operations["webhooks_eventTypes"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -344,6 +344,23 @@ export interface paths {
         put?: never;
         /** Send again every failed or cancelled delivery created since `since` (same event ids, a fresh set of automatic retries) */
         post: operations["webhooks_recover"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event catalogue: every type with a description, the JSON Schema of its data and an example */
+        get: operations["webhooks_eventTypes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -467,23 +484,6 @@ export interface paths {
          * @description Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets (hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. Breakdowns give the `top` values with the most clicks and the rest as `other`.
          */
         get: operations["links_clickStats"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/l/{code}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired) */
-        get: operations["links_redirect"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1654,6 +1654,28 @@ export interface components {
             createdAt: string;
             revokedAt: string | null;
         };
+        LocationPayload: {
+            name: string;
+            category?: string;
+            description?: string;
+            countryName?: string;
+            /** @description ISO 3166 alpha-2 or alpha-3 */
+            countryCode?: string;
+            /** Format: uri */
+            websiteUrl?: string;
+            /** Format: uri */
+            logoUrl?: string;
+            phone?: string;
+            /** Format: email */
+            email?: string;
+            /** @description Free-form geofence, e.g. GeoJSON */
+            geofence?: {
+                [key: string]: unknown;
+            };
+            metadata?: {
+                [key: string]: unknown;
+            };
+        };
         Location: {
             locationId: string;
             collectionId: string | null;
@@ -1678,67 +1700,10 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        LocationPayload: {
-            name: string;
-            category?: string;
-            description?: string;
-            countryName?: string;
-            /** @description ISO 3166 alpha-2 or alpha-3 */
-            countryCode?: string;
-            /** Format: uri */
-            websiteUrl?: string;
-            /** Format: uri */
-            logoUrl?: string;
-            phone?: string;
-            /** Format: email */
-            email?: string;
-            /** @description Free-form geofence, e.g. GeoJSON */
-            geofence?: {
-                [key: string]: unknown;
-            };
-            metadata?: {
-                [key: string]: unknown;
-            };
-        };
         LocationSearchResponse: {
             items: components["schemas"]["Location"][];
             /** @description Total matches */
             count: number;
-        };
-        /** @description queued (waiting), running, errored (an attempt failed; will retry), completed, failed (attempts exhausted), cancelled */
-        JobStatus: "queued" | "running" | "errored" | "completed" | "failed" | "cancelled";
-        Job: {
-            id: number;
-            task: string;
-            /** @description As enqueued */
-            payload: unknown;
-            /** @description Higher runs first */
-            priority: number;
-            /** Format: date-time */
-            runAt: string;
-            /** Format: date-time */
-            createdAt: string;
-            /** @description Attempts started so far */
-            attempts: number;
-            maxAttempts: number;
-            lastError: string | null;
-            lockedAt: string | null;
-            key: string | null;
-            queueName: string | null;
-            status: components["schemas"]["JobStatus"];
-            progress: {
-                done: number;
-                total?: number;
-                message?: string;
-            } | null;
-            /** @description What the task returned; null until completed */
-            result: unknown;
-            finishedAt: string | null;
-        };
-        JobsPage: {
-            items: components["schemas"]["Job"][];
-            limit: number;
-            offset: number;
         };
         EnqueueAsyncJobRequest: {
             /** @description A registered visible task */
@@ -1767,6 +1732,41 @@ export interface components {
             runAt: string;
             key?: string;
         };
+        Job: {
+            id: number;
+            task: string;
+            /** @description As enqueued */
+            payload: unknown;
+            /** @description Higher runs first */
+            priority: number;
+            /** Format: date-time */
+            runAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Attempts started so far */
+            attempts: number;
+            maxAttempts: number;
+            lastError: string | null;
+            lockedAt: string | null;
+            key: string | null;
+            queueName: string | null;
+            status: components["schemas"]["JobStatus"];
+            progress: {
+                done: number;
+                total?: number;
+                message?: string;
+            } | null;
+            /** @description What the task returned; null until completed */
+            result: unknown;
+            finishedAt: string | null;
+        };
+        /** @description queued (waiting), running, errored (an attempt failed; will retry), completed, failed (attempts exhausted), cancelled */
+        JobStatus: "queued" | "running" | "errored" | "completed" | "failed" | "cancelled";
+        JobsPage: {
+            items: components["schemas"]["Job"][];
+            limit: number;
+            offset: number;
+        };
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url: string;
@@ -1786,6 +1786,40 @@ export interface components {
             active?: boolean;
             description?: string;
             maxPerSecond?: number | null;
+        };
+        Webhook: {
+            id: string;
+            url: string;
+            events: string[];
+            filters: components["schemas"]["WebhookFilters"] | null;
+            active: boolean;
+            description: string | null;
+            maxPerSecond: number | null;
+            consecutiveFailures: number;
+            disabledAt: string | null;
+            disabledReason: string | null;
+            /** @description The signing secret; only in the create and rotate answers */
+            secret?: string;
+            /** @description Until then the secret replaced by the last rotation still signs every attempt too; null when none does */
+            previousSecretExpiresAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description Each list given narrows the subscription to events about one of its ids; an event that is not about such an id (a case event under linkIds) is not sent. Which types each filter applies to: GET /v1/webhooks/event-types, `filterable`. */
+        WebhookFilters: {
+            /** @description Only events about one of these apps */
+            appIds?: string[];
+            /** @description Only events about one of these links */
+            linkIds?: string[];
+            /** @description Only events about one of these interactions */
+            interactionIds?: string[];
+            /** @description Only events about one of these journeys */
+            journeyIds?: string[];
+        };
+        WebhookList: {
+            items: components["schemas"]["Webhook"][];
         };
         UpdateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
@@ -1810,29 +1844,6 @@ export interface components {
         RotateSecretBody: {
             /** @description How long the replaced secret keeps signing next to the new one (default WEBHOOK_SECRET_GRACE_SECONDS, 24 h); 0 retires it at once, e.g. after a leak */
             graceSeconds?: number;
-        };
-        Webhook: {
-            id: string;
-            url: string;
-            events: string[];
-            filters: components["schemas"]["WebhookFilters"] | null;
-            active: boolean;
-            description: string | null;
-            maxPerSecond: number | null;
-            consecutiveFailures: number;
-            disabledAt: string | null;
-            disabledReason: string | null;
-            /** @description The signing secret; only in the create and rotate answers */
-            secret?: string;
-            /** @description Until then the secret replaced by the last rotation still signs every attempt too; null when none does */
-            previousSecretExpiresAt: string | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
-        WebhookList: {
-            items: components["schemas"]["Webhook"][];
         };
         Delivery: {
             id: string;
@@ -1872,12 +1883,6 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        DeliveryPage: {
-            items: components["schemas"]["Delivery"][];
-            limit: number;
-            offset: number;
-            total: number;
-        };
         RecoverWebhookBody: {
             /** @description Failed and cancelled deliveries created at or after this instant are sent again. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
             since: string;
@@ -1887,17 +1892,6 @@ export interface components {
             count: number;
             /** @description More remain (at most 10000 a call): call again with the same since */
             more: boolean;
-        };
-        /** @description Each list given narrows the subscription to events about one of its ids; an event that is not about such an id (a case event under linkIds) is not sent. Which types each filter applies to: GET /v1/webhooks/event-types, `filterable`. */
-        WebhookFilters: {
-            /** @description Only events about one of these apps */
-            appIds?: string[];
-            /** @description Only events about one of these links */
-            linkIds?: string[];
-            /** @description Only events about one of these interactions */
-            interactionIds?: string[];
-            /** @description Only events about one of these journeys */
-            journeyIds?: string[];
         };
         EventTypeList: {
             items: {
@@ -1919,6 +1913,12 @@ export interface components {
                 subscribable: boolean;
             }[];
         };
+        DeliveryPage: {
+            items: components["schemas"]["Delivery"][];
+            limit: number;
+            offset: number;
+            total: number;
+        };
         CreateLinkBody: {
             /** @description Destination address, http or https */
             url: string;
@@ -1930,16 +1930,6 @@ export interface components {
             expiresAt?: string;
             /** @description Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten */
             clickMilestones?: number[];
-        };
-        UpdateLinkBody: {
-            /** @description Destination address, http or https */
-            url?: string;
-            /** @description Custom code: 3-64 letters, digits, "_" or "-", starting with a letter or digit; unique per deployment */
-            code?: string;
-            title?: string | null;
-            tags?: string[];
-            expiresAt?: string | null;
-            clickMilestones?: number[] | null;
         };
         Link: {
             id: string;
@@ -1963,6 +1953,22 @@ export interface components {
             offset: number;
             total: number;
         };
+        UpdateLinkBody: {
+            /** @description Destination address, http or https */
+            url?: string;
+            /** @description Custom code: 3-64 letters, digits, "_" or "-", starting with a letter or digit; unique per deployment */
+            code?: string;
+            title?: string | null;
+            tags?: string[];
+            expiresAt?: string | null;
+            clickMilestones?: number[] | null;
+        };
+        ClickPage: {
+            items: components["schemas"]["Click"][];
+            limit: number;
+            offset: number;
+            total: number;
+        };
         Click: {
             id: number;
             /** Format: date-time */
@@ -1975,12 +1981,6 @@ export interface components {
             city: string;
             /** @description desktop | mobile | tablet | smarttv | wearable | console | bot | ... or empty */
             deviceType: string;
-        };
-        ClickPage: {
-            items: components["schemas"]["Click"][];
-            limit: number;
-            offset: number;
-            total: number;
         };
         ClickStats: {
             linkId: string;
@@ -2031,6 +2031,63 @@ export interface components {
                 other: number;
             };
         };
+        CreateCaseInput: {
+            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
+            visibility?: "public" | "owner" | "admin";
+            ref?: string;
+            /** @description Default `open` */
+            status?: string;
+            priority?: number;
+            category?: string;
+            /** @description Admins only */
+            assignedTo?: string;
+            productId?: string;
+            proofId?: string;
+            /** @description The owner. On the public zone: the user token’s contact, which may be sent (another value: 401) */
+            contactId?: string;
+            data?: {
+                [key: string]: unknown;
+            };
+            owner?: {
+                [key: string]: unknown;
+            };
+            /** @description Ignored unless the caller is an admin */
+            admin?: {
+                [key: string]: unknown;
+            };
+        };
+        AppCase: {
+            id: string;
+            orgId: string;
+            collectionId: string;
+            appId: string;
+            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
+            visibility: "public" | "owner" | "admin";
+            status: string;
+            productId: string | null;
+            proofId: string | null;
+            contactId: string | null;
+            ref: string | null;
+            priority: number | null;
+            category: string | null;
+            assignedTo: string | null;
+            closedAt: string | null;
+            createdAt: string;
+            updatedAt: string;
+            deletedAt: string | null;
+            /** @description Seen by everyone who can see the object */
+            data: {
+                [key: string]: unknown;
+            };
+            /** @description Seen by the owner and admins only */
+            owner?: {
+                [key: string]: unknown;
+            };
+            /** @description Seen by admins only */
+            admin?: {
+                [key: string]: unknown;
+            };
+        };
         /** @description Filters may also be given at the top level (status, category, record_type, created_at, …) */
         AggregateRequest: {
             /** @description Field filters, e.g. {status: "open", created_at: {gte}} */
@@ -2065,18 +2122,94 @@ export interface components {
             total_replies?: number;
             avg_replies?: number;
         };
-        FacetRule: {
-            all: {
-                facetKey: string;
-                anyOf: string[];
+        UpdateCaseInput: {
+            /** @description Merged by top-level key; null removes a key */
+            data?: {
+                [key: string]: unknown;
+            };
+            /** @description Merged by top-level key; null removes a key */
+            owner?: {
+                [key: string]: unknown;
+            };
+            /** @description Admins only (ignored for others); merged by key */
+            admin?: {
+                [key: string]: unknown;
+            };
+            status?: string;
+            priority?: number | null;
+            category?: string | null;
+            assignedTo?: string | null;
+            ref?: string | null;
+            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
+            visibility?: "public" | "owner" | "admin";
+            productId?: string | null;
+            proofId?: string | null;
+            contactId?: string | null;
+        };
+        CaseSummaryRequest: {
+            period?: {
+                /** @description Inclusive start; default 30 days before `to`. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end; default now. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+            };
+        };
+        CaseSummaryResponse: {
+            total: number;
+            byStatus: {
+                [key: string]: number;
+            };
+            byPriority: {
+                [key: string]: number;
+            };
+            /** @description Weeks of the period with at least one case, oldest first */
+            trend: {
+                /** @description ISO 8601 week, `YYYY-Www` (week-numbering year) */
+                week: string;
+                /** @description The week’s first instant: Monday 00:00 UTC */
+                start: string;
+                /** @description Cases created that week */
+                count: number;
             }[];
         };
-        ReplyEntry: {
+        CaseOneSummary: {
+            case: components["schemas"]["AppCase"];
+            /** @description Related threads the caller can see */
+            threads: number;
+            /** @description Related records the caller can see */
+            records: number;
+            /** @description From creation to now (or to closing, if closed) */
+            ageSeconds: number;
+            timeToCloseSeconds: number | null;
+            /** @description Latest change of the case or of a related object */
+            lastActivityAt: string;
+        };
+        AppendHistoryInput: {
+            /** @description The entry; `at` and `actorId` are added by the service. Optional: without it the entry is `{at, actorId}` (a status change on its own still leaves its mark in the history) */
+            entry?: {
+                [key: string]: unknown;
+            };
+            /** @description Section whose `history` array receives the entry (default `admin`) */
+            historyTarget?: "owner" | "admin";
+            status?: string;
+            priority?: number;
+            assignedTo?: string;
+        };
+        CaseHistoryEvent: {
+            id: number;
+            action: "create" | "update" | "delete" | "entry" | "status";
             at: string;
-            authorId: string;
-            authorType: string;
-        } & {
-            [key: string]: unknown;
+            actorId: string | null;
+            actorRole: string;
+            changedFields: string[];
+            /** @description Scalar fields: {field: {from, to}} */
+            changes: {
+                [key: string]: unknown;
+            };
+            entry?: {
+                [key: string]: unknown;
+            };
+            historyTarget?: string;
         };
         AppThread: {
             id: string;
@@ -2120,6 +2253,13 @@ export interface components {
             admin?: {
                 [key: string]: unknown;
             };
+        };
+        ReplyEntry: {
+            at: string;
+            authorId: string;
+            authorType: string;
+        } & {
+            [key: string]: unknown;
         };
         AppRecord: {
             id: string;
@@ -2172,152 +2312,6 @@ export interface components {
             admin?: {
                 [key: string]: unknown;
             };
-        };
-        AppCase: {
-            id: string;
-            orgId: string;
-            collectionId: string;
-            appId: string;
-            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
-            visibility: "public" | "owner" | "admin";
-            status: string;
-            productId: string | null;
-            proofId: string | null;
-            contactId: string | null;
-            ref: string | null;
-            priority: number | null;
-            category: string | null;
-            assignedTo: string | null;
-            closedAt: string | null;
-            createdAt: string;
-            updatedAt: string;
-            deletedAt: string | null;
-            /** @description Seen by everyone who can see the object */
-            data: {
-                [key: string]: unknown;
-            };
-            /** @description Seen by the owner and admins only */
-            owner?: {
-                [key: string]: unknown;
-            };
-            /** @description Seen by admins only */
-            admin?: {
-                [key: string]: unknown;
-            };
-        };
-        CreateCaseInput: {
-            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
-            visibility?: "public" | "owner" | "admin";
-            ref?: string;
-            /** @description Default `open` */
-            status?: string;
-            priority?: number;
-            category?: string;
-            /** @description Admins only */
-            assignedTo?: string;
-            productId?: string;
-            proofId?: string;
-            /** @description The owner. On the public zone: the user token’s contact, which may be sent (another value: 401) */
-            contactId?: string;
-            data?: {
-                [key: string]: unknown;
-            };
-            owner?: {
-                [key: string]: unknown;
-            };
-            /** @description Ignored unless the caller is an admin */
-            admin?: {
-                [key: string]: unknown;
-            };
-        };
-        UpdateCaseInput: {
-            /** @description Merged by top-level key; null removes a key */
-            data?: {
-                [key: string]: unknown;
-            };
-            /** @description Merged by top-level key; null removes a key */
-            owner?: {
-                [key: string]: unknown;
-            };
-            /** @description Admins only (ignored for others); merged by key */
-            admin?: {
-                [key: string]: unknown;
-            };
-            status?: string;
-            priority?: number | null;
-            category?: string | null;
-            assignedTo?: string | null;
-            ref?: string | null;
-            /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
-            visibility?: "public" | "owner" | "admin";
-            productId?: string | null;
-            proofId?: string | null;
-            contactId?: string | null;
-        };
-        AppendHistoryInput: {
-            /** @description The entry; `at` and `actorId` are added by the service. Optional: without it the entry is `{at, actorId}` (a status change on its own still leaves its mark in the history) */
-            entry?: {
-                [key: string]: unknown;
-            };
-            /** @description Section whose `history` array receives the entry (default `admin`) */
-            historyTarget?: "owner" | "admin";
-            status?: string;
-            priority?: number;
-            assignedTo?: string;
-        };
-        CaseSummaryRequest: {
-            period?: {
-                /** @description Inclusive start; default 30 days before `to`. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
-                from?: string;
-                /** @description Exclusive end; default now. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
-                to?: string;
-            };
-        };
-        CaseSummaryResponse: {
-            total: number;
-            byStatus: {
-                [key: string]: number;
-            };
-            byPriority: {
-                [key: string]: number;
-            };
-            /** @description Weeks of the period with at least one case, oldest first */
-            trend: {
-                /** @description ISO 8601 week, `YYYY-Www` (week-numbering year) */
-                week: string;
-                /** @description The week’s first instant: Monday 00:00 UTC */
-                start: string;
-                /** @description Cases created that week */
-                count: number;
-            }[];
-        };
-        CaseOneSummary: {
-            case: components["schemas"]["AppCase"];
-            /** @description Related threads the caller can see */
-            threads: number;
-            /** @description Related records the caller can see */
-            records: number;
-            /** @description From creation to now (or to closing, if closed) */
-            ageSeconds: number;
-            timeToCloseSeconds: number | null;
-            /** @description Latest change of the case or of a related object */
-            lastActivityAt: string;
-        };
-        CaseHistoryEvent: {
-            id: number;
-            action: "create" | "update" | "delete" | "entry" | "status";
-            at: string;
-            actorId: string | null;
-            actorRole: string;
-            changedFields: string[];
-            /** @description Scalar fields: {field: {from, to}} */
-            changes: {
-                [key: string]: unknown;
-            };
-            entry?: {
-                [key: string]: unknown;
-            };
-            historyTarget?: string;
         };
         CreateThreadInput: {
             /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
@@ -2436,6 +2430,12 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        FacetRule: {
+            all: {
+                facetKey: string;
+                anyOf: string[];
+            }[];
+        };
         UpdateRecordInput: {
             /** @description Merged by top-level key; null removes a key */
             data?: {
@@ -2505,6 +2505,47 @@ export interface components {
             /** @description Only records of this type */
             recordType?: string;
         };
+        CreateInteractionTypeBody: {
+            /** @description Chosen by the client, unique in the collection */
+            id: string;
+            appId: string;
+            /** @description Who may submit, how often, and who may read; absent keys take the documented defaults (docs/interactions.md) */
+            permissions?: {
+                /** @description Default true; a disabled type accepts no submits and is hidden from public reads */
+                enabled?: boolean;
+                /** @description Public submits need a user token */
+                requireAuth?: boolean;
+                /** @description Public submits are accepted at all (default false) */
+                allowPublicSubmit?: boolean;
+                /** @description Public submits without a user token */
+                allowAnonymousSubmit?: boolean;
+                /** @description Origins allowed to submit (none: any). Each entry is `*` (every origin), an origin (`https://shop.example.com`: scheme, host and port must match) or a host without a scheme (`shop.example.com`: that host over http or https, on any port unless one is given). A host written `*.example.com` matches its subdomains only. Hosts are compared whole, never as substrings */
+                allowedOrigins?: string[];
+                /** @description Submits before this instant are refused; submits at it are accepted. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                startAt?: string;
+                /** @description Submits after this instant are refused; submits at it are accepted (inclusive). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                endAt?: string;
+                /** @description One event per user (optionally per window) */
+                uniquePerUser?: boolean;
+                /** @description The window; 0 or absent: all time */
+                uniquePerUserWindowSeconds?: number;
+                /** @description Uniqueness applies only to events with this outcome */
+                uniqueOutcome?: string;
+                /** @description Anyone may read counts by outcome */
+                allowPublicSummary?: boolean;
+                /** @description Users with a token may read counts */
+                allowAuthenticatedSummary?: boolean;
+                /** @description A user may read their own events (by-user) */
+                allowOwnRead?: boolean;
+                /** @description One event per anonymous id (optionally per window) */
+                uniquePerAnonId?: boolean;
+                /** @description The window; 0 or absent: all time */
+                uniquePerAnonIdWindowSeconds?: number;
+            };
+            data?: {
+                [key: string]: unknown;
+            };
+        };
         InteractionTypeRecord: {
             id: string;
             collectionId: string;
@@ -2568,47 +2609,6 @@ export interface components {
             items: components["schemas"]["InteractionTypeRecord"][];
             limit: number;
             offset: number;
-        };
-        CreateInteractionTypeBody: {
-            /** @description Chosen by the client, unique in the collection */
-            id: string;
-            appId: string;
-            /** @description Who may submit, how often, and who may read; absent keys take the documented defaults (docs/interactions.md) */
-            permissions?: {
-                /** @description Default true; a disabled type accepts no submits and is hidden from public reads */
-                enabled?: boolean;
-                /** @description Public submits need a user token */
-                requireAuth?: boolean;
-                /** @description Public submits are accepted at all (default false) */
-                allowPublicSubmit?: boolean;
-                /** @description Public submits without a user token */
-                allowAnonymousSubmit?: boolean;
-                /** @description Origins allowed to submit (none: any). Each entry is `*` (every origin), an origin (`https://shop.example.com`: scheme, host and port must match) or a host without a scheme (`shop.example.com`: that host over http or https, on any port unless one is given). A host written `*.example.com` matches its subdomains only. Hosts are compared whole, never as substrings */
-                allowedOrigins?: string[];
-                /** @description Submits before this instant are refused; submits at it are accepted. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
-                startAt?: string;
-                /** @description Submits after this instant are refused; submits at it are accepted (inclusive). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
-                endAt?: string;
-                /** @description One event per user (optionally per window) */
-                uniquePerUser?: boolean;
-                /** @description The window; 0 or absent: all time */
-                uniquePerUserWindowSeconds?: number;
-                /** @description Uniqueness applies only to events with this outcome */
-                uniqueOutcome?: string;
-                /** @description Anyone may read counts by outcome */
-                allowPublicSummary?: boolean;
-                /** @description Users with a token may read counts */
-                allowAuthenticatedSummary?: boolean;
-                /** @description A user may read their own events (by-user) */
-                allowOwnRead?: boolean;
-                /** @description One event per anonymous id (optionally per window) */
-                uniquePerAnonId?: boolean;
-                /** @description The window; 0 or absent: all time */
-                uniquePerAnonIdWindowSeconds?: number;
-            };
-            data?: {
-                [key: string]: unknown;
-            };
         };
         /** @description permissions and data merge key by key into the stored ones (null removes a key); appId replaces the stored one */
         UpdateInteractionTypeBody: {
@@ -2677,48 +2677,6 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description The event; its identity comes from the user token. Further fields (up to 16 KiB as JSON) are kept with the event and returned at the top level of its row; eventId, channel, deleted, interaction are set by the service and refused here */
-        SubmitInteractionBody: {
-            /** @description Must equal the collectionId of the path when given */
-            collectionId?: string;
-            /** @description Stored and returned as sent; rows without one answer the collection id */
-            orgId?: string;
-            /** @description The interaction type */
-            interactionId: string;
-            /** @description Defaults to the type’s appId; must equal it when given */
-            appId?: string;
-            outcome?: string;
-            scope?: string;
-            broadcastId?: string;
-            /** @description The journey this event belongs to (journey entry) */
-            journeyId?: string;
-            /** @description The product the event concerns */
-            productId?: string;
-            /** @description The proof the event concerns */
-            proofId?: string;
-            /** @description The variant the event concerns */
-            variantId?: string;
-            /** @description The batch the event concerns */
-            batchId?: string;
-            /** @description Free-text tag of where the event came from, e.g. mobile, email-link */
-            source?: string;
-            /** @description Free-text event type */
-            eventType?: string;
-            /** @description `metadata.anonId` is read as `anonId` when that is absent */
-            metadata?: {
-                [key: string]: unknown;
-            };
-            /** @description Must equal the token’s user when given */
-            userId?: string;
-            /** @description Must equal the token’s contact when given */
-            contactId?: string;
-            /** @description A client-generated id for anonymous submitters (uniquePerAnonId) */
-            anonId?: string;
-            /** @description Accepted and not used: a submitted event takes the server’s time */
-            timestamp?: string;
-        } & {
-            [key: string]: unknown;
-        };
         SubmitInteractionResponse: {
             success: boolean;
             eventId: string;
@@ -2741,6 +2699,43 @@ export interface components {
             eventType?: string | null;
             /** @description true marks every version deleted; false restores them */
             deleted?: boolean;
+        };
+        /** @description Further fields sent with the event are returned at the top level */
+        InteractionEventRow: {
+            /** @description As sent with the event; else the collection id */
+            orgId: string;
+            collectionId: string;
+            eventId: string;
+            /** Format: date-time */
+            timestamp: string;
+            interactionId: string;
+            appId?: string;
+            scope?: string;
+            broadcastId?: string;
+            journeyId?: string;
+            userId?: string;
+            contactId?: string;
+            anonId?: string;
+            outcome?: string;
+            metadata?: {
+                [key: string]: unknown;
+            };
+            productId?: string;
+            proofId?: string;
+            variantId?: string;
+            batchId?: string;
+            /** @description The free-text source tag sent with the event */
+            source?: string;
+            eventType?: string;
+            /**
+             * @description How the event arrived: admin (append) or public (submit)
+             * @enum {string}
+             */
+            channel: "admin" | "public";
+            deleted: boolean;
+            interaction?: components["schemas"]["InteractionTypeRecord"];
+        } & {
+            [key: string]: unknown;
         };
         /** @description userId or contactId is required. The event named by eventId must have this interactionId, and the appId, userId and contactId given (else 404). Further fields are refused (400 naming the first): an update changes only the fields listed */
         UpdateInteractionBody: {
@@ -2780,43 +2775,6 @@ export interface components {
         UpdateInteractionResponse: {
             /** @enum {boolean} */
             success: true;
-        };
-        /** @description Further fields sent with the event are returned at the top level */
-        InteractionEventRow: {
-            /** @description As sent with the event; else the collection id */
-            orgId: string;
-            collectionId: string;
-            eventId: string;
-            /** Format: date-time */
-            timestamp: string;
-            interactionId: string;
-            appId?: string;
-            scope?: string;
-            broadcastId?: string;
-            journeyId?: string;
-            userId?: string;
-            contactId?: string;
-            anonId?: string;
-            outcome?: string;
-            metadata?: {
-                [key: string]: unknown;
-            };
-            productId?: string;
-            proofId?: string;
-            variantId?: string;
-            batchId?: string;
-            /** @description The free-text source tag sent with the event */
-            source?: string;
-            eventType?: string;
-            /**
-             * @description How the event arrived: admin (append) or public (submit)
-             * @enum {string}
-             */
-            channel: "admin" | "public";
-            deleted: boolean;
-            interaction?: components["schemas"]["InteractionTypeRecord"];
-        } & {
-            [key: string]: unknown;
         };
         AdminInteractionsQueryRequest: {
             appId?: string;
@@ -2896,6 +2854,16 @@ export interface components {
             field?: string | "*";
             ops?: ("count" | "sum" | "avg" | "min" | "max")[];
         };
+        AdminInteractionsAggregateResponse: {
+            groupBy: string;
+            aggregate: {
+                [key: string]: unknown;
+            };
+            field: string;
+            ops: ("count" | "sum" | "avg" | "min" | "max")[];
+            dedupeLatest: boolean;
+            rows: components["schemas"]["AdminInteractionsAggregateRow"][];
+        };
         AdminInteractionsAggregateRow: {
             groupValue: string | null;
             eventCount: number;
@@ -2910,15 +2878,47 @@ export interface components {
             /** @description When asked for and the group has a number */
             max?: number;
         };
-        AdminInteractionsAggregateResponse: {
-            groupBy: string;
-            aggregate: {
+        /** @description The event; its identity comes from the user token. Further fields (up to 16 KiB as JSON) are kept with the event and returned at the top level of its row; eventId, channel, deleted, interaction are set by the service and refused here */
+        SubmitInteractionBody: {
+            /** @description Must equal the collectionId of the path when given */
+            collectionId?: string;
+            /** @description Stored and returned as sent; rows without one answer the collection id */
+            orgId?: string;
+            /** @description The interaction type */
+            interactionId: string;
+            /** @description Defaults to the type’s appId; must equal it when given */
+            appId?: string;
+            outcome?: string;
+            scope?: string;
+            broadcastId?: string;
+            /** @description The journey this event belongs to (journey entry) */
+            journeyId?: string;
+            /** @description The product the event concerns */
+            productId?: string;
+            /** @description The proof the event concerns */
+            proofId?: string;
+            /** @description The variant the event concerns */
+            variantId?: string;
+            /** @description The batch the event concerns */
+            batchId?: string;
+            /** @description Free-text tag of where the event came from, e.g. mobile, email-link */
+            source?: string;
+            /** @description Free-text event type */
+            eventType?: string;
+            /** @description `metadata.anonId` is read as `anonId` when that is absent */
+            metadata?: {
                 [key: string]: unknown;
             };
-            field: string;
-            ops: ("count" | "sum" | "avg" | "min" | "max")[];
-            dedupeLatest: boolean;
-            rows: components["schemas"]["AdminInteractionsAggregateRow"][];
+            /** @description Must equal the token’s user when given */
+            userId?: string;
+            /** @description Must equal the token’s contact when given */
+            contactId?: string;
+            /** @description A client-generated id for anonymous submitters (uniquePerAnonId) */
+            anonId?: string;
+            /** @description Accepted and not used: a submitted event takes the server’s time */
+            timestamp?: string;
+        } & {
+            [key: string]: unknown;
         };
         PublicInteractionsByUserRequest: {
             appId?: string;
@@ -2941,6 +2941,17 @@ export interface components {
             to?: string;
             /** @default 100 */
             limit?: number;
+        };
+        CreateJourneyBody: {
+            appId?: string;
+            name: string;
+            /** @default true */
+            active?: boolean;
+            journeyType: "event_triggered" | "scheduled";
+            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings */
+            data?: {
+                [key: string]: unknown;
+            };
         };
         /** @description Presentation fields, steps, triggers, rules and metadata are read from `data` when present there */
         JourneyRecord: {
@@ -2981,17 +2992,6 @@ export interface components {
             items: components["schemas"]["JourneyRecord"][];
             limit: number;
             offset: number;
-        };
-        CreateJourneyBody: {
-            appId?: string;
-            name: string;
-            /** @default true */
-            active?: boolean;
-            journeyType: "event_triggered" | "scheduled";
-            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings */
-            data?: {
-                [key: string]: unknown;
-            };
         };
         /** @description data replaces the stored data whole */
         UpdateJourneyBody: {
@@ -3099,6 +3099,71 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    links_redirect: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect; the destination is in Location */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The link has expired */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     collections_list: {
         parameters: {
             query?: {
@@ -3215,7 +3280,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description Bad request: validation failed or a malformed body */
+            /** @description A collection with this id already exists */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4203,62 +4268,6 @@ export interface operations {
             };
         };
     };
-    webhooks_eventTypes: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Default Response */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EventTypeList"];
-                };
-            };
-            /** @description Bad request: validation failed or a malformed body */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Missing, invalid, or insufficient credential */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Not found (also for resources of another collection) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Rate limited; see Retry-After */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
     webhooks_list: {
         parameters: {
             query?: never;
@@ -4746,6 +4755,62 @@ export interface operations {
             };
             /** @description Conflict: the registration is not active, or the limit is reached */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    webhooks_eventTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventTypeList"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5404,71 +5469,6 @@ export interface operations {
             };
             /** @description Not found (also for resources of another collection) */
             404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Rate limited; see Retry-After */
-            429: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-        };
-    };
-    links_redirect: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                code: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Redirect; the destination is in Location */
-            302: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description Bad request: validation failed or a malformed body */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Missing, invalid, or insufficient credential */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description Not found (also for resources of another collection) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorBody"];
-                };
-            };
-            /** @description The link has expired */
-            410: {
                 headers: {
                     [name: string]: unknown;
                 };
