@@ -213,6 +213,12 @@ describe('webhooks', () => {
       (await call(s, 'GET', '/v1/webhooks')).items.map((w: { url: string }) => new URL(w.url).pathname);
     expect(await listed('a')).toEqual(['/a']);
     expect(await listed('b')).toEqual(['/b1', '/b2']);
+    for (const [s, path] of [
+      ['a', '/a'],
+      ['b', '/b1'],
+    ] as const) {
+      expect(new URL((await call(s, 'GET', `/v1/webhooks/${hook.id}`)).url).pathname, s).toBe(path);
+    }
     expect(other.id).not.toBe(hook.id);
     // The cap counts the collection's own registrations: A, with one, has room for three more.
     for (let i = 0; i < MAX_REGISTRATIONS - 1; i++) await register('a', `/a-more-${i}`, false);
@@ -242,15 +248,31 @@ describe('locations and API keys', () => {
         await call(s, 'POST', admin(s, '/location'), { name: `Store ${s}${i}`, category: 'iso' });
       }
     }
+    const ids: Record<Side, string[]> = { a: [], b: [] };
     for (const s of both) {
       const names = Array.from({ length: OWN[s] }, (_, i) => `Store ${s}${i}`);
       const found = await call(s, 'GET', admin(s, '/location/search?category=iso&limit=100'));
       expect(found.items.map((l: { name: string }) => l.name).sort(), s).toEqual(['Shared Landmark', ...names].sort());
       expect(found.count, s).toBe(OWN[s] + 1);
+      ids[s] = found.items
+        .filter((l: { name: string }) => l.name.startsWith('Store'))
+        .map((l: { locationId: string }) => l.locationId);
       for (const qs of ['?category=iso&limit=1', '?category=iso&offset=50', '?category=iso&q=store']) {
         const page = await call(s, 'GET', admin(s, `/location/search${qs}`));
         expect(page.count, `${s} ${qs}`).toBe(qs.includes('q=') ? OWN[s] : OWN[s] + 1);
       }
+    }
+    // Location ids are unique across collections: another collection's is not found here.
+    for (const [s, other] of [
+      ['a', 'b'],
+      ['b', 'a'],
+    ] as const) {
+      for (const id of ids[other]) {
+        const res = await t.inject({ method: 'GET', url: `/public/collection/${side(s).id}/location/${id}` });
+        expect(res.statusCode, `${other}'s location ${id} read through ${s}`).toBe(404);
+      }
+      const own = await t.inject({ method: 'GET', url: `/public/collection/${side(s).id}/location/${ids[s][0]}` });
+      expect(own.statusCode).toBe(200);
     }
   });
 

@@ -334,7 +334,8 @@ describe('event lists', () => {
     }
   });
 
-  it('an export holds its collection’s events only', async () => {
+  it('an export holds its collection’s events only, and only its collection downloads it', async () => {
+    const jobs: Partial<Record<Side, number>> = {};
     for (const s of both) {
       const job = await enqueue(t, side(s), {
         task: 'interactions.export',
@@ -343,6 +344,7 @@ describe('event lists', () => {
       const done = await waitForStatus(t, side(s), job.id, ['completed', 'failed'], 30_000);
       expect(done.status, JSON.stringify(done)).toBe('completed');
       expect(done.result, s).toMatchObject({ rows: EVENTS[s].length });
+      jobs[s] = job.id;
       const file = await t.inject({
         method: 'GET',
         url: `/admin/collection/${side(s).id}/interactions/exports/${job.id}/download`,
@@ -354,6 +356,18 @@ describe('event lists', () => {
         .split('\n')
         .map((l) => JSON.parse(l));
       expect(keys(lines), s).toEqual(order[s]);
+    }
+    // Job ids are one sequence for every collection: another collection's is easy to guess.
+    for (const [s, other] of [
+      ['a', 'b'],
+      ['b', 'a'],
+    ] as const) {
+      const res = await t.inject({
+        method: 'GET',
+        url: `/admin/collection/${side(s).id}/interactions/exports/${jobs[other]}/download`,
+        headers: side(s).auth,
+      });
+      expect(res.statusCode, `${s} downloading ${other}'s export`).toBe(404);
     }
   });
 });

@@ -9,8 +9,9 @@
  * so only the collection tells their rows apart). J gets its steps once the entries and views
  * are stored, so its progress is first built by the rebuild task from the events; the
  * purchases come afterwards, kept by the triggers. A third shared journey, K, is kept at
- * version 1 in A and 3 in B: a read of the other collection's progress state would send one
- * of them to the events.
+ * version 1 in A (2 entrants, kept before B's K exists) and 3 in B (3 entrants): a read of the
+ * other collection's progress state would send one of them to the events, and B's rebuilds,
+ * which remove the rows of versions before theirs, must leave A's version 1 alone.
  *
  * Journey J (steps s1 = view/success, s2 = buy/paid), entries at B0 + i hours:
  *   A: u0..u3 enter; u0..u2 view 10 min after; u0 buys 10 min after that.
@@ -52,6 +53,8 @@ const PLAN: Record<Side, { enter: number; view: number; buy: number; loose: numb
   a: { enter: 4, view: 3, buy: 1, loose: 2 },
   b: { enter: 6, view: 5, buy: 4, loose: 4 },
 };
+/** Entrants of K. */
+const KEPT: Record<Side, number> = { a: 2, b: 3 };
 const users = (n: number) => Array.from({ length: n }, (_, i) => `u${i}`);
 
 async function call(s: Side, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, payload?: unknown) {
@@ -88,6 +91,22 @@ beforeAll(async () => {
   J = await create('Checkout A', []);
   L = await create('Loose A', LOOSE_STEPS);
   K = await create('Kept A', STEPS);
+  for (const u of users(KEPT.a)) {
+    await call('a', 'POST', '/interactions/append', {
+      appId: 'shop',
+      interactionId: 'enter',
+      userId: u,
+      outcome: 'entered',
+      timestamp: iso(B0),
+      journeyId: K,
+    });
+  }
+  await waitFor(
+    async () =>
+      (await call('a', 'POST', `/journeys.analytics/${K}/stats`, {})).source === 'maintained' ? true : undefined,
+    30_000,
+    "A's progress of K",
+  );
   await shareJourney(J, 'Checkout B');
   await shareJourney(L, 'Loose B', [LOOSE_STEPS]);
   await shareJourney(K, 'Kept B', [STEPS.slice(0, 1), STEPS.slice(1), STEPS]);
@@ -110,6 +129,16 @@ beforeAll(async () => {
       if (i < p.view) await append(u, 'view', 'success', entry + 10 * MIN);
     }
     for (const u of users(p.loose)) await append(u, 'enter', 'entered', B0 + 5 * 3600_000, L);
+  }
+  for (const u of users(KEPT.b)) {
+    await call('b', 'POST', '/interactions/append', {
+      appId: 'shop',
+      interactionId: 'enter',
+      userId: u,
+      outcome: 'entered',
+      timestamp: iso(B0),
+      journeyId: K,
+    });
   }
   // J's steps, so that the rebuild builds its progress from the events stored so far: at
   // version 2 in both collections (A's first had no steps; B's, one step).
@@ -243,7 +272,7 @@ describe('journey analytics', () => {
         30_000,
         `${s}'s progress of K`,
       );
-      expect(kept, s).toMatchObject({ journeyId: K, totalEntered: 0 });
+      expect(kept, s).toMatchObject({ journeyId: K, totalEntered: KEPT[s] });
     }
   });
 
