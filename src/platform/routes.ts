@@ -22,10 +22,10 @@ import type {
   onRequestHookHandler,
   preValidationHookHandler,
 } from 'fastify';
-import { type Static, type TSchema, Type } from 'typebox';
+import { type Static, type TProperties, type TSchema, Type } from 'typebox';
 import { ANALYTICS_SOURCE_HEADER, type Analysed } from './analytics.ts';
 import type { Caller } from './auth.ts';
-import { errorResponses, namedSchema, ref } from './schemas.ts';
+import { CollectionIdParam, errorResponses, namedSchema, ref } from './schemas.ts';
 import { emptyBodyIsObject } from './validation.ts';
 
 type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -47,6 +47,15 @@ export interface RouteContext<P, Q, B> {
   req: FastifyRequest;
   reply: FastifyReply;
 }
+
+/** A path id chosen by whoever stored it (a type, a journey, a link): any text, bounded. */
+export const IdParam = (maxLength = 200) => Type.String({ minLength: 1, maxLength });
+
+/** The params of a path under one collection: its `collectionId` first, then `ids`. */
+export const inCollection = <P extends TProperties>(ids: P) => Type.Object({ collectionId: CollectionIdParam, ...ids });
+
+/** The params of a path naming only its collection. */
+export const CollectionParams = inCollection({});
 
 /** A documented error response: the one error body with a description of its own. */
 export const errorResponse = (description: string) => ({ ...Type.Ref('ErrorBody'), description });

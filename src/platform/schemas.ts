@@ -51,6 +51,38 @@ export const Slug = (description?: string) =>
 
 export const CollectionIdParam = Slug('The collection (tenant) id');
 
+/**
+ * The paging fields of a list's query: `limit` from 1 to `max` (`byDefault` when not given)
+ * and `offset` from 0 (to `maxOffset` when given). Spread into the query's fields where the
+ * list places them.
+ */
+export const pageQuery = (max: number, byDefault: number, maxOffset?: number) => ({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: max, default: byDefault })),
+  offset: Type.Optional(
+    Type.Integer(maxOffset === undefined ? { minimum: 0, default: 0 } : { minimum: 0, maximum: maxOffset, default: 0 }),
+  ),
+});
+
+const pageFields = <T extends TSchema>(item: T) => ({
+  items: Type.Array(ref(item)),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+});
+type PageFields<T extends TSchema, Total> = ReturnType<typeof pageFields<T>> &
+  (Total extends true ? { total: ReturnType<typeof Type.Integer> } : unknown);
+
+/**
+ * A page of a list: its items (each a reference to the named item schema), the limit and
+ * offset that chose them, and with `total: true` how many there are in all. `$id` names it.
+ */
+export const Page = <T extends TSchema, Total extends boolean = false>(
+  item: T,
+  options: { $id?: string; total?: Total } = {},
+) => {
+  const fields = options.total ? { ...pageFields(item), total: Type.Integer() } : pageFields(item);
+  return Closed(fields as PageFields<T, Total>, options.$id === undefined ? {} : { $id: options.$id });
+};
+
 export const ErrorBody = Type.Object(
   {
     code: Type.Integer(),

@@ -1,12 +1,10 @@
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { defineRoute } from '../../platform/routes.ts';
-import { CollectionIdParam } from '../../platform/schemas.ts';
+import { CollectionParams, defineRoute, inCollection } from '../../platform/routes.ts';
 import * as S from './collections.schema.ts';
 import type { CollectionsService } from './collections.service.ts';
 
 const tags = ['collections'];
-const inCollection = Type.Object({ collectionId: CollectionIdParam });
 
 export const collectionsRoutes = (service: CollectionsService) => [
   defineRoute({
@@ -42,7 +40,7 @@ export const collectionsRoutes = (service: CollectionsService) => [
     tags,
     summary: 'Create an admin API key for the collection; the key is shown only in this response',
     guard: guard.admin,
-    params: inCollection,
+    params: CollectionParams,
     body: S.CreateApiKeyBody,
     response: S.CreatedApiKey,
     handler: ({ scope, body }) => service.createApiKey(scope.collectionId, body.name),
@@ -54,7 +52,7 @@ export const collectionsRoutes = (service: CollectionsService) => [
     tags,
     summary: 'List the collection’s API keys (never their secrets)',
     guard: guard.admin,
-    params: inCollection,
+    params: CollectionParams,
     response: S.ApiKeyList,
     handler: async ({ scope }) => ({ items: await service.listApiKeys(scope.collectionId) }),
   }),
@@ -65,7 +63,7 @@ export const collectionsRoutes = (service: CollectionsService) => [
     tags,
     summary: 'Revoke an API key; it stops working at once',
     guard: guard.admin,
-    params: Type.Object({ collectionId: CollectionIdParam, id: Type.String({ maxLength: 100 }) }),
+    params: inCollection({ id: Type.String({ maxLength: 100 }) }),
     response: S.ApiKey,
     handler: ({ scope }) => service.revokeApiKey(scope.collectionId, scope.id),
   }),
@@ -76,7 +74,7 @@ export const collectionsRoutes = (service: CollectionsService) => [
     tags,
     summary: 'Issue a signed user token for public routes of the collection',
     guard: guard.admin,
-    params: inCollection,
+    params: CollectionParams,
     body: S.IssueUserTokenBody,
     response: S.UserToken,
     handler: ({ scope, body }) => service.issueUserToken(scope.collectionId, body),

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { Closed, Nullable, ref, Slug, Timestamp } from '../../platform/schemas.ts';
+import { Closed, Nullable, Page, pageQuery, ref, Slug, Timestamp } from '../../platform/schemas.ts';
 
 export const Collection = Closed(
   { id: Type.String(), name: Type.String(), createdAt: Timestamp },
@@ -9,15 +9,8 @@ export const CreateCollectionBody = Closed({
   id: Type.Optional(Slug('Your own id; generated when omitted')),
   name: Type.String({ minLength: 1, maxLength: 200 }),
 });
-export const CollectionList = Closed({
-  items: Type.Array(ref(Collection)),
-  limit: Type.Integer(),
-  offset: Type.Integer(),
-});
-export const PageQuery = Closed({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
-});
+export const CollectionList = Page(Collection);
+export const PageQuery = Closed(pageQuery(500, 100));
 
 export const ApiKey = Closed(
   {

@@ -1,11 +1,13 @@
 import { Type } from 'typebox';
+import { IdParam, inCollection } from '../../platform/routes.ts';
 import {
   Closed,
-  CollectionIdParam,
   Instant,
   Nullable,
   OPEN_OBJECT_MAX_PROPERTIES,
   OpenObject,
+  Page,
+  pageQuery,
   ref,
   Timestamp,
 } from '../../platform/schemas.ts';
@@ -77,10 +79,7 @@ export const InteractionTypeRecord = Type.Object(
 );
 export type InteractionTypeRecord = Type.Static<typeof InteractionTypeRecord>;
 
-export const InteractionTypeList = Closed(
-  { items: Type.Array(ref(InteractionTypeRecord)), limit: Type.Integer(), offset: Type.Integer() },
-  { $id: 'InteractionTypeList' },
-);
+export const InteractionTypeList = Page(InteractionTypeRecord, { $id: 'InteractionTypeList' });
 
 export const CreateInteractionTypeBody = Closed(
   {
@@ -135,8 +134,7 @@ export type UpdateInteractionTypeBody = Type.Static<typeof UpdateInteractionType
 
 export const ListTypesQuery = Closed({
   appId: Type.Optional(Text(100)),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+  ...pageQuery(500, 100, 1_000_000),
 });
 export type ListTypesQuery = Type.Static<typeof ListTypesQuery>;
 
@@ -488,16 +486,10 @@ export const PublicInteractionsCountsByOutcomeRequest = Closed(
 );
 export type PublicInteractionsCountsByOutcomeRequest = Type.Static<typeof PublicInteractionsCountsByOutcomeRequest>;
 
-export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const TypeParams = Type.Object({
-  collectionId: CollectionIdParam,
-  id: Type.String({ minLength: 1, maxLength: 200 }),
-});
-export const EventParams = Type.Object({
-  collectionId: CollectionIdParam,
-  eventId: Type.String({ minLength: 1, maxLength: 200 }),
-});
-export const ExportParams = Type.Object({ collectionId: CollectionIdParam, jobId: Type.Integer({ minimum: 1 }) });
+export { CollectionParams } from '../../platform/routes.ts';
+export const TypeParams = inCollection({ id: IdParam() });
+export const EventParams = inCollection({ eventId: IdParam() });
+export const ExportParams = inCollection({ jobId: Type.Integer({ minimum: 1 }) });
 
 export const ExportPayload = Closed({
   format: Type.Optional(Type.Union([Type.Literal('ndjson'), Type.Literal('csv')], { default: 'ndjson' })),

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
+import { inCollection } from '../../platform/routes.ts';
+import { Closed, Instant, Nullable, OpenObject, Page, pageQuery, ref, Timestamp } from '../../platform/schemas.ts';
 import { JOB_STATUSES } from './jobs.repository.ts';
 
 export const JobStatus = Type.Unsafe<(typeof JOB_STATUSES)[number]>(
@@ -42,10 +43,7 @@ export const Job = Closed(
 );
 export type Job = Type.Static<typeof Job>;
 
-export const JobsPage = Closed(
-  { items: Type.Array(ref(Job)), limit: Type.Integer(), offset: Type.Integer() },
-  { $id: 'JobsPage' },
-);
+export const JobsPage = Page(Job, { $id: 'JobsPage' });
 
 const Name = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
 
@@ -84,13 +82,11 @@ export const JobsQuery = Closed({
   task: Type.Optional(Type.String({ maxLength: 100 })),
   from: Type.Optional(Instant('Created at or after')),
   to: Type.Optional(Instant('Created before', 'end')),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+  ...pageQuery(100, 20, 100_000),
 });
 export type JobsQuery = Type.Static<typeof JobsQuery>;
 
-export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const JobParams = Type.Object({
-  collectionId: CollectionIdParam,
+export { CollectionParams } from '../../platform/routes.ts';
+export const JobParams = inCollection({
   jobId: Type.String({ pattern: '^[0-9]{1,15}$', maxLength: 15, description: 'Numeric job id' }),
 });

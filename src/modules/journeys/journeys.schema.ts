@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
+import { IdParam, inCollection } from '../../platform/routes.ts';
+import { Closed, Instant, Nullable, OpenObject, Page, pageQuery, Timestamp } from '../../platform/schemas.ts';
 import { IdField } from '../interactions/index.ts';
 
 const JourneyType = Type.Union([Type.Literal('event_triggered'), Type.Literal('scheduled')]);
@@ -34,10 +35,7 @@ export const JourneyRecord = Type.Object(
 );
 export type JourneyRecord = Type.Static<typeof JourneyRecord>;
 
-export const JourneyList = Closed(
-  { items: Type.Array(ref(JourneyRecord)), limit: Type.Integer(), offset: Type.Integer() },
-  { $id: 'JourneyList' },
-);
+export const JourneyList = Page(JourneyRecord, { $id: 'JourneyList' });
 
 const fields = {
   appId: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
@@ -71,8 +69,7 @@ export const ListJourneysQuery = Closed({
   appId: Type.Optional(Type.String({ maxLength: 100 })),
   active: Type.Optional(Type.Boolean()),
   journeyType: Type.Optional(JourneyType),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 100 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+  ...pageQuery(500, 100, 1_000_000),
 });
 export type ListJourneysQuery = Type.Static<typeof ListJourneysQuery>;
 
@@ -197,17 +194,7 @@ export const JourneyStepRecipientsResponse = Type.Array(Type.String(), {
   description: 'Recipient ids (userId or contactId), sorted',
 });
 
-export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const JourneyParams = Type.Object({
-  collectionId: CollectionIdParam,
-  id: Type.String({ minLength: 1, maxLength: 200 }),
-});
-export const AnalyticsParams = Type.Object({
-  collectionId: CollectionIdParam,
-  journeyId: Type.String({ minLength: 1, maxLength: 200 }),
-});
-export const StepParams = Type.Object({
-  collectionId: CollectionIdParam,
-  journeyId: Type.String({ minLength: 1, maxLength: 200 }),
-  stepId: Type.String({ minLength: 1, maxLength: 200 }),
-});
+export { CollectionParams } from '../../platform/routes.ts';
+export const JourneyParams = inCollection({ id: IdParam() });
+export const AnalyticsParams = inCollection({ journeyId: IdParam() });
+export const StepParams = inCollection({ journeyId: IdParam(), stepId: IdParam() });

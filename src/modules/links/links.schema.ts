@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Instant, Nullable, ref, Timestamp } from '../../platform/schemas.ts';
+import { IdParam, inCollection } from '../../platform/routes.ts';
+import { Closed, Instant, Nullable, Page, pageQuery, Timestamp } from '../../platform/schemas.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
@@ -20,12 +21,9 @@ const ClickMilestones = Type.Array(Type.Integer({ minimum: 1, maximum: 1_000_000
     'Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten',
 });
 
-export const LinkParams = Type.Object({
-  collectionId: CollectionIdParam,
-  linkId: Type.String({ minLength: 1, maxLength: 100 }),
-});
-export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const RedirectParams = Type.Object({ code: Type.String({ minLength: 1, maxLength: 64 }) });
+export const LinkParams = inCollection({ linkId: IdParam(100) });
+export { CollectionParams } from '../../platform/routes.ts';
+export const RedirectParams = Type.Object({ code: IdParam(64) });
 
 export const CreateLinkBody = Closed(
   {
@@ -77,15 +75,11 @@ export type Link = Type.Static<typeof Link>;
 export const LinkListQuery = Closed({
   q: Type.Optional(Type.String({ maxLength: 200, description: 'Substring of the code, title or destination' })),
   tag: Type.Optional(Type.String({ maxLength: 50 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+  ...pageQuery(100, 20, 100_000),
 });
 export type LinkListQuery = Type.Static<typeof LinkListQuery>;
 
-export const LinkPage = Closed(
-  { items: Type.Array(ref(Link)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
-  { $id: 'LinkPage' },
-);
+export const LinkPage = Page(Link, { $id: 'LinkPage', total: true });
 
 export const Click = Closed(
   {
@@ -107,15 +101,11 @@ export type Click = Type.Static<typeof Click>;
 export const ClickListQuery = Closed({
   from: Type.Optional(Instant('Inclusive start of the window')),
   to: Type.Optional(Instant('Exclusive end of the window', 'end')),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500, default: 50 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000, default: 0 })),
+  ...pageQuery(500, 50, 1_000_000),
 });
 export type ClickListQuery = Type.Static<typeof ClickListQuery>;
 
-export const ClickPage = Closed(
-  { items: Type.Array(ref(Click)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
-  { $id: 'ClickPage' },
-);
+export const ClickPage = Page(Click, { $id: 'ClickPage', total: true });
 
 /** Longest window of a stats request, in buckets (the same bound as the aggregates' 1000). */
 export const STATS_MAX_BUCKETS = 1000;

@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
-import { defineRoute } from '../../platform/routes.ts';
-import { CollectionIdParam } from '../../platform/schemas.ts';
+import { defineRoute, inCollection } from '../../platform/routes.ts';
 import * as S from './locations.schema.ts';
 import type { LocationsService } from './locations.service.ts';
 
@@ -60,7 +59,7 @@ export const locationsRoutes = (service: LocationsService) => [
     summary: 'Fetch a location of the collection, or a global one (public)',
     guard: guard.public,
     security: [],
-    params: Type.Object({ collectionId: CollectionIdParam, locationId: S.LocationIdParam }),
+    params: inCollection({ locationId: S.LocationIdParam }),
     response: S.Location,
     handler: ({ scope }) => service.getForCollection(scope.collectionId, scope.locationId),
   }),

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Closed, CollectionIdParam, Nullable, OpenObject, ref, Timestamp } from '../../platform/schemas.ts';
+import { IdParam } from '../../platform/routes.ts';
+import { Closed, Nullable, OpenObject, pageQuery, ref, Timestamp } from '../../platform/schemas.ts';
 
 const text = (maxLength: number, description?: string) => Type.String({ maxLength, description });
 
@@ -56,8 +57,7 @@ export const LocationSearchQuery = Closed({
   category: Type.Optional(text(100)),
   countryCode: Type.Optional(text(3)),
   countryName: Type.Optional(text(100)),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+  ...pageQuery(100, 20, 100_000),
   sort: Type.Optional(Type.Union([Type.Literal('name'), Type.Literal('countryCode'), Type.Literal('countryName')])),
 });
 export type LocationSearchQuery = Type.Static<typeof LocationSearchQuery>;
@@ -67,5 +67,5 @@ export const LocationSearchResponse = Closed(
   { $id: 'LocationSearchResponse' },
 );
 
-export const CollectionParams = Type.Object({ collectionId: CollectionIdParam });
-export const LocationIdParam = Type.String({ minLength: 1, maxLength: 100 });
+export { CollectionParams } from '../../platform/routes.ts';
+export const LocationIdParam = IdParam(100);

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
-import { Closed, Instant, Nullable, ref, Timestamp } from '../../platform/schemas.ts';
+import { IdParam } from '../../platform/routes.ts';
+import { Closed, Instant, Nullable, Page, pageQuery, ref, Timestamp } from '../../platform/schemas.ts';
 
 /** Sent only by POST /v1/webhooks/{id}/test, to that registration, whatever it subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';
@@ -46,11 +47,8 @@ const MaxPerSecond = Type.Integer({
     'At most this many attempts a second to the receiver, per worker process; attempts beyond it wait (not failures). null or absent: no limit',
 });
 
-export const WebhookIdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) });
-export const DeliveryParams = Type.Object({
-  id: Type.String({ minLength: 1, maxLength: 100 }),
-  deliveryId: Type.String({ minLength: 1, maxLength: 100 }),
-});
+export const WebhookIdParams = Type.Object({ id: IdParam(100) });
+export const DeliveryParams = Type.Object({ id: IdParam(100), deliveryId: IdParam(100) });
 
 export const CreateWebhookBody = Closed(
   {
@@ -172,15 +170,11 @@ export const DeliveryListQuery = Closed({
     Type.Union([Type.Literal('pending'), Type.Literal('succeeded'), Type.Literal('failed'), Type.Literal('cancelled')]),
   ),
   eventType: Type.Optional(Type.String({ maxLength: 50 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 100_000, default: 0 })),
+  ...pageQuery(100, 20, 100_000),
 });
 export type DeliveryListQuery = Type.Static<typeof DeliveryListQuery>;
 
-export const DeliveryPage = Closed(
-  { items: Type.Array(ref(Delivery)), limit: Type.Integer(), offset: Type.Integer(), total: Type.Integer() },
-  { $id: 'DeliveryPage' },
-);
+export const DeliveryPage = Page(Delivery, { $id: 'DeliveryPage', total: true });
 
 export const EventTypeList = Closed(
   {
