@@ -4,4 +4,5 @@ export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepare
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
 export { isConnectionLost, isRetryableConflict, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
+export { type PageQuery, pageWithTotal } from './pages.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

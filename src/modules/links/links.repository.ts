@@ -1,6 +1,6 @@
 /** All SQL of the links module. */
 import sql, { join, raw } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { pageWithTotal, type Queryable } from '../../db/index.ts';
 
 /** Channel on which a changed code is announced, so every process drops it from its cache. */
 export const LINKS_CHANNEL = 'links_changed';
@@ -129,16 +129,13 @@ export async function listLinks(
     where.push(sql`(code ILIKE ${like} OR title ILIKE ${like} OR destination_url ILIKE ${like})`);
   }
   if (q.tag) where.push(sql`tags @> ${JSON.stringify([q.tag])}::jsonb`);
-  const { rows } = await db.query<LinkRow>(sql`
-    SELECT ${COLUMNS}, count(*) OVER () AS total FROM links
-    WHERE ${join(where, ' AND ')}
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${q.limit} OFFSET ${q.offset}`);
-  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
-  const count = await db.query<{ total: number }>(
-    sql`SELECT count(*) AS total FROM links WHERE ${join(where, ' AND ')}`,
-  );
-  return { rows, total: count.rows[0].total };
+  return pageWithTotal<LinkRow>(db, {
+    columns: COLUMNS,
+    from: sql`FROM links WHERE ${join(where, ' AND ')}`,
+    orderBy: sql`created_at DESC, id DESC`,
+    limit: q.limit,
+    offset: q.offset,
+  });
 }
 
 export async function updateLink(
@@ -254,16 +251,13 @@ export async function listClicks(
   const where = [sql`collection_id = ${collectionId}`, sql`link_id = ${linkId}`];
   if (q.from) where.push(sql`clicked_at >= ${q.from}`);
   if (q.to) where.push(sql`clicked_at < ${q.to}`);
-  const cols = raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type');
-  const { rows } = await db.query<ClickRow>(sql`
-    SELECT ${cols}, count(*) OVER () AS total FROM link_clicks
-    WHERE ${join(where, ' AND ')}
-    ORDER BY clicked_at DESC, id DESC LIMIT ${q.limit} OFFSET ${q.offset}`);
-  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
-  const count = await db.query<{ total: number }>(
-    sql`SELECT count(*) AS total FROM link_clicks WHERE ${join(where, ' AND ')}`,
-  );
-  return { rows, total: count.rows[0].total };
+  return pageWithTotal<ClickRow>(db, {
+    columns: raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type'),
+    from: sql`FROM link_clicks WHERE ${join(where, ' AND ')}`,
+    orderBy: sql`clicked_at DESC, id DESC`,
+    limit: q.limit,
+    offset: q.offset,
+  });
 }
 
 /**

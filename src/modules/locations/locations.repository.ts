@@ -1,6 +1,6 @@
 /** All SQL of the locations module. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { pageWithTotal, type Queryable } from '../../db/index.ts';
 import type { LocationPayload, LocationSearchQuery } from './locations.schema.ts';
 
 export interface LocationRow {
@@ -84,16 +84,13 @@ async function searchWhere(
   where: Sql[],
   q: LocationSearchQuery & { limit: number; offset: number },
 ): Promise<SearchPage> {
-  const { rows } = await db.query<LocationRow>(sql`
-    SELECT ${COLUMNS}, count(*) OVER () AS total FROM locations
-    WHERE ${join(where, ' AND ')}
-    ORDER BY ${ORDER.get(q.sort ?? 'name') ?? BY_NAME}
-    LIMIT ${q.limit} OFFSET ${q.offset}`);
-  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
-  const count = await db.query<{ total: number }>(
-    sql`SELECT count(*) AS total FROM locations WHERE ${join(where, ' AND ')}`,
-  );
-  return { rows, total: count.rows[0].total };
+  return pageWithTotal<LocationRow>(db, {
+    columns: COLUMNS,
+    from: sql`FROM locations WHERE ${join(where, ' AND ')}`,
+    orderBy: ORDER.get(q.sort ?? 'name') ?? BY_NAME,
+    limit: q.limit,
+    offset: q.offset,
+  });
 }
 
 /**

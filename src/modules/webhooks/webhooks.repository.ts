@@ -14,7 +14,7 @@
  * registration between that read and the deliveries written for it.
  */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { pageWithTotal, type Queryable } from '../../db/index.ts';
 
 export interface WebhookRow {
   collection_id: string;
@@ -649,15 +649,15 @@ export async function listDeliveries(
   const where = [sql`d.collection_id = ${collectionId}`, sql`d.webhook_id = ${webhookId}`];
   if (q.status) where.push(sql`d.status = ${q.status}`);
   if (q.eventType) where.push(sql`e.type = ${q.eventType}`);
-  const from = sql`FROM webhook_deliveries d
+  return pageWithTotal<DeliveryRow>(db, {
+    columns: DELIVERY_COLUMNS,
+    from: sql`FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
-    WHERE ${join(where, ' AND ')}`;
-  const { rows } = await db.query<DeliveryRow>(sql`
-    SELECT ${DELIVERY_COLUMNS}, count(*) OVER () AS total ${from}
-    ORDER BY d.created_at DESC, d.id DESC LIMIT ${q.limit} OFFSET ${q.offset}`);
-  if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
-  const count = await db.query<{ total: number }>(sql`SELECT count(*) AS total ${from}`);
-  return { rows, total: count.rows[0].total };
+    WHERE ${join(where, ' AND ')}`,
+    orderBy: sql`d.created_at DESC, d.id DESC`,
+    limit: q.limit,
+    offset: q.offset,
+  });
 }
 
 /** One delivery, with its event's body (the payload every attempt sent). */
