@@ -6,33 +6,38 @@
  * draining again at once when asked while draining (`again`). A writer NOTIFYs `channel` with
  * the collection when it notes work (delivered at commit); a poll every `pollMs` drains every
  * collection with work left (noted while no process listened, or a drain that failed), and a
- * reconnected LISTEN polls at once. `drainOne` takes rows with SKIP LOCKED and publishes and
- * removes them in one transaction, so any number of processes drain together safely.
+ * reconnected LISTEN polls at once. Each round takes rows with SKIP LOCKED (`take`) and publishes
+ * and removes or marks them (`publish`) in one transaction, so any number of processes drain
+ * together safely.
  *
  * Used by journey milestones (journeys.milestones.ts) and link click events (links
  * click-events.ts).
  */
-import type { Db } from '../db/index.ts';
+import type { Db, Tx } from '../db/index.ts';
+import { Subscription } from './subscription.ts';
 
-interface Log {
+export interface DrainLog {
   warn(obj: object, msg?: string): void;
 }
 
-export interface DrainSource {
+/** A drain's work: rows of type `T`, noted per collection. */
+export interface DrainSource<T> {
   /** Channel the writers NOTIFY with a collection id. */
   channel: string;
   /** What to say in logs ("journeys: milestones"). */
   name: string;
   /** Collections with work left (the poll). */
   pending(db: Db): Promise<string[]>;
-  /** Publishes part of a collection's work in one transaction; answers how many rows, 0 when none is left. */
-  drainOnce(db: Db, collectionId: string): Promise<number>;
-  /** Rows one `drainOnce` takes at most: fewer means nothing is left. */
+  /** Rows one round takes at most: fewer means nothing is left. */
   batch: number;
+  /** Takes up to `limit` rows of a collection's work, locked (SKIP LOCKED), or removed as taken. */
+  take(tx: Tx, collectionId: string, limit: number): Promise<T[]>;
+  /** Publishes the rows taken (and marks them published, if `take` left them), in its transaction. */
+  publish(tx: Tx, collectionId: string, rows: T[]): Promise<unknown>;
 }
 
-export class NotifiedDrain {
-  private unlisten: (() => Promise<void>) | undefined;
+export class NotifiedDrain<T> {
+  private readonly notices: Subscription;
   private pollTimer: NodeJS.Timeout | undefined;
   /** Collections being drained, and whether they were asked for again meanwhile. */
   private readonly draining = new Map<string, { again: boolean; done: Promise<void> }>();
@@ -40,10 +45,17 @@ export class NotifiedDrain {
 
   constructor(
     private readonly db: Db,
-    private readonly source: DrainSource,
-    private readonly log: Log,
+    private readonly source: DrainSource<T>,
+    private readonly log: DrainLog,
     private readonly pollMs: number,
-  ) {}
+  ) {
+    this.notices = new Subscription(
+      db,
+      source.channel,
+      (collectionId) => this.request(collectionId),
+      () => void this.drainAll(),
+    );
+  }
 
   /** Never throws: a database that is down at start leaves the poll to drain. */
   async start(): Promise<void> {
@@ -51,11 +63,7 @@ export class NotifiedDrain {
     this.pollTimer = setInterval(() => void this.drainAll(), this.pollMs);
     this.pollTimer.unref();
     try {
-      this.unlisten = await this.db.listen(
-        this.source.channel,
-        (collectionId) => this.request(collectionId),
-        () => void this.drainAll(),
-      );
+      await this.notices.start();
     } catch (err) {
       this.log.warn({ err }, `${this.source.name}: could not listen; draining on the poll`);
     }
@@ -66,8 +74,7 @@ export class NotifiedDrain {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.pollTimer);
-    await this.unlisten?.().catch(() => {});
-    this.unlisten = undefined;
+    await this.notices.stop();
     await Promise.all([...this.draining.values()].map((d) => d.done));
   }
 
@@ -111,9 +118,19 @@ export class NotifiedDrain {
   async drain(collectionId: string): Promise<number> {
     let total = 0;
     for (;;) {
-      const n = await this.source.drainOnce(this.db, collectionId);
+      const n = await this.drainOnce(collectionId);
       total += n;
       if (n < this.source.batch || this.stopped) return total;
     }
+  }
+
+  /** Publishes one round of a collection's work in one transaction; answers how many rows, 0 when none is left. */
+  private drainOnce(collectionId: string): Promise<number> {
+    return this.db.transaction(async (tx) => {
+      const rows = await this.source.take(tx, collectionId, this.source.batch);
+      if (rows.length === 0) return 0;
+      await this.source.publish(tx, collectionId, rows);
+      return rows.length;
+    });
   }
 }

@@ -10,6 +10,7 @@ import type { Db } from '../../db/index.ts';
 import type { Principal } from '../../platform/auth.ts';
 import { conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { Subscription } from '../../platform/subscription.ts';
 import { CredentialCache } from './collections.cache.ts';
 import * as repo from './collections.repository.ts';
 import type { CollectionsSettings } from './collections.settings.ts';
@@ -67,27 +68,21 @@ export class CollectionsService {
   private tokenKey: Uint8Array | undefined;
   /** Recently resolved admin keys, dropped on revocation in every process (collections.cache.ts). */
   readonly keyCache: CredentialCache;
-  private unlisten: (() => Promise<void>) | undefined;
+  /** Follows revocations made by other processes (started and stopped by the manifest). */
+  readonly revocations: Subscription;
 
   constructor(
     private readonly db: Db,
     private readonly settings: CollectionsSettings,
   ) {
     this.keyCache = new CredentialCache(settings.authCacheTtlMs);
-  }
-
-  /** Follows revocations made by other processes. */
-  async start(): Promise<void> {
-    this.unlisten = await this.db.listen(
+    this.revocations = new Subscription(
+      db,
       repo.KEYS_CHANNEL,
       (keyId) => this.keyCache.dropKey(keyId),
       // Revocations made elsewhere while the LISTEN connection was down were never announced.
       () => this.keyCache.clear(),
     );
-  }
-
-  async stop(): Promise<void> {
-    await this.unlisten?.().catch(() => {});
   }
 
   async createCollection(input: { id?: string; name: string }): Promise<Collection> {

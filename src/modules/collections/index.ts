@@ -28,5 +28,7 @@ export const collectionsModule = defineModule({
   create: ({ db }, settings) => new CollectionsService(db, settings),
   routes: collectionsRoutes,
   // Processes that serve requests follow revocations made elsewhere; a worker resolves no keys.
-  background: (service) => [{ roles: SERVING, start: () => service.start(), stop: () => service.stop() }],
+  background: (service) => [
+    { roles: SERVING, start: () => service.revocations.start(), stop: () => service.revocations.stop() },
+  ],
 });

@@ -33,41 +33,34 @@
  *   older-version row counts its first steps as held, by position, until the rebuild writes it.
  */
 import type { Db } from '../../db/index.ts';
-import { type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
-import { type EventPublisher, milestoneEvent } from './journeys.events.ts';
+import { type DrainLog, type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
+import { type EventPublisher, type MilestoneRow, milestoneEvent } from './journeys.events.ts';
 import * as repo from './journeys.repository.ts';
 
 export const MILESTONES_CHANNEL = 'journey_milestones';
 /** Milestones published per transaction: a burst (an import) goes out in bounded transactions. */
 const BATCH = 500;
 
-interface Log {
-  warn(obj: object, msg?: string): void;
-}
-
 /** The noted milestones as a drain's work (platform/drain.ts): published, then marked, in one transaction. */
-const milestoneSource = (events: EventPublisher): DrainSource => ({
+const milestoneSource = (events: EventPublisher): DrainSource<MilestoneRow> => ({
   channel: MILESTONES_CHANNEL,
   name: 'journeys: milestones',
   batch: BATCH,
   pending: (db) => repo.collectionsWithPendingMilestones(db, 1000),
-  drainOnce: (db, collectionId) =>
-    db.transaction(async (tx) => {
-      const rows = await repo.takeMilestones(tx, collectionId, BATCH);
-      if (rows.length === 0) return 0;
-      await events.publish(tx, collectionId, rows.map(milestoneEvent));
-      await repo.markMilestonesPublished(
-        tx,
-        collectionId,
-        rows.map((r) => r.seq),
-      );
-      return rows.length;
-    }),
+  take: repo.takeMilestones,
+  publish: async (tx, collectionId, rows) => {
+    await events.publish(tx, collectionId, rows.map(milestoneEvent));
+    await repo.markMilestonesPublished(
+      tx,
+      collectionId,
+      rows.map((r) => r.seq),
+    );
+  },
 });
 
 /** Publishes the noted milestones in each process that runs jobs (see the top). */
-export class MilestonePublisher extends NotifiedDrain {
-  constructor(db: Db, events: EventPublisher, log: Log, pollMs: number) {
+export class MilestonePublisher extends NotifiedDrain<MilestoneRow> {
+  constructor(db: Db, events: EventPublisher, log: DrainLog, pollMs: number) {
     super(db, milestoneSource(events), log, pollMs);
   }
 }

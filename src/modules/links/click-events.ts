@@ -17,7 +17,7 @@
  * (no worker) publishes none until a worker runs.
  */
 import type { Db } from '../../db/index.ts';
-import { type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
+import { type DrainLog, type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
 import type { EventPublisher, NewEvent } from '../../platform/events.ts';
 import type { RawClick } from './clicks.ts';
 import * as repo from './links.repository.ts';
@@ -65,31 +65,24 @@ const clickedEvent = (
 /** Noted batches published per transaction. */
 const BATCH = 10;
 
-interface Log {
-  warn(obj: object, msg?: string): void;
-}
-
-const clickEventSource = (events: EventPublisher, shortUrl: (code: string) => string): DrainSource => ({
+/** The noted batches (each a list of clicks) as a drain's work: taken (removed), then published, in one transaction. */
+const clickEventSource = (events: EventPublisher, shortUrl: (code: string) => string): DrainSource<unknown[]> => ({
   channel: repo.CLICK_EVENTS_CHANNEL,
   name: 'links: click events',
   batch: BATCH,
   pending: (db) => repo.collectionsWithClickEvents(db, 1000),
-  drainOnce: (db, collectionId) =>
-    db.transaction(async (tx) => {
-      const batches = await repo.takeClickEvents(tx, collectionId, BATCH);
-      if (batches.length === 0) return 0;
-      await events.publish(
-        tx,
-        collectionId,
-        (batches.flat() as NotedClick[]).map((c) => clickedEvent(c, shortUrl)),
-      );
-      return batches.length;
-    }),
+  take: repo.takeClickEvents,
+  publish: (tx, collectionId, batches) =>
+    events.publish(
+      tx,
+      collectionId,
+      (batches.flat() as NotedClick[]).map((c) => clickedEvent(c, shortUrl)),
+    ),
 });
 
 /** Publishes the noted click events in each process that runs jobs (see the top). */
-export class ClickEventPublisher extends NotifiedDrain {
-  constructor(db: Db, events: EventPublisher, log: Log, pollMs: number, shortUrl: (code: string) => string) {
+export class ClickEventPublisher extends NotifiedDrain<unknown[]> {
+  constructor(db: Db, events: EventPublisher, log: DrainLog, pollMs: number, shortUrl: (code: string) => string) {
     super(db, clickEventSource(events, shortUrl), log, pollMs);
   }
 }

@@ -10,6 +10,7 @@ import type { TrustedProxies } from '../../platform/client-address.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import { Subscription } from '../../platform/subscription.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import type { RawClick } from './clicks.ts';
@@ -72,7 +73,8 @@ function bucketLabel(interval: 'hour' | 'day', start: Date): string {
 export class LinksService {
   readonly cache: RedirectCache;
   readonly trusted: TrustedProxies;
-  private unlisten: (() => Promise<void>) | undefined;
+  /** Other processes' link changes, dropped from the redirect cache (started and stopped by the manifest). */
+  readonly changes: Subscription;
 
   constructor(
     private readonly db: Db,
@@ -88,20 +90,13 @@ export class LinksService {
   ) {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;
-  }
-
-  /** Subscribes to other processes' link changes. */
-  async start(): Promise<void> {
-    this.unlisten = await this.db.listen(
+    this.changes = new Subscription(
+      db,
       repo.LINKS_CHANNEL,
       (code) => this.cache.invalidate(code),
       // Changes made elsewhere while the LISTEN connection was down were never announced.
       () => this.cache.clear(),
     );
-  }
-
-  async stop(): Promise<void> {
-    await this.unlisten?.().catch(() => {});
   }
 
   shortUrl(code: string): string {
