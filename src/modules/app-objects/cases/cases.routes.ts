@@ -1,6 +1,5 @@
 import type { Static } from 'typebox';
 import type { Route } from '../../../platform/routes.ts';
-import { kindRouter } from '../shared/kind-router.ts';
 import { kindRoutes } from '../shared/kind-routes.ts';
 import { CASE } from '../shared/kinds.ts';
 import * as S from './cases.schema.ts';
@@ -22,10 +21,8 @@ const CASES = {
   },
 };
 
-export const casesRoutes = (service: CasesService): Route[] => {
-  const { onApp, onObject } = kindRouter(CASE, CASES.param);
-  return [
-    ...kindRoutes(CASES, service),
+export const casesRoutes = (service: CasesService): Route[] =>
+  kindRoutes(CASES, service, ({ onApp, onObject }) => [
     onApp({
       method: 'POST',
       path: '/summary',
@@ -75,5 +72,4 @@ export const casesRoutes = (service: CasesService): Route[] => {
       response: S.RelatedResponse,
       handler: ({ scope, actor, id }) => service.related(scope.collectionId, scope.appId, id, actor),
     }),
-  ];
-};
+  ]);

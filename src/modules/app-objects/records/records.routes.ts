@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
 import type { Route } from '../../../platform/routes.ts';
 import { ref } from '../../../platform/schemas.ts';
-import { kindRouter } from '../shared/kind-router.ts';
 import { kindRoutes } from '../shared/kind-routes.ts';
 import { RECORD } from '../shared/kinds.ts';
 import * as S from './records.schema.ts';
@@ -34,11 +33,11 @@ const RECORDS = {
   conflicts: { create: CREATE_CONFLICT, update: UNIQUE },
 };
 
-export const recordsRoutes = (service: RecordsService): Route[] => {
-  const { onApp, onObject } = kindRouter(RECORD, RECORDS.param);
-  const admin = true;
-  return [
-    ...kindRoutes(RECORDS, service),
+/** `admin,` in a route below: only admins may call it (401 for users). */
+const admin = true;
+
+export const recordsRoutes = (service: RecordsService): Route[] =>
+  kindRoutes(RECORDS, service, ({ onApp, onObject }) => [
     onApp({
       method: 'POST',
       path: '/upsert',
@@ -84,5 +83,4 @@ export const recordsRoutes = (service: RecordsService): Route[] => {
       conflict: 'Conflict: a live record holds its singletonPer value',
       handler: ({ scope, actor, id }) => service.restore(scope.collectionId, scope.appId, id, actor),
     }),
-  ];
-};
+  ]);

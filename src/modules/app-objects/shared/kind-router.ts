@@ -34,6 +34,9 @@ type KindRoute<P, Q, B, R extends TSchema, X> = Omit<
 /** What every app-object route's path names. */
 type Scope = { zone: string } & Record<string, string>;
 
+/** The route builders of one kind (`onApp`, `onObject`). */
+export type KindRouter = ReturnType<typeof kindRouter>;
+
 /**
  * The route builders of one kind: on the app (`.../cases/summary`), whose handlers get the
  * caller as an `actor`, or on one object, whose handlers get its `id` too.

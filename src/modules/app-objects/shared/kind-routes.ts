@@ -3,12 +3,12 @@
  * under `/{zone}/collection/{collectionId}/app/{appId}/{plural}`, with operationIds
  * `{plural}_create|list|aggregate|get|update|delete`, built from the kind's description.
  * A kind's routes file describes itself (schemas and wording) and adds only its own routes,
- * with `kindRouter` (kind-router.ts).
+ * built with the kind's `kindRouter` (kind-router.ts), which it is handed.
  */
 import type { Static, TSchema } from 'typebox';
 import type { Route } from '../../../platform/routes.ts';
 import type { AggregateRequest as AggregateBody } from './aggregate.ts';
-import { kindRouter } from './kind-router.ts';
+import { type KindRouter, kindRouter } from './kind-router.ts';
 import type { ObjectKind } from './kinds.ts';
 import { AggregateRequest, AggregateResponse, listOf, SuccessResponse } from './schema.ts';
 import type { Actor } from './sections.ts';
@@ -35,12 +35,14 @@ export interface KindDescription<O extends TSchema, C extends TSchema, U extends
   conflicts?: Partial<Record<'create' | 'update', string>>;
 }
 
-/** The six common routes of a kind. */
+/** The six common routes of a kind, then its `own` routes, built with the kind's router. */
 export function kindRoutes<O extends TSchema, C extends TSchema, U extends TSchema, Q extends TSchema>(
   d: KindDescription<O, C, U, Q>,
   service: KindOperations<Static<C>, Static<U>, Static<Q>>,
+  own: (router: KindRouter) => Route[] = () => [],
 ): Route[] {
-  const { onApp, onObject } = kindRouter(d.kind, d.param);
+  const router = kindRouter(d.kind, d.param);
+  const { onApp, onObject } = router;
   const { summaries: s, conflicts = {} } = d;
   const { object, create, update, listQuery } = d.schemas;
   // The service takes and answers what the kind's schemas describe; generic types cannot say so.
@@ -99,5 +101,6 @@ export function kindRoutes<O extends TSchema, C extends TSchema, U extends TSche
       response: SuccessResponse,
       handler: ({ scope, actor, id }) => service.delete(scope.collectionId, scope.appId, id, actor),
     }),
+    ...own(router),
   ];
 }

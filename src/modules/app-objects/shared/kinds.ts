@@ -262,6 +262,17 @@ export const THREAD: ObjectKind = {
   sized: ['data', 'owner', 'admin', 'body', 'tags'],
 };
 
+/** What a record is and where it comes from: the columns its aggregates both group and filter by. */
+const RECORD_KEYS = [
+  'status',
+  'record_type',
+  'product_id',
+  'variant_id',
+  'batch_id',
+  'proof_id',
+  'source_system',
+] as const;
+
 export const RECORD: ObjectKind = {
   name: 'record',
   plural: 'records',
@@ -317,34 +328,10 @@ export const RECORD: ObjectKind = {
     q: { col: 'ref', op: 'search', cols: ["data->>'label'", 'ref', 'custom_id', 'record_type'] },
   }),
   aggregate: {
-    groups: columns(
-      'status',
-      'record_type',
-      'product_id',
-      'variant_id',
-      'batch_id',
-      'proof_id',
-      'source_system',
-      'scope_type',
-      'author_type',
-      'contact_id',
-      'visibility',
-    ),
+    groups: columns(...RECORD_KEYS, 'scope_type', 'author_type', 'contact_id', 'visibility'),
     metrics: new Map<string, MetricName[]>([['count', ['count']]]),
     timeFields: columns(...CREATED_UPDATED, 'starts_at', 'expires_at'),
-    filters: aggregateFilters(
-      'status',
-      'record_type',
-      'product_id',
-      'variant_id',
-      'batch_id',
-      'proof_id',
-      'source_system',
-      'contact_id',
-      ...CREATED_UPDATED,
-      'starts_at',
-      'expires_at',
-    ),
+    filters: aggregateFilters(...RECORD_KEYS, 'contact_id', ...CREATED_UPDATED, 'starts_at', 'expires_at'),
   },
   sized: ['data', 'owner', 'admin', 'metadata', 'facet_rule'],
 };

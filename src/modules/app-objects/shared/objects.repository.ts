@@ -291,8 +291,9 @@ const nameOf = (kind: ObjectKind, col: string) =>
 
 /**
  * Why a bounded write of `changed` to the object `id` wrote nothing, when a size bound is why:
- * the 413 naming the bound, measured as `boundsCheck` measures it. Undefined when the change
- * fits (or the object is gone): the caller's own answer then (404, or a retry).
+ * the 413 naming the bound, measured as `boundsCheck` measures it, on what the change would
+ * make of the object (live or not). Undefined when the change fits (or the object is gone):
+ * the caller's own answer then (404, or a retry).
  */
 export async function sizeRefusal(
   q: Queryable,
@@ -303,23 +304,6 @@ export async function sizeRefusal(
   changed: Map<string, Sql>,
 ): Promise<AppError | undefined> {
   if (changed.size === 0) return undefined;
-  const m = await measureChange(q, kind, collectionId, appId, id, changed);
-  const over = m && firstOversize(m.sections, m.total);
-  return over ? tooLarge(over, kind.name) : undefined;
-}
-
-/**
- * What a change would make of the object `id` (live or not), measured as `boundsCheck`
- * measures it: for telling a write refused by a bound (413) from one whose object is gone (404).
- */
-async function measureChange(
-  q: Queryable,
-  kind: ObjectKind,
-  collectionId: string,
-  appId: string,
-  id: string,
-  changed: Map<string, Sql>,
-): Promise<Measured | undefined> {
   const cols = [...changed.entries()];
   const { rows } = await q.query<Record<string, number>>(sql`
     SELECT ${join(
@@ -329,10 +313,9 @@ async function measureChange(
     FROM ${raw(kind.table)} WHERE ${join([...scope(collectionId, appId), sql`id = ${id}`], ' AND ')}`);
   const r = rows[0];
   if (!r) return undefined;
-  return {
-    sections: Object.fromEntries(cols.map(([col], i) => [nameOf(kind, col), Number(r[`s${i}`])])),
-    total: Number(r.total),
-  };
+  const sections = Object.fromEntries(cols.map(([col], i) => [nameOf(kind, col), Number(r[`s${i}`])]));
+  const over = firstOversize(sections, Number(r.total));
+  return over ? tooLarge(over, kind.name) : undefined;
 }
 
 /** A new object's JSON values (rendered by column) against the bounds; the columns left out hold their small defaults. */

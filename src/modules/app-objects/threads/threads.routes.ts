@@ -1,6 +1,5 @@
 import type { Route } from '../../../platform/routes.ts';
 import { THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
-import { kindRouter } from '../shared/kind-router.ts';
 import { kindRoutes } from '../shared/kind-routes.ts';
 import { THREAD } from '../shared/kinds.ts';
 import * as S from './threads.schema.ts';
@@ -26,10 +25,8 @@ const THREADS = {
   },
 };
 
-export const threadsRoutes = (service: ThreadsService): Route[] => {
-  const { onObject } = kindRouter(THREAD, THREADS.param);
-  return [
-    ...kindRoutes(THREADS, service),
+export const threadsRoutes = (service: ThreadsService): Route[] =>
+  kindRoutes(THREADS, service, ({ onObject }) => [
     onObject({
       method: 'POST',
       path: '/reply',
@@ -50,5 +47,4 @@ export const threadsRoutes = (service: ThreadsService): Route[] => {
       response: S.RepliesPage,
       handler: ({ scope, actor, id, query }) => service.replies(scope.collectionId, scope.appId, id, actor, query),
     }),
-  ];
-};
+  ]);
