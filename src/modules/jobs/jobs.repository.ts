@@ -46,47 +46,10 @@ export interface JobRow {
   finished_at: Date | null;
 }
 
-const COLUMN_NAMES = [
-  'collection_id',
-  'id',
-  'task',
-  'payload',
-  'priority',
-  'run_at',
-  'key',
-  'queue_name',
-  'status',
-  'attempts',
-  'max_attempts',
-  'last_error',
-  'progress',
-  'result',
-  'visible',
-  'locked_at',
-  'locked_by',
-  'created_at',
-  'updated_at',
-  'finished_at',
-];
-const COLUMNS = raw(COLUMN_NAMES.join(', '));
-
 /**
  * What a worker needs of a job it claims: a claim answers these columns only. Parsing the
  * other ten (five timestamps among them) cost the worker about a fifth of a pickup.
  */
-export type ClaimedJob = Pick<
-  JobRow,
-  | 'collection_id'
-  | 'id'
-  | 'task'
-  | 'payload'
-  | 'priority'
-  | 'run_at'
-  | 'queue_name'
-  | 'attempts'
-  | 'max_attempts'
-  | 'progress'
->;
 const CLAIMED_NAMES = [
   'collection_id',
   'id',
@@ -98,7 +61,25 @@ const CLAIMED_NAMES = [
   'attempts',
   'max_attempts',
   'progress',
-] as const satisfies readonly (keyof ClaimedJob)[];
+] as const satisfies readonly (keyof JobRow)[];
+export type ClaimedJob = Pick<JobRow, (typeof CLAIMED_NAMES)[number]>;
+
+/** Every column of a job: a claim's, then the rest. */
+const COLUMNS = raw(
+  [
+    ...CLAIMED_NAMES,
+    'key',
+    'status',
+    'last_error',
+    'result',
+    'visible',
+    'locked_at',
+    'locked_by',
+    'created_at',
+    'updated_at',
+    'finished_at',
+  ].join(', '),
+);
 /**
  * A NULL for each column, named: the completion half of `completeAndClaim`'s answer has no job
  * row, and it comes first in the UNION, whose first branch names the columns.

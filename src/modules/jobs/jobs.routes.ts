@@ -3,6 +3,20 @@ import { defineRoute } from '../../platform/routes.ts';
 import * as S from './jobs.schema.ts';
 import type { JobsService } from './jobs.service.ts';
 
+/** A job read by id: the same read under the `async` API and the `jobs` API. */
+const readJob = (service: JobsService, tag: string, path: string, op: string, summary: string) =>
+  defineRoute({
+    method: 'GET',
+    url: `/admin/collection/:collectionId${path}`,
+    operationId: `${tag}_${op}`,
+    tags: [tag],
+    summary,
+    guard: guard.admin,
+    params: S.JobParams,
+    response: S.Job,
+    handler: ({ scope }) => service.get(scope.collectionId, scope.jobId),
+  });
+
 export const jobsRoutes = (service: JobsService) => [
   defineRoute({
     method: 'POST',
@@ -17,28 +31,14 @@ export const jobsRoutes = (service: JobsService) => [
     status: 202,
     handler: ({ scope, body }) => service.submit(scope.collectionId, body),
   }),
-  defineRoute({
-    method: 'GET',
-    url: '/admin/collection/:collectionId/async/jobs/:jobId',
-    operationId: 'async_getAsyncJobStatus',
-    tags: ['async'],
-    summary: 'Get a job’s status (404 once retention has removed it)',
-    guard: guard.admin,
-    params: S.JobParams,
-    response: S.Job,
-    handler: ({ scope }) => service.get(scope.collectionId, scope.jobId),
-  }),
-  defineRoute({
-    method: 'GET',
-    url: '/admin/collection/:collectionId/jobs/:jobId',
-    operationId: 'jobs_getJob',
-    tags: ['jobs'],
-    summary: 'Get a single job',
-    guard: guard.admin,
-    params: S.JobParams,
-    response: S.Job,
-    handler: ({ scope }) => service.get(scope.collectionId, scope.jobId),
-  }),
+  readJob(
+    service,
+    'async',
+    '/async/jobs/:jobId',
+    'getAsyncJobStatus',
+    'Get a job’s status (404 once retention has removed it)',
+  ),
+  readJob(service, 'jobs', '/jobs/:jobId', 'getJob', 'Get a single job'),
   defineRoute({
     method: 'GET',
     url: '/admin/collection/:collectionId/jobs',
