@@ -7,7 +7,7 @@
  * period; written out with a worked example in docs/journeys.md (Semantics).
  */
 import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
-import type { Analysed } from '../../platform/analytics.ts';
+import type { Analysed, AnalyticsSource } from '../../platform/analytics.ts';
 import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
@@ -263,13 +263,9 @@ export class JourneysService {
     journeyId: string,
     q: JourneyFunnelReportRequest,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
-    checkWindow(q.periodStart, q.periodEnd);
-    const journey = await this.row(collectionId, journeyId);
-    const steps = resolveSteps(journey.data, q.stepMappings);
     const idField = q.idField ?? 'userId';
-    const { answer: counts, source } = await this.funnelCounts(collectionId, {
-      journeyId,
-      steps,
+    const { steps, counts, source } = await this.funnel(collectionId, journeyId, {
+      stepMappings: q.stepMappings,
       idField,
       start: q.periodStart,
       end: q.periodEnd,
@@ -298,20 +294,17 @@ export class JourneysService {
     journeyId: string,
     q: JourneyStatsRequest,
   ): Promise<Analysed<JourneyStatsResponse>> {
-    checkWindow(q.from, q.to);
-    const journey = await this.row(collectionId, journeyId);
-    const steps = resolveSteps(journey.data, q.stepMappings, q.outcome ?? DEFAULT_OUTCOME);
-    const finalIndex = q.finalStepId === undefined ? -1 : steps.findIndex((s) => s.stepId === q.finalStepId);
-    if (q.finalStepId !== undefined && finalIndex < 0) {
-      throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
-    }
-    const { answer: counts, source } = await this.funnelCounts(collectionId, {
+    let finalIndex = -1;
+    const { steps, counts, source } = await this.funnel(
+      collectionId,
       journeyId,
-      steps,
-      idField: q.idField ?? 'userId',
-      start: q.from,
-      end: q.to,
-    });
+      { stepMappings: q.stepMappings, outcome: q.outcome, idField: q.idField ?? 'userId', start: q.from, end: q.to },
+      (resolved) => {
+        if (q.finalStepId === undefined) return;
+        finalIndex = resolved.findIndex((s) => s.stepId === q.finalStepId);
+        if (finalIndex < 0) throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
+      },
+    );
     const res: JourneyStatsResponse = {
       journeyId,
       totalEntered: counts.totalEntered,
@@ -331,41 +324,85 @@ export class JourneysService {
   }
 
   /**
-   * Funnel counts from maintained progress when it can answer (no period, the journey's own
-   * steps or the first of them, progress ready), else from the events.
+   * The funnel of a journey over a window (funnel report and stats): the window checked, the
+   * journey's steps under the request's mappings (`check` refuses what its caller cannot use,
+   * before anything is counted), and their counts.
    */
-  private async funnelCounts(
+  private async funnel(
+    collectionId: string,
+    journeyId: string,
+    w: {
+      stepMappings?: StepMapping[];
+      outcome?: string;
+      idField: repo.FunnelInput['idField'];
+      start?: string;
+      end?: string;
+    },
+    check?: (steps: repo.ResolvedStep[]) => void,
+  ): Promise<{
+    steps: repo.ResolvedStep[];
+    counts: Awaited<ReturnType<typeof repo.funnelCounts>>;
+    source: AnalyticsSource;
+  }> {
+    checkWindow(w.start, w.end);
+    const journey = await this.row(collectionId, journeyId);
+    const steps = resolveSteps(journey.data, w.stepMappings, w.outcome ?? DEFAULT_OUTCOME);
+    check?.(steps);
+    const { answer: counts, source } = await this.funnelCounts(collectionId, {
+      journeyId,
+      steps,
+      idField: w.idField,
+      start: w.start,
+      end: w.end,
+    });
+    return { steps, counts, source };
+  }
+
+  /**
+   * An answer from maintained progress when it can give one (no period, the journey's own
+   * steps or the first of them, progress ready, and `kept` answers), else from the events.
+   */
+  private async keptOrEvents<T>(
     collectionId: string,
     f: repo.FunnelInput,
-  ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
+    kept: (state: KeptState) => Promise<T | undefined>,
+    events: (tx: Queryable) => Promise<T>,
+  ): Promise<Analysed<T>> {
     if (f.start === undefined && f.end === undefined) {
       const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
       if (followsKept(state, f.steps)) {
-        const answer = await repo.keptFunnelCounts(
-          this.db,
-          collectionId,
-          f.journeyId,
-          state.version,
-          f.idField,
-          f.steps.length,
-        );
+        const answer = await kept(state);
         if (answer) return { answer, source: 'maintained' };
       }
     }
-    return { answer: await this.analytics((tx) => repo.funnelCounts(tx, collectionId, f)), source: 'events' };
+    return { answer: await this.analytics(events), source: 'events' };
   }
 
-  /** stepRecipients from maintained progress when it can answer, else from the events. */
-  private async chainRecipients(
+  /** Funnel counts, from maintained progress when it can answer. */
+  private funnelCounts(
+    collectionId: string,
+    f: repo.FunnelInput,
+  ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
+    return this.keptOrEvents(
+      collectionId,
+      f,
+      (state) => repo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length),
+      (tx) => repo.funnelCounts(tx, collectionId, f),
+    );
+  }
+
+  /** stepRecipients, from maintained progress when it can answer. */
+  private chainRecipients(
     collectionId: string,
     f: repo.FunnelInput,
     status: 'entered' | 'completed' | 'pending',
     limit: number,
   ): Promise<Analysed<string[]>> {
-    if (f.start === undefined && f.end === undefined) {
-      const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
-      if (followsKept(state, f.steps)) {
-        const answer = await repo.keptRecipients(
+    return this.keptOrEvents(
+      collectionId,
+      f,
+      (state) =>
+        repo.keptRecipients(
           this.db,
           collectionId,
           f.journeyId,
@@ -374,12 +411,9 @@ export class JourneysService {
           f.steps.length - 1,
           status,
           limit,
-        );
-        if (answer) return { answer, source: 'maintained' };
-      }
-    }
-    const answer = await this.analytics((tx) => repo.stepRecipients(tx, collectionId, f, status, limit));
-    return { answer, source: 'events' };
+        ),
+      (tx) => repo.stepRecipients(tx, collectionId, f, status, limit),
+    );
   }
 
   /**
