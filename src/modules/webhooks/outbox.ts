@@ -179,7 +179,6 @@ export class WebhookOutbox implements DeliveryQueue {
         return { id: envelope.id, type: e.type, body: JSON.stringify(envelope), createdAt, to };
       });
     if (rows.length === 0) return { eventIds: [], deliveryIds: [] };
-    await repo.insertEvents(q, collectionId, rows);
     const deliveries = rows.flatMap((r) =>
       r.to.map((webhookId) => ({
         id: newId('dlv'),
@@ -188,7 +187,7 @@ export class WebhookOutbox implements DeliveryQueue {
         retries: this.settings.maxRetries,
       })),
     );
-    await repo.insertDeliveries(q, collectionId, deliveries);
+    await repo.insertEvents(q, collectionId, rows, deliveries);
     // One job per registration (and DELIVERIES_PER_JOB), all in one statement: a job per
     // delivery cost a statement and a job each (2,000 per batch of clicks).
     const byWebhook = new Map<string, QueuedAttempt[]>();

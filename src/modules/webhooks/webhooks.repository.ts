@@ -241,11 +241,12 @@ export async function activeSubscriptions(
   return rows;
 }
 
-/** Writes events in one statement. */
+/** Writes events and their deliveries, one statement each. */
 export async function insertEvents(
   db: Queryable,
   collectionId: string,
   events: { id: string; type: string; body: string; createdAt: Date }[],
+  deliveries: { id: string; webhookId: string; eventId: string; retries: number }[],
 ): Promise<void> {
   if (events.length === 0) return;
   // One array parameter per column, whatever the count: a VALUES list of thousands of events
@@ -254,14 +255,6 @@ export async function insertEvents(
     INSERT INTO webhook_events (collection_id, id, type, body, created_at)
     SELECT ${collectionId}, * FROM unnest(${events.map((e) => e.id)}::text[], ${events.map((e) => e.type)}::text[],
       ${events.map((e) => e.body)}::text[], ${events.map((e) => e.createdAt.toISOString())}::timestamptz[])`);
-}
-
-/** Writes deliveries in one statement. */
-export async function insertDeliveries(
-  db: Queryable,
-  collectionId: string,
-  deliveries: { id: string; webhookId: string; eventId: string; retries: number }[],
-): Promise<void> {
   if (deliveries.length === 0) return;
   await db.query(sql`
     INSERT INTO webhook_deliveries (collection_id, id, webhook_id, event_id, retries_left, next_attempt_at)
