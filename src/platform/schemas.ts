@@ -42,6 +42,10 @@ export const Instant = (description?: string, edge: InstantEdge = 'start') =>
       .join('. '),
   });
 
+/** Whether a stored JSON value is an object (what `OpenObject` holds): not an array, not null. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 

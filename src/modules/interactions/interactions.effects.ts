@@ -20,7 +20,7 @@
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
 import { AppError, validationFailed } from '../../platform/errors.ts';
-import { OpenObject } from '../../platform/schemas.ts';
+import { isObject, OpenObject } from '../../platform/schemas.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { AppObjectServices } from '../app-objects/index.ts';
 import type { EffectHttp } from './interactions.effects-http.ts';
@@ -87,7 +87,6 @@ const RESERVED_HEADERS = new Set([
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
 const TOKEN = /\{\{\s*([A-Za-z0-9_$-]+(?:\.[A-Za-z0-9_$-]+)*)\s*\}\}/g;
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? '');
 
 interface Problem {

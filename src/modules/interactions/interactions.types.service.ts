@@ -4,6 +4,7 @@
  */
 import type { Db } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
+import { isObject } from '../../platform/schemas.ts';
 import { checkTypeData } from './interactions.effects.ts';
 import { checkPermissions, enabled } from './interactions.permissions.ts';
 import type {
@@ -16,8 +17,6 @@ import type {
 import * as repo from './interactions.types.repository.ts';
 
 export type { TypeRow } from './interactions.types.repository.ts';
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function toTypeRecord(r: repo.TypeRow): InteractionTypeRecord {
   const rec: InteractionTypeRecord = {

@@ -10,6 +10,7 @@ import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.
 import type { Analysed, AnalyticsSource } from '../../platform/analytics.ts';
 import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { isObject } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
 import { followSteps, queueRebuild } from './journeys.progress.ts';
@@ -29,7 +30,6 @@ import type {
 import type { JourneysSettings } from './journeys.settings.ts';
 
 const DEFAULT_OUTCOME = 'success';
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function toJourney(r: repo.JourneyRow): JourneyRecord {
   const j: JourneyRecord = {
