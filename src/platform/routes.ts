@@ -140,29 +140,39 @@ function registerNamed(app: FastifyInstance, schema: unknown, seen = new Set<obj
 const present = <T extends object>(o: T): T =>
   Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-/** Registers the routes on a module's Fastify context. */
+/** A route's Fastify schema: its parts, named schemas as references, and every documented response. */
+function routeSchema(r: Route) {
+  const status = r.status ?? 200;
+  return present({
+    tags: r.tags,
+    operationId: r.operationId,
+    summary: r.summary,
+    description: r.description,
+    hide: r.hide,
+    security: r.security,
+    params: r.params,
+    querystring: r.query,
+    body: asRef(r.body),
+    response: {
+      [status]: status === 204 ? { type: 'null', description: 'No content' } : asRef(r.response),
+      ...errorResponses,
+      ...(r.conflict ? { 409: errorResponse(r.conflict) } : {}),
+      ...(r.tooLarge ? { 413: errorResponse(r.tooLarge) } : {}),
+      ...r.responses,
+    },
+  });
+}
+
+/** Registers the routes on the modules' Fastify context. */
 export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): void {
-  for (const r of routes) {
-    const status = r.status ?? 200;
-    const schema = present({
-      tags: r.tags,
-      operationId: r.operationId,
-      summary: r.summary,
-      description: r.description,
-      hide: r.hide,
-      security: r.security,
-      params: r.params,
-      querystring: r.query,
-      body: asRef(r.body),
-      response: {
-        [status]: status === 204 ? { type: 'null', description: 'No content' } : asRef(r.response),
-        ...errorResponses,
-        ...(r.conflict ? { 409: errorResponse(r.conflict) } : {}),
-        ...(r.tooLarge ? { 413: errorResponse(r.tooLarge) } : {}),
-        ...r.responses,
-      },
-    });
-    registerNamed(app, schema);
+  const schemas = routes.map(routeSchema);
+  // Every named schema first, then the routes: the validators and serializers are compiled
+  // against the context's set of named schemas (platform/validation.ts keys its caches by that
+  // set), so a set that grew between routes would build a new Ajv for each route.
+  const seen = new Set<object>();
+  for (const schema of schemas) registerNamed(app, schema, seen);
+  routes.forEach((r, i) => {
+    const schema = schemas[i];
     const preValidation = [r.emptyBody ? emptyBodyIsObject : undefined, r.preValidation].filter((h) => h !== undefined);
     app.route({
       method: r.method,
@@ -190,5 +200,5 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
         return out;
       },
     });
-  }
+  });
 }

@@ -80,8 +80,25 @@ function memo<T>(make: (key: string) => T): (key: string) => T {
 
 type Validate = ReturnType<FastifySchemaCompiler<unknown>>;
 
-const validatorsFor = memo((externalsJson: string) => {
-  const externals = JSON.parse(externalsJson) as Record<string, unknown>;
+/**
+ * The key of a set of shared schemas: their ids. A named schema's content never changes within a
+ * process (one schema per `$id`, platform/schemas.ts `ref`), so the ids name the set; stringifying
+ * the whole set instead cost ~3 ms for every route of every app once all of a service's ~150
+ * named schemas share one context.
+ */
+const externalsKey = (externals: Record<string, unknown>) => Object.keys(externals).sort().join('\n');
+
+/** The shared schemas of a key, kept with it (the memo's factories receive only the key). */
+const externalsOfKey = new Map<string, Record<string, unknown>>();
+
+function keyOf(externals: Record<string, unknown> = {}): string {
+  const key = externalsKey(externals);
+  if (!externalsOfKey.has(key)) externalsOfKey.set(key, externals);
+  return key;
+}
+
+const validatorsFor = memo((key: string) => {
+  const externals = externalsOfKey.get(key) as Record<string, unknown>;
   const strict = makeAjv(externals, { coerceTypes: false, allErrors: false });
   const coercing = makeAjv(externals, { coerceTypes: 'array', allErrors: true });
   // Keyed by which Ajv compiles it, then the schema's JSON.
@@ -92,7 +109,7 @@ const validatorsFor = memo((externalsJson: string) => {
 });
 
 export function buildValidatorCompiler(externalSchemas: Record<string, unknown>): FastifySchemaCompiler<unknown> {
-  const compile = validatorsFor(JSON.stringify(externalSchemas));
+  const compile = validatorsFor(keyOf(externalSchemas));
   return ({ schema, httpPart }) => compile(`${httpPart === 'body' ? 'b' : 'q'}${JSON.stringify(schema)}`);
 }
 
@@ -100,15 +117,18 @@ type SerializerFactory = SerializerSelector.SerializerFactory;
 const fastJsonStringify = SerializerSelector();
 
 const serializersFor = memo((key: string) => {
-  const { externals, options } = JSON.parse(key) as { externals: unknown; options: SerializerSelector.Options };
-  const compiler = fastJsonStringify(externals, options);
+  const [externalsId, optionsJson] = key.split('\0');
+  const options = JSON.parse(optionsJson) as SerializerSelector.Options;
+  const compiler = fastJsonStringify(externalsOfKey.get(externalsId), options);
   // The route (method, url, status) is not part of what fast-json-stringify compiles.
   return memo((schemaJson) => compiler({ method: '', url: '', httpStatus: '', schema: JSON.parse(schemaJson) }));
 });
 
 /** Fastify's own serializer (fast-json-stringify), compiled once per schema in a process. */
 export const buildSerializerCompiler: SerializerFactory = (externals, options) => {
-  const compile = serializersFor(JSON.stringify({ externals, options: options ?? {} }));
+  const compile = serializersFor(
+    `${keyOf(externals as Record<string, unknown> | undefined)}\0${JSON.stringify(options ?? {})}`,
+  );
   return ({ schema }) => compile(JSON.stringify(schema));
 };
 
