@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Config } from './config.ts';
-import { type Db, pendingMigrations } from './db/index.ts';
+import { analyticsRunner, type Db, pendingMigrations } from './db/index.ts';
 import { appObjectsModule } from './modules/app-objects/index.ts';
 import { collectionsModule } from './modules/collections/index.ts';
 import { consoleModule } from './modules/console/index.ts';
@@ -101,7 +101,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       publicBaseUrl: config.publicBaseUrl,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
       trustedProxies: config.trustedProxies ?? (() => false),
-      analyticsWorkMemMb: config.analyticsWorkMemMb,
+      analytics: analyticsRunner(db, config.analyticsWorkMemMb),
     },
     config.env,
   );

@@ -1,5 +1,5 @@
 /**
- * A page of a list and how many rows match in all. The count rides along with the page
+ * A page of a list (`pageOf`), and with `pageWithTotal` how many rows match in all. The count rides along with the page
  * (`count(*) OVER ()`), one statement instead of two; only past the last page, where no row
  * carries it, does a second statement count. Each repository writes its own SQL: the columns,
  * the `FROM … WHERE …` and the order; this only puts the page and its count around them.
@@ -24,4 +24,11 @@ export async function pageWithTotal<R>(db: Queryable, q: PageQuery): Promise<{ r
   if (rows.length > 0 || q.offset === 0) return { rows, total: rows[0]?.total ?? 0 };
   const count = await db.query<{ total: number }>(sql`SELECT count(*) AS total ${q.from}`);
   return { rows, total: count.rows[0].total };
+}
+
+/** A page of a list, without its total. */
+export async function pageOf<R>(db: Queryable, q: PageQuery): Promise<R[]> {
+  const { rows } = await db.query<R>(sql`
+    SELECT ${q.columns} ${q.from} ORDER BY ${q.orderBy} LIMIT ${q.limit} OFFSET ${q.offset}`);
+  return rows;
 }

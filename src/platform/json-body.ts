@@ -16,12 +16,8 @@ export const DEFAULT_JSON_MAX_DEPTH = 64;
 /** Deeper values than this overflow the stack in JSON.stringify or PostgreSQL's jsonb. */
 export const JSON_MAX_DEPTH_CEILING = 1000;
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const OPEN_BRACE = 0x7b;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACE = 0x7d;
-const CLOSE_BRACKET = 0x5d;
+/** The character codes the scan looks for. */
+const CODE = { quote: 0x22, backslash: 0x5c, openBrace: 0x7b, openBracket: 0x5b, closeBrace: 0x7d, closeBracket: 0x5d };
 
 /**
  * Whether the JSON text nests objects and arrays deeper than maxDepth (`{}` is depth 1).
@@ -32,20 +28,20 @@ export function jsonTooDeep(text: string, maxDepth: number): boolean {
   const n = text.length;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    if (c === QUOTE) {
+    if (c === CODE.quote) {
       // Jump to the closing quote: the next one not escaped by an odd run of backslashes.
       let end = text.indexOf('"', i + 1);
       while (end !== -1) {
         let slashes = 0;
-        while (text.charCodeAt(end - 1 - slashes) === BACKSLASH) slashes++;
+        while (text.charCodeAt(end - 1 - slashes) === CODE.backslash) slashes++;
         if (slashes % 2 === 0) break;
         end = text.indexOf('"', end + 1);
       }
       if (end === -1) return false;
       i = end;
-    } else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+    } else if (c === CODE.openBrace || c === CODE.openBracket) {
       if (++depth > maxDepth) return true;
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+    } else if (c === CODE.closeBrace || c === CODE.closeBracket) {
       depth--;
     }
   }

@@ -23,7 +23,7 @@
  * through it without naming that module.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
-import type { Db, Queryable } from '../db/index.ts';
+import type { Analytics, Db, Queryable } from '../db/index.ts';
 import type { TrustedProxies } from './client-address.ts';
 import type { EventDefinition } from './events.ts';
 import type { Route } from './routes.ts';
@@ -45,11 +45,6 @@ export interface PlatformSettings {
   publicBaseUrl: string;
   /** SHUTDOWN_TIMEOUT_MS: the whole budget of a graceful stop. */
   shutdownTimeoutMs: number;
-  /**
-   * ANALYTICS_WORK_MEM_MB: work_mem of analytics transactions (db/analytics.ts), in MB: the
-   * interaction queries and the journeys' funnels over the same events share it.
-   */
-  analyticsWorkMemMb: number;
   /** TRUSTED_PROXIES (platform/client-address.ts): whose X-Forwarded-For names the client. */
   trustedProxies: TrustedProxies;
 }
@@ -58,6 +53,11 @@ export interface PlatformSettings {
 export interface Platform extends PlatformSettings {
   db: Db;
   log: FastifyBaseLogger;
+  /**
+   * An analytics transaction (db/analytics.ts): work_mem raised to ANALYTICS_WORK_MEM_MB for
+   * it alone. The interaction queries and the journeys' funnels over the same events share it.
+   */
+  analytics: Analytics;
   /** Enqueue jobs (in the caller's transaction); usable once the providing module is built. */
   queue: JobQueue;
 }

@@ -67,6 +67,23 @@ export const pageQuery = (max: number, byDefault: number, maxOffset?: number) =>
   ),
 });
 
+/**
+ * A list query's limit and offset, with the defaults its `pageQuery` declares: HTTP's
+ * validation fills them in, a service called from code gets them here.
+ */
+export const paging = (q: { limit?: number; offset?: number }, byDefault: number) => ({
+  limit: q.limit ?? byDefault,
+  offset: q.offset ?? 0,
+});
+
+/** A page with its total, as a service answers it for `Page(item, { total: true })`. */
+export interface PageWithTotal<T> {
+  items: T[];
+  limit: number;
+  offset: number;
+  total: number;
+}
+
 const pageFields = <T extends TSchema>(item: T) => ({
   items: Type.Array(ref(item)),
   limit: Type.Integer(),

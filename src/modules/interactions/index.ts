@@ -82,7 +82,7 @@ export const interactionsModule = defineModule({
     // An export file goes with the job that wrote it (a foreign key, migration 0302).
     reads: ['collections', 'jobs'],
   },
-  create: ({ db, log, queue }, settings, deps) => {
+  create: ({ db, log, queue, analytics }, settings, deps) => {
     // Effects' requests follow the webhooks' SSRF rule, WEBHOOK_ALLOW_PRIVATE_NETWORKS included.
     const http = new EffectHttp({
       allowPrivateNetworks: deps.webhooks.settings.allowPrivateNetworks,
@@ -99,7 +99,7 @@ export const interactionsModule = defineModule({
       jobs: queue,
       effects,
     });
-    const reads = new InteractionReads(db, settings, types);
+    const reads = new InteractionReads(db, analytics, types);
     return new InteractionsService({ types, events, reads, counters });
   },
   routes: interactionsRoutes,

@@ -55,20 +55,25 @@ export function extrasOf(
   return extras;
 }
 
-/** The columns append and submit fill alike from the body. */
-export function bodyColumns(body: AppendInteractionBody | SubmitInteractionBody) {
-  return {
-    outcome: body.outcome ?? null,
-    scope: body.scope ?? null,
-    broadcastId: body.broadcastId ?? null,
-    journeyId: body.journeyId ?? null,
-    metadata: body.metadata ?? null,
-    orgId: body.orgId ?? null,
-    productId: body.productId ?? null,
-    proofId: body.proofId ?? null,
-    variantId: body.variantId ?? null,
-    batchId: body.batchId ?? null,
-    eventType: body.eventType ?? null,
-    sourceTag: body.source ?? null,
-  };
+/** The body's fields that append and submit store alike, each in the column of its name. */
+const STORED_AS_IS = [
+  'outcome',
+  'scope',
+  'broadcastId',
+  'journeyId',
+  'metadata',
+  'orgId',
+  'productId',
+  'proofId',
+  'variantId',
+  'batchId',
+  'eventType',
+] as const;
+type EventBody = AppendInteractionBody | SubmitInteractionBody;
+type StoredAsIs = { [K in (typeof STORED_AS_IS)[number]]: NonNullable<EventBody[K]> | null };
+
+/** The columns append and submit fill alike from the body (null for a field not sent). */
+export function bodyColumns(body: EventBody): StoredAsIs & { sourceTag: string | null } {
+  const columns = Object.fromEntries(STORED_AS_IS.map((k) => [k, body[k] ?? null])) as StoredAsIs;
+  return { ...columns, sourceTag: body.source ?? null };
 }

@@ -2,15 +2,13 @@
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import type { InteractionEventWriter } from './interactions.events.service.ts';
+import { ADMIN_BASE, tags } from './interactions.paths.ts';
 import * as S from './interactions.schema.ts';
-
-const base = '/admin/collection/:collectionId/interactions';
-const tags = ['interactions'];
 
 export const eventRoutes = (events: InteractionEventWriter) => [
   defineRoute({
     method: 'POST',
-    url: `${base}/append`,
+    url: `${ADMIN_BASE}/append`,
     operationId: 'interactions_append',
     tags,
     summary: 'Append an interaction event (admin; no permission checks; userId or contactId required)',
@@ -22,7 +20,7 @@ export const eventRoutes = (events: InteractionEventWriter) => [
   }),
   defineRoute({
     method: 'PATCH',
-    url: `${base}/events/:eventId`,
+    url: `${ADMIN_BASE}/events/:eventId`,
     operationId: 'interactions_updateEvent',
     tags,
     summary: 'Change the latest version of an event, or mark all its versions deleted / restored',
@@ -34,7 +32,7 @@ export const eventRoutes = (events: InteractionEventWriter) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${base}/events/update`,
+    url: `${ADMIN_BASE}/events/update`,
     operationId: 'interactions_updateEventByBody',
     tags,
     summary: 'Update an event named in the body (eventId, its interactionId and userId or contactId)',

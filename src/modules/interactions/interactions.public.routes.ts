@@ -6,18 +6,17 @@ import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute, errorResponse } from '../../platform/routes.ts';
 import { ref } from '../../platform/schemas.ts';
+import { PUBLIC_BASE, tags } from './interactions.paths.ts';
 import * as S from './interactions.schema.ts';
 import type { InteractionsService } from './interactions.service.ts';
 
-const pub = '/public/collection/:collectionId/interactions';
-const tags = ['interactions'];
 /** Callable without a credential: the document's default security does not apply. */
 const noCredential: Record<string, string[]>[] = [];
 
 export const publicRoutes = (service: InteractionsService) => [
   defineRoute({
     method: 'GET',
-    url: pub,
+    url: PUBLIC_BASE,
     operationId: 'interactions_publicList',
     tags,
     summary: 'List enabled interaction types (public)',
@@ -30,7 +29,7 @@ export const publicRoutes = (service: InteractionsService) => [
   }),
   defineRoute({
     method: 'GET',
-    url: `${pub}/:id`,
+    url: `${PUBLIC_BASE}/:id`,
     operationId: 'interactions_publicGet',
     tags,
     summary: 'Get an enabled interaction type (public)',
@@ -42,7 +41,7 @@ export const publicRoutes = (service: InteractionsService) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${pub}/submit`,
+    url: `${PUBLIC_BASE}/submit`,
     operationId: 'interactions_submitPublicEvent',
     tags,
     summary: 'Submit an interaction event under the type’s permissions (refusals carry details.reason)',
@@ -64,7 +63,7 @@ export const publicRoutes = (service: InteractionsService) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${pub}/by-user`,
+    url: `${PUBLIC_BASE}/by-user`,
     operationId: 'interactions_publicMyInteractions',
     tags,
     summary: 'The calling user’s own events, of types with allowOwnRead',
@@ -76,7 +75,7 @@ export const publicRoutes = (service: InteractionsService) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${pub}/counts-by-outcome`,
+    url: `${PUBLIC_BASE}/counts-by-outcome`,
     operationId: 'interactions_publicCountsByOutcome',
     tags,
     summary: 'Counts by outcome of a type with allowPublicSummary (or allowAuthenticatedSummary and a token)',

@@ -3,16 +3,14 @@ import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import { ref } from '../../platform/schemas.ts';
+import { ADMIN_BASE, tags } from './interactions.paths.ts';
 import type { InteractionReads } from './interactions.reads.service.ts';
 import * as S from './interactions.schema.ts';
-
-const base = '/admin/collection/:collectionId/interactions';
-const tags = ['interactions'];
 
 export const queryRoutes = (reads: InteractionReads) => [
   defineRoute({
     method: 'POST',
-    url: `${base}/query`,
+    url: `${ADMIN_BASE}/query`,
     operationId: 'interactions_query',
     tags,
     summary: 'Query interaction events with filters and optional includes',
@@ -24,7 +22,7 @@ export const queryRoutes = (reads: InteractionReads) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${base}/counts-by-outcome`,
+    url: `${ADMIN_BASE}/counts-by-outcome`,
     operationId: 'interactions_countsByOutcome',
     tags,
     summary: 'Count events by outcome (optionally each identity’s latest event only)',
@@ -37,7 +35,7 @@ export const queryRoutes = (reads: InteractionReads) => [
   }),
   defineRoute({
     method: 'POST',
-    url: `${base}/aggregate`,
+    url: `${ADMIN_BASE}/aggregate`,
     operationId: 'interactions_aggregate',
     tags,
     summary: 'Grouped numeric aggregates (count, sum, avg, min, max) of a metadata field',
@@ -49,7 +47,7 @@ export const queryRoutes = (reads: InteractionReads) => [
   }),
   defineRoute({
     method: 'GET',
-    url: `${base}/exports/:jobId/download`,
+    url: `${ADMIN_BASE}/exports/:jobId/download`,
     operationId: 'interactions_downloadExport',
     tags,
     summary: 'Download the file of a finished interactions.export job (NDJSON or CSV)',

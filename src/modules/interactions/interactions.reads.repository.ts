@@ -3,7 +3,7 @@
  * hourly and latest counters where they answer), aggregates, and the pages an export reads.
  */
 import sql, { empty, join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import { allOf, type Queryable } from '../../db/index.ts';
 import { EVENT_COLUMNS, EVENT_COLUMNS_OF_E, type EventRow } from './interactions.events.repository.ts';
 import type { AggregateOp, IdField } from './interactions.schema.ts';
 
@@ -152,14 +152,14 @@ function rollupSource(collectionId: string, f: EventFilter): Sql | null {
   const hours = rollupHours(f);
   if (hours === null) return null;
   const { from, to, firstHour, endHour } = hours;
-  const where = [sql`collection_id = ${collectionId}`];
-  if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
-  if (f.appId !== undefined) where.push(sql`app_id = ${f.appId}`);
-  if (firstHour !== undefined) where.push(sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`);
-  if (endHour !== undefined) where.push(sql`hour < ${new Date(endHour).toISOString()}::timestamptz`);
-  const parts = [
-    sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_counts_hourly WHERE ${join(where, ' AND ')}`,
-  ];
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    f.interactionId !== undefined && sql`interaction_id = ${f.interactionId}`,
+    f.appId !== undefined && sql`app_id = ${f.appId}`,
+    firstHour !== undefined && sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`,
+    endHour !== undefined && sql`hour < ${new Date(endHour).toISOString()}::timestamptz`,
+  );
+  const parts = [sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_counts_hourly WHERE ${where}`];
   const edge = (edgeFrom: string | undefined, edgeTo: string | undefined) =>
     sql`SELECT outcome, count(*) AS n FROM interaction_events
         WHERE ${eventWhere(collectionId, { ...f, from: edgeFrom, to: edgeTo })} GROUP BY outcome`;
@@ -196,12 +196,13 @@ export async function latestCountsByOutcome(
     f.to === undefined ? sql`false` : sql`EXISTS (SELECT 1 FROM ${latest} AND occurred_at >= ${f.to}::timestamptz)`;
   const from = f.from === undefined ? undefined : Date.parse(f.from);
   const firstHour = from === undefined ? undefined : Math.ceil(from / HOUR_MS) * HOUR_MS;
-  const where = [sql`collection_id = ${collectionId}`, sql`id_field = ${idField}`];
-  if (f.interactionId !== undefined) where.push(sql`interaction_id = ${f.interactionId}`);
-  if (firstHour !== undefined) where.push(sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`);
-  const parts = [
-    sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_latest_counts WHERE ${join(where, ' AND ')}`,
-  ];
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`id_field = ${idField}`,
+    f.interactionId !== undefined && sql`interaction_id = ${f.interactionId}`,
+    firstHour !== undefined && sql`hour >= ${new Date(firstHour).toISOString()}::timestamptz`,
+  );
+  const parts = [sql`SELECT nullif(outcome, '') AS outcome, n FROM interaction_latest_counts WHERE ${where}`];
   if (from !== undefined && firstHour !== undefined && from < firstHour) {
     parts.push(sql`SELECT outcome, count(*) AS n FROM ${latest}
       AND occurred_at >= ${f.from}::timestamptz AND occurred_at < ${new Date(firstHour).toISOString()}::timestamptz

@@ -3,7 +3,7 @@
  * answer, which `X-Analytics-Source` says), aggregates, a user's own events, published
  * summaries, and the download of an export's file.
  */
-import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import type { Analytics, Db } from '../../db/index.ts';
 import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { notFound, validationFailed } from '../../platform/errors.ts';
@@ -22,20 +22,15 @@ import type {
   PublicInteractionsByUserRequest,
   PublicInteractionsCountsByOutcomeRequest,
 } from './interactions.schema.ts';
-import type { InteractionsSettings } from './interactions.settings.ts';
 import type { InteractionTypes } from './interactions.types.service.ts';
 
 export class InteractionReads {
   constructor(
     private readonly db: Db,
-    private readonly settings: InteractionsSettings,
+    /** Aggregates and dedupes sort many rows: the platform's transaction with a larger work_mem. */
+    private readonly analytics: Analytics,
     private readonly types: InteractionTypes,
   ) {}
-
-  /** Runs an analytics query in its own transaction with a larger work_mem. */
-  private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
-  }
 
   /** A finished export file of this collection (the `interactions.export` task writes it). */
   openExport(collectionId: string, jobId: number): Promise<ExportDownload> {

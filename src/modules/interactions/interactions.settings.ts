@@ -1,10 +1,7 @@
 /** The interactions module's own settings, parsed once from the environment. */
-import type { PlatformSettings } from '../../platform/module.ts';
 import { type Env, intFrom } from '../../platform/settings.ts';
 
 export interface InteractionsSettings {
-  /** work_mem for analytics queries (dedupeLatest, aggregate), in MB: the platform's ANALYTICS_WORK_MEM_MB. */
-  analyticsWorkMemMb: number;
   /** How often a worker process folds the counters' slots of past hours (see compactCounters). */
   compactEveryMs: number;
   /**
@@ -15,12 +12,8 @@ export interface InteractionsSettings {
   effectMaxAttempts: number;
 }
 
-export function interactionsSettings(
-  env: Env,
-  platform: Pick<PlatformSettings, 'analyticsWorkMemMb'> = { analyticsWorkMemMb: 64 },
-): InteractionsSettings {
+export function interactionsSettings(env: Env): InteractionsSettings {
   return {
-    analyticsWorkMemMb: platform.analyticsWorkMemMb,
     compactEveryMs: intFrom(env, 'INTERACTIONS_COMPACT_EVERY_MS', 600_000, 1000),
     effectMaxAttempts: intFrom(env, 'INTERACTIONS_EFFECT_MAX_ATTEMPTS', 10, 1, 100),
   };

@@ -1,6 +1,6 @@
 /** SQL of interaction types (interaction_types): their CRUD. */
-import sql, { empty, join, raw } from 'sql-template-tag';
-import type { Queryable } from '../../db/index.ts';
+import sql, { empty, raw } from 'sql-template-tag';
+import { allOf, pageOf, type Queryable, setList } from '../../db/index.ts';
 import type { InteractionPermissions } from './interactions.schema.ts';
 
 export interface TypeRow {
@@ -57,13 +57,17 @@ export async function listTypes(
   collectionId: string,
   q: { appId?: string; limit: number; offset: number; enabledOnly: boolean },
 ): Promise<TypeRow[]> {
-  const where = [sql`collection_id = ${collectionId}`];
-  if (q.appId) where.push(sql`app_id = ${q.appId}`);
-  if (q.enabledOnly) where.push(sql`${ENABLED}`);
-  const { rows } = await db.query<TypeRow>(sql`
-    SELECT ${TYPE_COLUMNS} FROM interaction_types WHERE ${join(where, ' AND ')}
-    ORDER BY created_at, id LIMIT ${q.limit} OFFSET ${q.offset}`);
-  return rows;
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    q.appId && sql`app_id = ${q.appId}`,
+    q.enabledOnly && sql`${ENABLED}`,
+  );
+  return pageOf<TypeRow>(db, {
+    ...q,
+    columns: TYPE_COLUMNS,
+    from: sql`FROM interaction_types WHERE ${where}`,
+    orderBy: sql`created_at, id`,
+  });
 }
 
 export async function updateType(
@@ -72,12 +76,14 @@ export async function updateType(
   id: string,
   p: { appId?: string; permissions?: InteractionPermissions; data?: Record<string, unknown> },
 ): Promise<TypeRow | undefined> {
-  const sets = [sql`updated_at = now()`];
-  if (p.appId !== undefined) sets.push(sql`app_id = ${p.appId}`);
-  if (p.permissions !== undefined) sets.push(sql`permissions = ${JSON.stringify(p.permissions)}::jsonb`);
-  if (p.data !== undefined) sets.push(sql`data = ${JSON.stringify(p.data)}::jsonb`);
+  const sets = setList(
+    sql`updated_at = now()`,
+    p.appId !== undefined && sql`app_id = ${p.appId}`,
+    p.permissions !== undefined && sql`permissions = ${JSON.stringify(p.permissions)}::jsonb`,
+    p.data !== undefined && sql`data = ${JSON.stringify(p.data)}::jsonb`,
+  );
   const { rows } = await db.query<TypeRow>(sql`
-    UPDATE interaction_types SET ${join(sets, ', ')}
+    UPDATE interaction_types SET ${sets}
     WHERE collection_id = ${collectionId} AND id = ${id}
     RETURNING ${TYPE_COLUMNS}`);
   return rows[0];

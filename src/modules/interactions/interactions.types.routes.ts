@@ -2,16 +2,14 @@
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
+import { ADMIN_BASE, tags } from './interactions.paths.ts';
 import * as S from './interactions.schema.ts';
 import type { InteractionTypes } from './interactions.types.service.ts';
-
-const base = '/admin/collection/:collectionId/interactions';
-const tags = ['interactions'];
 
 export const typeRoutes = (types: InteractionTypes) => [
   defineRoute({
     method: 'POST',
-    url: base,
+    url: ADMIN_BASE,
     operationId: 'interactions_create',
     tags,
     summary: 'Create an interaction type',
@@ -24,7 +22,7 @@ export const typeRoutes = (types: InteractionTypes) => [
   }),
   defineRoute({
     method: 'GET',
-    url: base,
+    url: ADMIN_BASE,
     operationId: 'interactions_list',
     tags,
     summary: 'List interaction types',
@@ -36,7 +34,7 @@ export const typeRoutes = (types: InteractionTypes) => [
   }),
   defineRoute({
     method: 'GET',
-    url: `${base}/:id`,
+    url: `${ADMIN_BASE}/:id`,
     operationId: 'interactions_get',
     tags,
     summary: 'Get an interaction type',
@@ -47,7 +45,7 @@ export const typeRoutes = (types: InteractionTypes) => [
   }),
   defineRoute({
     method: 'PATCH',
-    url: `${base}/:id`,
+    url: `${ADMIN_BASE}/:id`,
     operationId: 'interactions_update',
     tags,
     summary: 'Update an interaction type (permissions and data merge key by key)',
@@ -61,7 +59,7 @@ export const typeRoutes = (types: InteractionTypes) => [
   }),
   defineRoute({
     method: 'DELETE',
-    url: `${base}/:id`,
+    url: `${ADMIN_BASE}/:id`,
     operationId: 'interactions_remove',
     tags,
     summary: 'Remove an interaction type (its events are kept)',

@@ -4,7 +4,7 @@
  */
 import type { Db } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
-import { isObject } from '../../platform/schemas.ts';
+import { isObject, paging } from '../../platform/schemas.ts';
 import { checkTypeData } from './interactions.effects.ts';
 import { checkPermissions, enabled } from './interactions.permissions.ts';
 import type {
@@ -66,8 +66,7 @@ export class InteractionTypes {
   }
 
   async listTypes(collectionId: string, q: ListTypesQuery, publicOnly: boolean) {
-    const limit = q.limit ?? 100;
-    const offset = q.offset ?? 0;
+    const { limit, offset } = paging(q, 100);
     const rows = await repo.listTypes(this.db, collectionId, {
       appId: q.appId,
       limit,

@@ -11,8 +11,8 @@
  * they never wait, so they cannot be part of a cycle either. Single-row statements (`fail`,
  * `setProgress`, `cancel`, `upsertJob`) hold one row and wait for nothing else.
  */
-import sql, { join, raw, type Sql } from 'sql-template-tag';
-import { prepared, type Queryable } from '../../db/index.ts';
+import sql, { raw, type Sql } from 'sql-template-tag';
+import { allOf, pageOf, prepared, type Queryable } from '../../db/index.ts';
 
 export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
@@ -525,16 +525,20 @@ export interface ListFilter {
 
 /** The collection's visible jobs, newest first; `from`/`to` bound the creation time. */
 export async function listVisible(q: Queryable, collectionId: string, f: ListFilter): Promise<JobRow[]> {
-  const where = [sql`collection_id = ${collectionId}`, sql`visible`];
-  if (f.state) where.push(sql`status = ${f.state}`);
-  if (f.task) where.push(sql`task = ${f.task}`);
-  if (f.from) where.push(sql`created_at >= ${f.from}::timestamptz`);
-  if (f.to) where.push(sql`created_at < ${f.to}::timestamptz`);
-  const { rows } = await q.query<JobRow>(sql`
-    SELECT ${COLUMNS} FROM jobs WHERE ${join(where, ' AND ')}
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${f.limit} OFFSET ${f.offset}`);
-  return rows;
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`visible`,
+    f.state && sql`status = ${f.state}`,
+    f.task && sql`task = ${f.task}`,
+    f.from && sql`created_at >= ${f.from}::timestamptz`,
+    f.to && sql`created_at < ${f.to}::timestamptz`,
+  );
+  return pageOf<JobRow>(q, {
+    ...f,
+    columns: COLUMNS,
+    from: sql`FROM jobs WHERE ${where}`,
+    orderBy: sql`created_at DESC, id DESC`,
+  });
 }
 
 /** Cancels a pending visible job; returns the row either way so the caller can explain a refusal. */

@@ -4,6 +4,7 @@
  */
 import type { Db } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
+import { paging } from '../../platform/schemas.ts';
 import type { JobEngine } from './engine.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
@@ -103,8 +104,7 @@ export class JobsService {
   }
 
   async list(collectionId: string, q: JobsQuery): Promise<{ items: Job[]; limit: number; offset: number }> {
-    const limit = q.limit ?? 20;
-    const offset = q.offset ?? 0;
+    const { limit, offset } = paging(q, 20);
     if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw badRequest('from must not be after to');
     const state = q.state as repo.JobStatus | undefined;
     const rows = await repo.listVisible(this.db, collectionId, { ...q, state, limit, offset });

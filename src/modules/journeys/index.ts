@@ -47,17 +47,17 @@ export const journeysModule = defineModule({
     reads: ['collections', 'interaction_events'],
   },
   // Progress rebuilds queue on the job queue; milestones are published through the webhooks outbox.
-  create: ({ db, log, queue }, settings, deps) =>
+  create: ({ db, log, queue, analytics }, settings, deps) =>
     new JourneysService(
       db,
-      settings,
+      analytics,
       queue,
       log,
       new MilestonePublisher(db, deps.webhooks, log, settings.milestonesPollMs),
     ),
   routes: journeysRoutes,
   events: journeyEvents,
-  tasks: (service) => [progressTask(service.analyticsWorkMemMb)],
+  tasks: (service) => [progressTask(service.analytics)],
   // Journeys stored before progress was kept are adopted once, and milestones published, by
   // the processes that run jobs.
   background: (service) => [

@@ -24,7 +24,7 @@
  * until then.
  */
 import { type Static, Type } from 'typebox';
-import { inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import type { Analytics, Queryable } from '../../db/index.ts';
 import { defineTask, type JobQueue, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import * as repo from './journeys.repository.ts';
 
@@ -72,7 +72,7 @@ const PART_ENTRANTS = 50_000;
 async function rebuild(
   p: ProgressPayload,
   ctx: TaskContext,
-  workMemMb: number,
+  analytics: Analytics,
 ): Promise<{ written: number; touched: number; ready: boolean }> {
   const { db } = ctx;
   const collectionId = ctx.job.collectionId;
@@ -95,7 +95,7 @@ async function rebuild(
   for (const idField of ['userId', 'contactId'] as const) {
     for (let index = 0; index < count; index++) {
       ctx.signal.throwIfAborted();
-      written += await inAnalyticsTransaction(db, workMemMb, (tx) =>
+      written += await analytics((tx) =>
         repo.bulkProgress(tx, collectionId, {
           journeyId: p.journeyId,
           idField,
@@ -124,13 +124,13 @@ async function rebuild(
   return { written, touched, ready };
 }
 
-/** `workMemMb`: the bulk statements are the funnel's, with its work_mem. */
-export function progressTask(workMemMb: number): TaskDefinition {
+/** `analytics`: the bulk statements are the funnel's, with its work_mem. */
+export function progressTask(analytics: Analytics): TaskDefinition {
   return defineTask({
     name: PROGRESS_TASK,
     payload: ProgressPayload,
     visible: false,
     maxAttempts: 10,
-    handler: (p, ctx) => rebuild(p, ctx, workMemMb),
+    handler: (p, ctx) => rebuild(p, ctx, analytics),
   });
 }

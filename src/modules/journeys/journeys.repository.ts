@@ -1,6 +1,6 @@
 /** All SQL of the journeys module: journey CRUD and the funnel over interaction_events. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Db, Queryable } from '../../db/index.ts';
+import { allOf, type Db, pageOf, type Queryable, setList } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
 import type { MilestoneRow } from './journeys.events.ts';
 
@@ -49,14 +49,18 @@ export async function listJourneys(
   collectionId: string,
   q: { appId?: string; active?: boolean; journeyType?: string; limit: number; offset: number },
 ): Promise<JourneyRow[]> {
-  const where = [sql`collection_id = ${collectionId}`];
-  if (q.appId !== undefined) where.push(sql`app_id = ${q.appId}`);
-  if (q.active !== undefined) where.push(sql`active = ${q.active}`);
-  if (q.journeyType !== undefined) where.push(sql`journey_type = ${q.journeyType}`);
-  const { rows } = await db.query<JourneyRow>(sql`
-    SELECT ${COLUMNS} FROM journeys WHERE ${join(where, ' AND ')}
-    ORDER BY created_at, id LIMIT ${q.limit} OFFSET ${q.offset}`);
-  return rows;
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    q.appId !== undefined && sql`app_id = ${q.appId}`,
+    q.active !== undefined && sql`active = ${q.active}`,
+    q.journeyType !== undefined && sql`journey_type = ${q.journeyType}`,
+  );
+  return pageOf<JourneyRow>(db, {
+    ...q,
+    columns: COLUMNS,
+    from: sql`FROM journeys WHERE ${where}`,
+    orderBy: sql`created_at, id`,
+  });
 }
 
 export async function updateJourney(
@@ -65,14 +69,16 @@ export async function updateJourney(
   id: string,
   p: { appId?: string | null; name?: string; active?: boolean; journeyType?: string; data?: Record<string, unknown> },
 ): Promise<JourneyRow | undefined> {
-  const sets = [sql`updated_at = now()`];
-  if (p.appId !== undefined) sets.push(sql`app_id = ${p.appId}`);
-  if (p.name !== undefined) sets.push(sql`name = ${p.name}`);
-  if (p.active !== undefined) sets.push(sql`active = ${p.active}`);
-  if (p.journeyType !== undefined) sets.push(sql`journey_type = ${p.journeyType}`);
-  if (p.data !== undefined) sets.push(sql`data = ${JSON.stringify(p.data)}::jsonb`);
+  const sets = setList(
+    sql`updated_at = now()`,
+    p.appId !== undefined && sql`app_id = ${p.appId}`,
+    p.name !== undefined && sql`name = ${p.name}`,
+    p.active !== undefined && sql`active = ${p.active}`,
+    p.journeyType !== undefined && sql`journey_type = ${p.journeyType}`,
+    p.data !== undefined && sql`data = ${JSON.stringify(p.data)}::jsonb`,
+  );
   const { rows } = await db.query<JourneyRow>(sql`
-    UPDATE journeys SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}
+    UPDATE journeys SET ${sets} WHERE collection_id = ${collectionId} AND id = ${id}
     RETURNING ${COLUMNS}`);
   return rows[0];
 }

@@ -6,11 +6,11 @@
  * k−1, and completes a step at its first event mapped to it at or after entering it, in the
  * period; written out with a worked example in docs/journeys.md (Semantics).
  */
-import { type Db, inAnalyticsTransaction, type Queryable } from '../../db/index.ts';
+import type { Analytics, Db, Queryable } from '../../db/index.ts';
 import type { Analysed, AnalyticsSource } from '../../platform/analytics.ts';
 import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
-import { isObject } from '../../platform/schemas.ts';
+import { isObject, paging } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
 import { followSteps, queueRebuild } from './journeys.progress.ts';
@@ -27,7 +27,6 @@ import type {
   StepMapping,
   UpdateJourneyBody,
 } from './journeys.schema.ts';
-import type { JourneysSettings } from './journeys.settings.ts';
 
 const DEFAULT_OUTCOME = 'success';
 
@@ -148,24 +147,17 @@ function checkWindow(start?: string, end?: string) {
 export class JourneysService {
   constructor(
     private readonly db: Db,
-    /** Journeys' funnels are analytics queries of interaction events: they share that module's work_mem setting. */
-    private readonly settings: JourneysSettings,
+    /**
+     * Funnel queries join and sort many rows: the platform's analytics transaction (a larger
+     * work_mem, shared with the interaction queries over the same events).
+     */
+    readonly analytics: Analytics,
     /** Where the progress rebuilds go: the job engine (modules/jobs). */
     private readonly jobs: JobQueue,
     private readonly log: { info(o: object, msg: string): void; warn(o: object, msg: string): void },
     /** Publishes the milestones progress notes (in processes that run jobs). */
     readonly milestones: MilestonePublisher,
   ) {}
-
-  /** The work_mem of funnel statements (the progress rebuild runs them too). */
-  get analyticsWorkMemMb(): number {
-    return this.settings.analyticsWorkMemMb;
-  }
-
-  /** Funnel queries join and sort many rows: one transaction with a larger work_mem. */
-  private analytics<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
-    return inAnalyticsTransaction(this.db, this.settings.analyticsWorkMemMb, fn);
-  }
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
     const data = body.data ?? {};
@@ -220,8 +212,7 @@ export class JourneysService {
   }
 
   async list(collectionId: string, q: ListJourneysQuery) {
-    const limit = q.limit ?? 100;
-    const offset = q.offset ?? 0;
+    const { limit, offset } = paging(q, 100);
     const rows = await repo.listJourneys(this.db, collectionId, { ...q, limit, offset });
     return { items: rows.map(toJourney), limit, offset };
   }

@@ -1,6 +1,6 @@
 /** All SQL of the links module. */
 import sql, { join, raw } from 'sql-template-tag';
-import { pageWithTotal, type Queryable } from '../../db/index.ts';
+import { allOf, pageWithTotal, type Queryable, setList } from '../../db/index.ts';
 
 /** Channel on which a changed code is announced, so every process drops it from its cache. */
 export const LINKS_CHANNEL = 'links_changed';
@@ -151,16 +151,18 @@ export async function updateLink(
     clickMilestones?: number[] | null;
   },
 ): Promise<LinkRow> {
-  const sets = [sql`updated_at = now()`];
-  if (patch.code !== undefined) sets.push(sql`code = ${patch.code}`);
-  if (patch.destinationUrl !== undefined) sets.push(sql`destination_url = ${patch.destinationUrl}`);
-  if (patch.title !== undefined) sets.push(sql`title = ${patch.title}`);
-  if (patch.tags !== undefined) sets.push(sql`tags = ${JSON.stringify(patch.tags)}::jsonb`);
-  if (patch.clickMilestones !== undefined)
-    sets.push(sql`click_milestones = ${patch.clickMilestones ? JSON.stringify(patch.clickMilestones) : null}::jsonb`);
-  if (patch.expiresAt !== undefined) sets.push(sql`expires_at = ${patch.expiresAt}`);
+  const sets = setList(
+    sql`updated_at = now()`,
+    patch.code !== undefined && sql`code = ${patch.code}`,
+    patch.destinationUrl !== undefined && sql`destination_url = ${patch.destinationUrl}`,
+    patch.title !== undefined && sql`title = ${patch.title}`,
+    patch.tags !== undefined && sql`tags = ${JSON.stringify(patch.tags)}::jsonb`,
+    patch.clickMilestones !== undefined &&
+      sql`click_milestones = ${patch.clickMilestones ? JSON.stringify(patch.clickMilestones) : null}::jsonb`,
+    patch.expiresAt !== undefined && sql`expires_at = ${patch.expiresAt}`,
+  );
   const { rows } = await db.query<LinkRow>(sql`
-    UPDATE links SET ${join(sets, ', ')}
+    UPDATE links SET ${sets}
     WHERE collection_id = ${collectionId} AND id = ${id} AND deleted_at IS NULL
     RETURNING ${COLUMNS}`);
   return rows[0];
@@ -248,12 +250,15 @@ export async function listClicks(
   linkId: string,
   q: { from?: Date; to?: Date; limit: number; offset: number },
 ): Promise<{ rows: ClickRow[]; total: number }> {
-  const where = [sql`collection_id = ${collectionId}`, sql`link_id = ${linkId}`];
-  if (q.from) where.push(sql`clicked_at >= ${q.from}`);
-  if (q.to) where.push(sql`clicked_at < ${q.to}`);
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`link_id = ${linkId}`,
+    q.from && sql`clicked_at >= ${q.from}`,
+    q.to && sql`clicked_at < ${q.to}`,
+  );
   return pageWithTotal<ClickRow>(db, {
     columns: raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type'),
-    from: sql`FROM link_clicks WHERE ${join(where, ' AND ')}`,
+    from: sql`FROM link_clicks WHERE ${where}`,
     orderBy: sql`clicked_at DESC, id DESC`,
     limit: q.limit,
     offset: q.offset,

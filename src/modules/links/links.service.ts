@@ -10,7 +10,9 @@ import type { TrustedProxies } from '../../platform/client-address.ts';
 import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
+import { type PageWithTotal, paging } from '../../platform/schemas.ts';
 import { Subscription } from '../../platform/subscription.ts';
+import { httpUrl } from '../../platform/urls.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import type { RawClick } from './clicks.ts';
@@ -39,17 +41,7 @@ function randomCode(length: number): string {
   return code;
 }
 
-function checkDestination(raw: string): string {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw badRequest('url must be an absolute http or https address', { field: 'url' });
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    throw badRequest('url must use http or https', { field: 'url' });
-  return u.toString();
-}
+const checkDestination = (raw: string): string => httpUrl(raw).toString();
 
 function parseTime(raw: string, field: string): Date {
   const d = new Date(raw);
@@ -189,12 +181,8 @@ export class LinksService {
     return this.toLink(row);
   }
 
-  async list(
-    collectionId: string,
-    query: LinkListQuery,
-  ): Promise<{ items: Link[]; limit: number; offset: number; total: number }> {
-    const limit = query.limit ?? 20;
-    const offset = query.offset ?? 0;
+  async list(collectionId: string, query: LinkListQuery): Promise<PageWithTotal<Link>> {
+    const { limit, offset } = paging(query, 20);
     const { rows, total } = await repo.listLinks(this.db, collectionId, { ...query, limit, offset });
     return { items: rows.map((r) => this.toLink(r)), limit, offset, total };
   }
@@ -268,14 +256,9 @@ export class LinksService {
     return { success: true };
   }
 
-  async clicks(
-    collectionId: string,
-    linkId: string,
-    query: ClickListQuery,
-  ): Promise<{ items: Click[]; limit: number; offset: number; total: number }> {
+  async clicks(collectionId: string, linkId: string, query: ClickListQuery): Promise<PageWithTotal<Click>> {
     if (!(await repo.findLink(this.db, collectionId, linkId))) throw notFound('Link');
-    const limit = query.limit ?? 50;
-    const offset = query.offset ?? 0;
+    const { limit, offset } = paging(query, 50);
     const { rows, total } = await repo.listClicks(this.db, collectionId, linkId, {
       from: query.from ? parseTime(query.from, 'from') : undefined,
       to: query.to ? parseTime(query.to, 'to') : undefined,

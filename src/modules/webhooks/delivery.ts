@@ -20,7 +20,7 @@
  *
  * An attempt's states, in this process:
  *   loaded → (stale | cancelled) ends it
- *   loaded → waiting for an in-flight place (healthy registration, at most IN_FLIGHT_WAIT_MS)
+ *   loaded → waiting for an in-flight place (healthy registration, at most IN_FLIGHT.waitMs)
  *          → put off (no place in time, over `maxPerSecond`, or backing off; a job for the
  *            same attempt later, nothing counted, the lane slot freed)
  *          → sending → recorded (success: batched; failure: its own transaction)
@@ -34,7 +34,7 @@
  * its receiver fails:
  * - In flight: a worker process makes at most WEBHOOK_MAX_IN_FLIGHT attempts to one
  *   registration at once. An attempt beyond that waits for a place only while its
- *   registration is healthy, and only IN_FLIGHT_WAIT_MS (a fast receiver frees one in well
+ *   registration is healthy, and only IN_FLIGHT.waitMs (a fast receiver frees one in well
  *   under a millisecond); then it is put off (a new job for the same attempt, a moment later,
  *   no attempt counted) and frees its slot. Putting off at once, as before, turned a burst to
  *   one fast receiver into waves half a second apart (600–950 deliveries/s).
@@ -60,7 +60,7 @@
  * DELIVERIES_PER_JOB, WEBHOOK_MAX_IN_FLIGHT at a time; a failure sends the rest through the
  * backoff, so a hanging receiver holds it for about one timeout). Gathering a turn's work
  * costs one event-loop turn (setImmediate) of latency. The in-flight wait holds a lane slot
- * for up to IN_FLIGHT_WAIT_MS even when the receiver turns out to hang.
+ * for up to IN_FLIGHT.waitMs even when the receiver turns out to hang.
  *
  * Concurrency: transactions take a registration's row before its deliveries (see
  * webhooks.repository.ts), and one aborted by a deadlock or serialization failure anyway is
@@ -93,22 +93,28 @@ export function retryDelayMs(
   return Math.round(Math.min(Math.max(jittered, retryAfterMs ?? 0), cfg.retryMaxDelayMs));
 }
 
-/** How far an attempt over the in-flight limit is put off: a moment, jittered (ms). */
-const IN_FLIGHT_DEFER_MS = 500;
-/** A put-off attempt runs this much later at most than the time it waits for, so they do not all start at once. */
-const DEFER_JITTER_MS = 250;
 /**
- * An attempt to a healthy registration waits for an in-flight place while places keep being
- * freed: it is put off once none has been freed for IN_FLIGHT_WAIT_MS (the receiver stalls), or
- * after IN_FLIGHT_WAIT_MAX_MS in all (a slow receiver does not hold lane slots for long).
+ * How an attempt waits for a place among the registration's requests in flight, and how far
+ * it is put off when it gets none (ms).
  */
-const IN_FLIGHT_WAIT_MS = 50;
-const IN_FLIGHT_WAIT_MAX_MS = 1000;
-/**
- * Put-off times are rounded up to this grid, so that attempts put off together share a job
- * (outbox `queueAttempts`) instead of taking one each.
- */
-const DEFER_GRID_MS = 50;
+const IN_FLIGHT = {
+  /**
+   * An attempt to a healthy registration waits while places keep being freed: it is put off
+   * once none has been freed for `waitMs` (the receiver stalls), or after `waitMaxMs` in all
+   * (a slow receiver does not hold lane slots for long).
+   */
+  waitMs: 50,
+  waitMaxMs: 1000,
+  /** How far a put-off attempt goes: a moment, jittered. */
+  deferMs: 500,
+  /** A put-off attempt runs this much later at most than the time it waits for, so they do not all start at once. */
+  deferJitterMs: 250,
+  /**
+   * Put-off times are rounded up to this grid, so that attempts put off together share a job
+   * (outbox `queueAttempts`) instead of taking one each.
+   */
+  deferGridMs: 50,
+};
 /** The most rows one gathered statement carries. */
 const COALESCE_MAX = 500;
 /** A registration's rate window unused this long is dropped. */
@@ -452,7 +458,7 @@ export class WebhookDelivery {
       this.inFlight.set(key, places);
     }
     // Only a healthy registration's attempts wait for a place; one that fails is not waited for.
-    const got = places.acquire(this.settings.maxInFlight, failing() ? 0 : IN_FLIGHT_WAIT_MS, IN_FLIGHT_WAIT_MAX_MS);
+    const got = places.acquire(this.settings.maxInFlight, failing() ? 0 : IN_FLIGHT.waitMs, IN_FLIGHT.waitMaxMs);
     if (!(got === true || (await got))) {
       this.dropIfIdle(key, places);
       return this.putOff(
@@ -460,7 +466,7 @@ export class WebhookDelivery {
         collectionId,
         delivery.webhook_id,
         item,
-        Date.now() + IN_FLIGHT_DEFER_MS,
+        Date.now() + IN_FLIGHT.deferMs,
         'in-flight limit',
         true,
       );
@@ -549,7 +555,7 @@ export class WebhookDelivery {
   }
 
   /**
-   * Puts an attempt off to `until` (ms epoch; `jitter`ed, on the DEFER_GRID_MS grid): a job for
+   * Puts an attempt off to `until` (ms epoch; `jitter`ed, on the IN_FLIGHT.deferGridMs grid): a job for
    * the same attempt then, the delivery's next attempt time shown, nothing counted. The slot is
    * free again at once. Gathered per turn (`putOffs`), so a burst held back costs one
    * transaction, and attempts put off to the same moment share a job.
@@ -563,8 +569,8 @@ export class WebhookDelivery {
     why: string,
     jitter: boolean,
   ): Promise<Record<string, unknown>> {
-    const at = until + (jitter ? Math.round(Math.random() * DEFER_JITTER_MS) : 0);
-    const runAt = new Date(Math.ceil(at / DEFER_GRID_MS) * DEFER_GRID_MS);
+    const at = until + (jitter ? Math.round(Math.random() * IN_FLIGHT.deferJitterMs) : 0);
+    const runAt = new Date(Math.ceil(at / IN_FLIGHT.deferGridMs) * IN_FLIGHT.deferGridMs);
     const waiting = await this.putOffs.submit(db, collectionId, { ...item, webhookId, runAt });
     return waiting ? { deferred: why, until: runAt.toISOString() } : { skipped: 'raced' };
   }

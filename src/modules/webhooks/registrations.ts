@@ -11,6 +11,8 @@
 import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
+import { type PageWithTotal, paging } from '../../platform/schemas.ts';
+import { httpUrl } from '../../platform/urls.ts';
 import type { EventCatalogue, EventTypeEntry } from './catalogue.ts';
 import type { WebhookOutbox } from './outbox.ts';
 import { newSecret } from './signing.ts';
@@ -108,15 +110,7 @@ export class WebhookRegistrations {
   }
 
   private checkUrl(raw: string): string {
-    let u: URL;
-    try {
-      u = new URL(raw);
-    } catch {
-      throw badRequest('url must be an absolute http or https address', { field: 'url' });
-    }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-      throw badRequest('url must use http or https', { field: 'url' });
-    }
+    const u = httpUrl(raw);
     if (!this.settings.allowPrivateNetworks) {
       const host = u.hostname.toLowerCase();
       const literal = literalHostReason(host);
@@ -146,7 +140,7 @@ export class WebhookRegistrations {
         filters: body.filters ?? null,
         active: body.active ?? true,
         description: body.description ?? null,
-        maxPerSecond: body.maxPerSecond ?? null,
+        max_per_second: body.maxPerSecond ?? null,
         secret: newSecret(),
       });
       return toWebhook(row, true);
@@ -227,10 +221,9 @@ export class WebhookRegistrations {
     collectionId: string,
     webhookId: string,
     query: DeliveryListQuery,
-  ): Promise<{ items: Delivery[]; limit: number; offset: number; total: number }> {
+  ): Promise<PageWithTotal<Delivery>> {
     if (!(await repo.findWebhook(this.db, collectionId, webhookId))) throw notFound('Webhook');
-    const limit = query.limit ?? 20;
-    const offset = query.offset ?? 0;
+    const { limit, offset } = paging(query, 20);
     const { rows, total } = await repo.listDeliveries(this.db, collectionId, webhookId, { ...query, limit, offset });
     const attempts = await repo.attemptsOf(
       this.db,

@@ -14,7 +14,7 @@
  * registration between that read and the deliveries written for it.
  */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import { pageWithTotal, type Queryable } from '../../db/index.ts';
+import { allOf, pageWithTotal, type Queryable, setList } from '../../db/index.ts';
 
 export interface WebhookRow {
   collection_id: string;
@@ -84,24 +84,17 @@ const DELIVERY_COLUMNS = raw(
   'd.collection_id, d.id, d.webhook_id, d.event_id, e.type AS event_type, d.status, d.attempt_count, d.retries_left, d.next_attempt_at, d.last_status_code, d.last_error, d.created_at, d.updated_at',
 );
 
-export async function insertWebhook(
-  db: Queryable,
-  collectionId: string,
-  w: {
-    id: string;
-    url: string;
-    events: string[];
-    filters: WebhookFilters | null;
-    active: boolean;
-    description: string | null;
-    maxPerSecond: number | null;
-    secret: string;
-  },
-): Promise<WebhookRow> {
+/** What a new registration's row is given; the rest are the table's defaults. */
+export type NewWebhook = Pick<
+  WebhookRow,
+  'id' | 'url' | 'events' | 'filters' | 'active' | 'description' | 'max_per_second' | 'secret'
+>;
+
+export async function insertWebhook(db: Queryable, collectionId: string, w: NewWebhook): Promise<WebhookRow> {
   const filters = w.filters ? JSON.stringify(w.filters) : null;
   const { rows } = await db.query<WebhookRow>(sql`
     INSERT INTO webhooks (collection_id, id, url, events, filters, active, description, max_per_second, secret)
-    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${filters}::jsonb, ${w.active}, ${w.description}, ${w.maxPerSecond}, ${w.secret})
+    VALUES (${collectionId}, ${w.id}, ${w.url}, ${JSON.stringify(w.events)}::jsonb, ${filters}::jsonb, ${w.active}, ${w.description}, ${w.max_per_second}, ${w.secret})
     RETURNING ${WEBHOOK_COLUMNS}`);
   return rows[0];
 }
@@ -527,14 +520,16 @@ export async function updateDelivery(
     lastError?: string | null;
   },
 ): Promise<void> {
-  const sets = [sql`updated_at = now()`, sql`status = ${d.status}`, sql`next_attempt_at = ${d.nextAttemptAt}`];
-  if (d.attemptCount !== undefined) sets.push(sql`attempt_count = ${d.attemptCount}`);
-  if (d.retriesLeft !== undefined) sets.push(sql`retries_left = ${d.retriesLeft}`);
-  if (d.lastStatusCode !== undefined) sets.push(sql`last_status_code = ${d.lastStatusCode}`);
-  if (d.lastError !== undefined) sets.push(sql`last_error = ${d.lastError}`);
-  await db.query(
-    sql`UPDATE webhook_deliveries SET ${join(sets, ', ')} WHERE collection_id = ${collectionId} AND id = ${id}`,
+  const sets = setList(
+    sql`updated_at = now()`,
+    sql`status = ${d.status}`,
+    sql`next_attempt_at = ${d.nextAttemptAt}`,
+    d.attemptCount !== undefined && sql`attempt_count = ${d.attemptCount}`,
+    d.retriesLeft !== undefined && sql`retries_left = ${d.retriesLeft}`,
+    d.lastStatusCode !== undefined && sql`last_status_code = ${d.lastStatusCode}`,
+    d.lastError !== undefined && sql`last_error = ${d.lastError}`,
   );
+  await db.query(sql`UPDATE webhook_deliveries SET ${sets} WHERE collection_id = ${collectionId} AND id = ${id}`);
 }
 
 /**
@@ -639,14 +634,17 @@ export async function listDeliveries(
   webhookId: string,
   q: { status?: string; eventType?: string; limit: number; offset: number },
 ): Promise<{ rows: DeliveryRow[]; total: number }> {
-  const where = [sql`d.collection_id = ${collectionId}`, sql`d.webhook_id = ${webhookId}`];
-  if (q.status) where.push(sql`d.status = ${q.status}`);
-  if (q.eventType) where.push(sql`e.type = ${q.eventType}`);
+  const where = allOf(
+    sql`d.collection_id = ${collectionId}`,
+    sql`d.webhook_id = ${webhookId}`,
+    q.status && sql`d.status = ${q.status}`,
+    q.eventType && sql`e.type = ${q.eventType}`,
+  );
   return pageWithTotal<DeliveryRow>(db, {
     columns: DELIVERY_COLUMNS,
     from: sql`FROM webhook_deliveries d
     JOIN webhook_events e ON e.collection_id = d.collection_id AND e.id = d.event_id
-    WHERE ${join(where, ' AND ')}`,
+    WHERE ${where}`,
     orderBy: sql`d.created_at DESC, d.id DESC`,
     limit: q.limit,
     offset: q.offset,

@@ -1,6 +1,6 @@
 /** SQL of cases beyond the shared object SQL: the audit trail, history entries, summaries, bulk status. */
 import sql, { join, raw, type Sql } from 'sql-template-tag';
-import type { Queryable } from '../../../db/index.ts';
+import { allOf, type Queryable } from '../../../db/index.ts';
 import { CASE } from '../shared/kinds.ts';
 import type { Condition } from '../shared/list-query.ts';
 import { boundsCheck, closedAtFor, renderCondition, updateWithPrevious } from '../shared/objects.repository.ts';
@@ -165,10 +165,13 @@ export async function countByStatus(
   appId: string,
   statuses: string[] | undefined,
 ): Promise<number> {
-  const where = [sql`collection_id = ${collectionId}`, sql`app_id = ${appId}`];
-  if (statuses) where.push(sql`status IN (${join(statuses)})`);
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`app_id = ${appId}`,
+    statuses && sql`status IN (${join(statuses)})`,
+  );
   const { rows } = await q.query<{ total: number | null; parts: number }>(
-    sql`SELECT sum(n) AS total, count(*) AS parts FROM app_case_counts WHERE ${join(where, ' AND ')}`,
+    sql`SELECT sum(n) AS total, count(*) AS parts FROM app_case_counts WHERE ${where}`,
   );
   if (rows[0].parts > FOLD_AT * (statuses?.length ?? 4)) await foldCounts(q, collectionId, appId);
   return rows[0].total ?? 0;

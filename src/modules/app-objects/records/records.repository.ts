@@ -23,6 +23,16 @@ const written = (r: Row & { _previous?: Record<string, unknown> | null }, create
   return { ...(row as Row), created, previous: _previous ?? null };
 };
 
+/** A write that inserts a new record, or changes the one that holds its ref or key. */
+export interface InsertOrUpdate {
+  /** The new record's id (used only when it is inserted). */
+  id: string;
+  /** The new record's values by field name (sections included). */
+  insert: Record<string, unknown>;
+  /** The change an existing record gets (never its ref or key). */
+  update: Patch;
+}
+
 /**
  * Insert `insert`, or, when a record holds this ref, apply `update` to it (reviving it if
  * deleted): fields set, reset to their default, sections merged by top-level key, as a PATCH
@@ -35,11 +45,7 @@ export async function upsertByRef(
   q: Queryable,
   collectionId: string,
   appId: string,
-  id: string,
-  /** The new record's values by field name (sections included). */
-  insert: Record<string, unknown>,
-  /** The change an existing record gets (never its ref). */
-  update: Patch,
+  { id, insert, update }: InsertOrUpdate,
 ): Promise<Written> {
   const rendered = columnsOf(RECORD, insert);
   const cols = [...rendered.keys()];
@@ -90,10 +96,8 @@ export async function createSingleton(
   q: Queryable,
   collectionId: string,
   appId: string,
-  id: string,
-  /** The new record's values by field name (sections included), `singletonKey` among them. */
-  insert: Record<string, unknown>,
-  update: Patch,
+  /** `insert.singletonKey` is the key. */
+  { id, insert, update }: InsertOrUpdate,
   onlyContactId?: string,
 ): Promise<Written | undefined> {
   const key = insert.singletonKey as string;

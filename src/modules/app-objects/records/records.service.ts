@@ -221,9 +221,7 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
         tx,
         collectionId,
         appId,
-        newId(RECORD.idPrefix),
-        values,
-        change,
+        { id: newId(RECORD.idPrefix), insert: values, update: change },
         isAdmin(caller) ? undefined : caller.contactId,
       );
       if (!done) {
@@ -295,7 +293,7 @@ export class RecordsService extends ObjectService<CreateRecordInput, UpdateRecor
     const { patch, named } = patchOf(RECORD, withoutNulls(change));
     patch.reset = Object.keys(change).filter((k) => change[k] === null);
     Object.assign(patch.fields, this.changedValues(collectionId, change));
-    const row = await repo.upsertByRef(q, collectionId, appId, newId(RECORD.idPrefix), insert, patch);
+    const row = await repo.upsertByRef(q, collectionId, appId, { id: newId(RECORD.idPrefix), insert, update: patch });
     return { row, event: this.writtenEvent(row, caller, [...named, ...patch.reset]) };
   }
 

@@ -8,6 +8,7 @@
 import type { Db, Queryable } from '../../../db/index.ts';
 import { conflict, notFound, notPermitted } from '../../../platform/errors.ts';
 import type { EventPublisher } from '../../../platform/events.ts';
+import { paging } from '../../../platform/schemas.ts';
 import { REPLIES_PAGE_DEFAULT, REPLY_MAX_BYTES, THREAD_LATEST_REPLIES } from '../shared/bounds.ts';
 import { THREAD } from '../shared/kinds.ts';
 import { ObjectService, tooLarge, userIdentity } from '../shared/objects.service.ts';
@@ -99,8 +100,7 @@ export class ThreadsService extends ObjectService<CreateThreadInput, UpdateThrea
    */
   async replies(collectionId: string, appId: string, id: string, caller: Actor, query: RepliesQuery) {
     await this.readable(this.db, collectionId, appId, id, caller);
-    const limit = query.limit ?? REPLIES_PAGE_DEFAULT;
-    const offset = query.offset ?? 0;
+    const { limit, offset } = paging(query, REPLIES_PAGE_DEFAULT);
     const { entries, total } = await repo.pageReplies(this.db, collectionId, id, {
       limit,
       offset,
