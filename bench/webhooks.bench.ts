@@ -38,6 +38,10 @@ const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 20_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const TRICKLE = Number(process.env.BENCH_LATENCY_EVENTS ?? 200);
+/** Seconds of unmeasured load on a fresh API process before a redirect round. */
+const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 2);
+/** BENCH_WEBHOOK_ONLY=redirect: only the redirect with and without a subscriber. */
+const REDIRECT_ONLY = process.env.BENCH_WEBHOOK_ONLY === 'redirect';
 const SLOTS = process.env.BENCH_JOBS_CONCURRENCY ?? '32';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -183,7 +187,7 @@ try {
   const ten: number[] = [];
   const ratio1: number[] = [];
   const ratio10: number[] = [];
-  for (let r = 0; r < RUNS; r++) {
+  for (let r = 0; r < (REDIRECT_ONLY ? 0 : RUNS); r++) {
     const r8 = await rawRate(`${rx.url}/raw`, 8);
     const o1 = await drainRate(1, EVENTS, `one${r}`);
     const r32 = await rawRate(`${rx.url}/raw`, 32);
@@ -198,54 +202,64 @@ try {
       `run ${r + 1}: raw 8 ${r8.toFixed(0)}/s, ours 1 registration ${o1.rate.toFixed(0)}/s (${o1.seconds.toFixed(1)} s); raw 32 ${r32.toFixed(0)}/s, ours 10 registrations ${o10.rate.toFixed(0)}/s (${o10.seconds.toFixed(1)} s)`,
     );
   }
-  const runs = RUNS > 1 ? `median of ${RUNS} runs` : 'one run';
-  rows.push({
-    scenario: 'raw: signed POSTs, one Node process, keep-alive, 8 at a time',
-    rps: median(raw8),
-    note: runs,
-  });
-  rows.push({
-    scenario: `ours: 1 registration, backlog of ${EVENTS} deliveries`,
-    rps: median(one),
-    baseline: 'raw, 8 at a time',
-    ratio: median(ratio1),
-    note: `${runs}; ratio within each run`,
-  });
-  rows.push({
-    scenario: 'raw: signed POSTs, one Node process, keep-alive, 32 at a time',
-    rps: median(raw32),
-    note: runs,
-  });
-  rows.push({
-    scenario: `ours: 10 registrations, backlog of ${EVENTS} deliveries`,
-    rps: median(ten),
-    baseline: 'raw, 32 at a time',
-    ratio: median(ratio10),
-    note: `${runs}; ratio within each run`,
-  });
+  if (!REDIRECT_ONLY) {
+    const runs = RUNS > 1 ? `median of ${RUNS} runs` : 'one run';
+    rows.push({
+      scenario: 'raw: signed POSTs, one Node process, keep-alive, 8 at a time',
+      rps: median(raw8),
+      note: runs,
+    });
+    rows.push({
+      scenario: `ours: 1 registration, backlog of ${EVENTS} deliveries`,
+      rps: median(one),
+      baseline: 'raw, 8 at a time',
+      ratio: median(ratio1),
+      note: `${runs}; ratio within each run`,
+    });
+    rows.push({
+      scenario: 'raw: signed POSTs, one Node process, keep-alive, 32 at a time',
+      rps: median(raw32),
+      note: runs,
+    });
+    rows.push({
+      scenario: `ours: 10 registrations, backlog of ${EVENTS} deliveries`,
+      rps: median(ten),
+      baseline: 'raw, 32 at a time',
+      ratio: median(ratio10),
+      note: `${runs}; ratio within each run`,
+    });
+  }
 
   // Trickle latency and the redirect with a subscriber, on one service.
   const database = await benchDatabase(backend);
   const service = await startService({ ...database.env, ...serviceEnv });
   const bare = await spawnTs('bench/baseline-server.ts', { BASELINE: 'redirect', LOCATION: 'https://example.com/' });
   try {
-    const c = await seedCollection(service.url, 'whtrickle');
-    await call(service.url, 'POST', '/v1/webhooks', { url: `${rx.url}/trickle`, events: ['link.created'] }, c.key);
-    for (let i = 0; i < TRICKLE; i++) {
-      await call(service.url, 'POST', `/admin/collection/${c.id}/links`, { url: `https://example.com/t/${i}` }, c.key);
-      await sleep(50);
+    if (!REDIRECT_ONLY) {
+      const c = await seedCollection(service.url, 'whtrickle');
+      await call(service.url, 'POST', '/v1/webhooks', { url: `${rx.url}/trickle`, events: ['link.created'] }, c.key);
+      for (let i = 0; i < TRICKLE; i++) {
+        await call(
+          service.url,
+          'POST',
+          `/admin/collection/${c.id}/links`,
+          { url: `https://example.com/t/${i}` },
+          c.key,
+        );
+        await sleep(50);
+      }
+      await waitUntil(() => rx.arrivals.filter((a) => a.path === '/trickle').length >= TRICKLE, 60_000, 'trickle');
+      const lat = rx.arrivals
+        .filter((a) => a.path === '/trickle')
+        .map((a) => a.at - a.createdAt)
+        .sort((x, y) => x - y);
+      rows.push({
+        scenario: `event-to-delivery latency, 1 registration, 20 events/s (${TRICKLE} events)`,
+        p50: percentile(lat, 50),
+        p99: percentile(lat, 99),
+        note: `max ${lat[lat.length - 1]} ms; target p50 < 50 ms`,
+      });
     }
-    await waitUntil(() => rx.arrivals.filter((a) => a.path === '/trickle').length >= TRICKLE, 60_000, 'trickle');
-    const lat = rx.arrivals
-      .filter((a) => a.path === '/trickle')
-      .map((a) => a.at - a.createdAt)
-      .sort((x, y) => x - y);
-    rows.push({
-      scenario: `event-to-delivery latency, 1 registration, 20 events/s (${TRICKLE} events)`,
-      p50: percentile(lat, 50),
-      p99: percentile(lat, 99),
-      note: `max ${lat[lat.length - 1]} ms; target p50 < 50 ms`,
-    });
 
     // Redirects of a collection without a subscriber, and of one with a link.clicked subscriber,
     // served by an API process (ROLE=api), as a deployment at scale runs them: the redirect and
@@ -253,7 +267,9 @@ try {
     // each round (this machine has 2 cores: a worker delivering during the round takes them
     // from the API process, which says nothing of the redirect path; docs/benchmarks.md has
     // that figure too). PGlite takes one process at a time, so the API process stops while
-    // the worker drains.
+    // the worker drains. Both subjects get the same process each round: started afresh,
+    // warmed for WARM_SECONDS, measured, stopped (its clicks stored). A round on the process
+    // the other subject had warmed would favour whichever came second.
     await service.stop();
     let api = await startService({ ...database.env, ...serviceEnv, ROLE: 'api' });
     const quiet = await seedCollection(api.url, 'whquiet');
@@ -294,22 +310,22 @@ try {
     let drainedIn: number[] = [];
     let measured: Awaited<ReturnType<typeof interleaved<'bare' | 'redirect' | 'subscribed'>>>;
     try {
+      await api.stop();
+      /** A fresh API process, warmed on `code`, then measured on it; stopped after. */
+      const redirectRound = async (code: string) => {
+        api = await startService({ ...database.env, ...serviceEnv, ROLE: 'api' });
+        await load({ url: `${api.url}/l/${code}`, expectStatus: 302, durationSeconds: WARM_SECONDS });
+        const res = await load({ url: `${api.url}/l/${code}`, expectStatus: 302, durationSeconds: SECONDS });
+        await api.stop();
+        return res;
+      };
       measured = await interleaved({
         bare: () => load({ url: `${bare.url}/x`, expectStatus: 302, durationSeconds: SECONDS }),
-        redirect: async () => {
-          const res = await load({
-            url: `${api.url}/l/${quietLink.code}`,
-            expectStatus: 302,
-            durationSeconds: SECONDS,
-          });
-          await sleep(1000);
-          return res;
-        },
+        redirect: () => redirectRound(quietLink.code),
         subscribed: async () => {
-          const res = await load({ url: `${api.url}/l/${loudLink.code}`, expectStatus: 302, durationSeconds: SECONDS });
-          // The round's clicks stored (with their deliveries), then delivered by a worker, so
-          // that they load no other round.
-          await api.stop();
+          const res = await redirectRound(loudLink.code);
+          // The round's clicks (stored with their events noted when the API process stopped)
+          // delivered by a worker, so that they load no other round.
           const t0 = Date.now();
           const worker = await startService({ ...database.env, ...serviceEnv, ROLE: 'all' });
           try {
@@ -318,7 +334,6 @@ try {
             await worker.stop();
           }
           drainedIn = [...drainedIn, (Date.now() - t0) / 1000];
-          api = await startService({ ...database.env, ...serviceEnv, ROLE: 'api' });
           return res;
         },
       });
