@@ -292,8 +292,9 @@ describe('locations and API keys', () => {
     for (const s of both) {
       const res = await t.inject({ method: 'GET', url: admin(s, '/api-keys'), headers: superAuth });
       expect(res.statusCode).toBe(200);
-      const names = (res.json().items ?? res.json()).map((k: { name: string }) => k.name);
-      expect(names, s).toEqual(['test', ...Array.from({ length: extra[s] }, (_, i) => `${s}-extra-${i}`)]);
+      // Sorted: keys made in one instant (PGlite's clock) list in id order, not the order made.
+      const names = (res.json().items ?? res.json()).map((k: { name: string }) => k.name).sort();
+      expect(names, s).toEqual(['test', ...Array.from({ length: extra[s] }, (_, i) => `${s}-extra-${i}`)].sort());
     }
   });
 });

@@ -320,17 +320,13 @@ describe('event lists', () => {
   });
 
   it('the types, admin and public', async () => {
+    // Sorted: types made in one instant list by id, not in the order they were made.
+    const ids = (body: { items: { id: string }[] }) => body.items.map((x) => x.id).sort();
     for (const s of both) {
       const admin = await call(s, 'GET', '?limit=100');
-      expect(
-        admin.body.items.map((x: { id: string }) => x.id),
-        s,
-      ).toEqual(TYPES[s]);
+      expect(ids(admin.body), s).toEqual([...TYPES[s]].sort());
       const pub = await call(s, 'GET', '?limit=100', undefined, 'anonymous');
-      expect(
-        pub.body.items.map((x: { id: string }) => x.id),
-        s,
-      ).toEqual(TYPES[s]);
+      expect(ids(pub.body), s).toEqual([...TYPES[s]].sort());
     }
   });
 

@@ -7,6 +7,7 @@
  */
 import { Compile } from 'typebox/compile';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClickRecorder } from '../src/modules/links/click-recorder.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { sleep, waitFor } from './helpers/jobs.ts';
@@ -238,6 +239,74 @@ describe('link.clicked off the redirect path', () => {
     expect(new Set(rx.on('/clicks').map((r) => r.body.id)).size).toBe(5);
     expect(await noted(loud)).toBe(0); // published and removed
     expect(rx.on('/not-clicks').filter((r) => r.body.type === 'link.clicked')).toHaveLength(0);
+  });
+
+  it('a link changed while its clicks wait: each event names the destination its own click went to', async () => {
+    const c = await t.createCollection();
+    await register(c, '/moved', ['link.clicked']);
+    const l = await link(c);
+    // A recorder of its own that flushes only when asked, so that both destinations wait in one buffer.
+    const recorder = new ClickRecorder(
+      t.testDb.db,
+      { clickFlushMs: 3_600_000, clickBatchSize: 100, clickBufferMax: 1000, geoipDb: undefined },
+      { warn: () => undefined, error: () => undefined },
+      t.app.services.webhooks,
+      (code) => `http://short.test/l/${code}`,
+    );
+    const click = (destinationUrl: string, ip: string) =>
+      recorder.record({
+        collectionId: c.id,
+        linkId: l.id,
+        code: l.code,
+        destinationUrl,
+        at: new Date(),
+        ip,
+        userAgent: 'test-agent',
+        referer: '',
+        proxyCountry: '',
+        proxyCity: '',
+      });
+    click('https://dest.example/x', '203.0.113.1');
+    click('https://dest.example/x', '203.0.113.2');
+    click('https://dest.example/moved', '203.0.113.3');
+    click('https://dest.example/x', '203.0.113.4');
+    await recorder.flush();
+    await waitFor(async () => (rx.on('/moved').length >= 4 ? true : undefined), 10_000, 'four clicks');
+    await settled(c);
+    const went = rx
+      .on('/moved')
+      .map((r) => [(r.body.data.click as { ip_address: string }).ip_address, r.body.data.destination_url])
+      .sort();
+    expect(went).toEqual([
+      ['203.0.113.1', 'https://dest.example/x'],
+      ['203.0.113.2', 'https://dest.example/x'],
+      ['203.0.113.3', 'https://dest.example/moved'],
+      ['203.0.113.4', 'https://dest.example/x'],
+    ]);
+    expect(await noted(c)).toBe(0);
+  });
+
+  it('publishes the clicks of a batch noted in the first format (a tuple per click, before 2026-11-27)', async () => {
+    const c = await t.createCollection();
+    await register(c, '/legacy', ['link.clicked']);
+    const l = await link(c);
+    const at = new Date().toISOString();
+    const tuple = [l.id, l.code, 'https://dest.example/x', at, '198.51.100.7', 'old-agent', '', 'NZ', '', 'desktop'];
+    await t.testDb.db.query('INSERT INTO link_click_events (collection_id, clicks) VALUES ($1, $2::json)', [
+      c.id,
+      JSON.stringify([tuple]),
+    ]);
+    await t.testDb.db.query('SELECT pg_notify($1, $2)', ['link_click_events', c.id]);
+    await waitFor(async () => (rx.on('/legacy').length >= 1 ? true : undefined), 10_000, 'the noted click');
+    await settled(c);
+    expect(rx.on('/legacy')).toHaveLength(1);
+    expect(rx.on('/legacy')[0].body.data).toMatchObject({
+      link_id: l.id,
+      destination_url: 'https://dest.example/x',
+      clicked_at: at,
+      click: { ip_address: '198.51.100.7', user_agent: 'old-agent', country: 'NZ', device_type: 'desktop' },
+    });
+    expect(await noted(c)).toBe(0);
   });
 });
 

@@ -102,6 +102,7 @@
  * Guarantee: at least once. A handler may run again after a crash, so it must be idempotent.
  */
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { FastifyBaseLogger } from 'fastify';
 import { backoffMs, type Db, isConflictError, type Queryable, retryOnConflict, type Tx } from '../../db/index.ts';
 import { AppError, badRequest } from '../../platform/errors.ts';
@@ -234,6 +235,9 @@ export class JobEngine implements JobQueue {
     this.lane = options.lane ?? 'default';
     this.tasks = options.registry ?? new Map();
     this.housekeeping = options.housekeeping ?? true;
+    // Every running job's handler may listen to the stop signal, a webhook delivery job once per
+    // attempt in flight: the number is bounded by the slots, and Node's warning past 10 is noise.
+    setMaxListeners(0, this.abort.signal);
   }
 
   registerTask(def: TaskDefinition): void {

@@ -8,7 +8,7 @@
  */
 import type { Db, Queryable } from '../../db/index.ts';
 import type { NewEvent } from '../../platform/events.ts';
-import { type NotedClick, notedClick } from './click-events.ts';
+import { noteBatch } from './click-events.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
 import { type EventPublisher, milestonesCrossed } from './links.events.ts';
 import * as repo from './links.repository.ts';
@@ -140,14 +140,14 @@ export class ClickRecorder {
         for (const collectionId of new Set(batch.filter((_, i) => stored[i]).map((raw) => raw.collectionId))) {
           if (await this.subscribes(tx, collectionId)) listening.add(collectionId);
         }
-        const clicked = new Map<string, NotedClick[]>();
+        const clicked = new Map<string, { raw: RawClick; stored: repo.NewClick }[]>();
         batch.forEach((raw, i) => {
           if (!stored[i] || !listening.has(raw.collectionId)) return;
           const list = clicked.get(raw.collectionId) ?? [];
-          list.push(notedClick(raw, clicks[i]));
+          list.push({ raw, stored: clicks[i] });
           clicked.set(raw.collectionId, list);
         });
-        for (const [collectionId, list] of clicked) await repo.noteClickEvents(tx, collectionId, list);
+        for (const [collectionId, list] of clicked) await repo.noteClickEvents(tx, collectionId, noteBatch(list));
         // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks);
         // rare, so published here, in the batch's transaction.
         const codes = new Map(batch.map((raw) => [raw.linkId, raw.code]));

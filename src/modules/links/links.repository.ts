@@ -328,7 +328,7 @@ export async function clickStats(
 export const CLICK_EVENTS_CHANNEL = 'link_click_events';
 
 /** Notes a batch's clicks for the publisher of link.clicked (click-events.ts), and tells it at commit. */
-export async function noteClickEvents(tx: Queryable, collectionId: string, clicks: unknown[]): Promise<void> {
+export async function noteClickEvents(tx: Queryable, collectionId: string, clicks: unknown): Promise<void> {
   await tx.query(
     sql`INSERT INTO link_click_events (collection_id, clicks) VALUES (${collectionId}, ${JSON.stringify(clicks)}::json)`,
   );
@@ -347,8 +347,8 @@ export async function collectionsWithClickEvents(db: Queryable, limit: number): 
  * Takes and removes up to `limit` of a collection's noted batches, oldest first, skipping those
  * another process holds: the caller publishes them in the same transaction.
  */
-export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<unknown[][]> {
-  const { rows } = await tx.query<{ seq: string; clicks: unknown[] }>(sql`
+export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<unknown[]> {
+  const { rows } = await tx.query<{ seq: string; clicks: unknown }>(sql`
     DELETE FROM link_click_events WHERE (collection_id, seq) IN (
       SELECT collection_id, seq FROM link_click_events WHERE collection_id = ${collectionId}
       ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED)
