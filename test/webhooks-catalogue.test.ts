@@ -147,6 +147,32 @@ describe('subscriptions', () => {
       filters: { caseIds: ['x'] },
     });
     expect(unknownFilter.statusCode).toBe(400);
+    // A repeated id is refused whatever it spells, "__proto__" included (it once passed the
+    // check and failed the answer's serializer: a 500, found by the fuzz test).
+    const before = (await api(a, 'GET', '/v1/webhooks')).json().items.length;
+    for (const ids of [
+      ['__proto__', '__proto__'],
+      ['j1', 'j1'],
+    ]) {
+      const repeated = await api(a, 'POST', '/v1/webhooks', {
+        url: `${rx.url}/refused`,
+        events: ['*'],
+        filters: { journeyIds: ids },
+      });
+      expect(repeated.statusCode, repeated.body).toBe(400);
+      expect(repeated.json().details.errors, repeated.body).toEqual([
+        { path: 'body.filters.journeyIds', message: 'must NOT have duplicate items' },
+      ]);
+    }
+    const proto = await api(a, 'POST', '/v1/webhooks', {
+      url: `${rx.url}/proto`,
+      events: ['*'],
+      filters: { journeyIds: ['__proto__', 'constructor'] },
+    });
+    expect(proto.statusCode, proto.body).toBe(200);
+    expect(proto.json().filters).toEqual({ journeyIds: ['__proto__', 'constructor'] });
+    expect((await api(a, 'GET', '/v1/webhooks')).json().items.length).toBe(before + 1);
+    await api(a, 'DELETE', `/v1/webhooks/${proto.json().id}`);
     await api(a, 'DELETE', `/v1/webhooks/${hook.id}`);
   });
 

@@ -117,6 +117,9 @@ describe('registration', () => {
         payload: { url, events: ['link.created'] },
       });
       expect(res.statusCode, url).toBe(400);
+      // The refusal says what to do for a receiver on this machine.
+      expect(res.json().message, url).toMatch(/WEBHOOK_ALLOW_PRIVATE_NETWORKS=true/);
+      expect(res.json().details, url).toMatchObject({ field: 'url', setting: 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' });
     }
   });
 });

@@ -15,6 +15,8 @@
  * serializer is a pure function of its schema, its shared schemas and the options, which is
  * exactly the key.
  */
+
+import { isDeepStrictEqual } from 'node:util';
 import SerializerSelector from '@fastify/fast-json-stringify-compiler';
 import { Ajv, type Options, type SchemaValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -30,8 +32,36 @@ function makeAjv(externalSchemas: Record<string, unknown>, options: Options): Aj
   const ajv = new Ajv({ removeAdditional: false, useDefaults: true, strict: false, ...options });
   addFormats(ajv);
   addInstantKeyword(ajv);
+  replaceUniqueItems(ajv);
   for (const schema of Object.values(externalSchemas)) ajv.addSchema(schema as object);
   return ajv;
+}
+
+/**
+ * `uniqueItems` checked with a Set (deep equality for objects and arrays). Ajv's own check of
+ * string items keeps seen values as keys of a plain object, where `"__proto__"` is the
+ * prototype, not a key: `["__proto__", "__proto__"]` passed, and the response serializer, which
+ * checks otherwise, then failed on the stored value (a 500 found by the fuzz test).
+ */
+function replaceUniqueItems(ajv: Ajv): void {
+  const validate: SchemaValidateFunction = (unique, data) => {
+    if (unique !== true || !Array.isArray(data)) return true;
+    const seen = new Set<unknown>();
+    const objects: unknown[] = [];
+    for (let i = 0; i < data.length; i++) {
+      const item = data[i];
+      const isObject = item !== null && typeof item === 'object';
+      if (isObject ? objects.some((o) => isDeepStrictEqual(o, item)) : seen.has(item)) {
+        validate.errors = [{ keyword: 'uniqueItems', message: 'must NOT have duplicate items', params: { i } }];
+        return false;
+      }
+      if (isObject) objects.push(item);
+      else seen.add(item);
+    }
+    return true;
+  };
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({ keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', errors: true, validate });
 }
 
 /**

@@ -34,7 +34,9 @@ export interface EffectResponse {
 class RefusedAddress extends Error {}
 
 function refusal(host: string, address: string, reason: string): RefusedAddress {
-  return new RefusedAddress(`refused: ${host} resolves to ${address} (${reason}); private networks are not allowed`);
+  return new RefusedAddress(
+    `refused: ${host} resolves to ${address} (${reason}); private networks are not allowed (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development)`,
+  );
 }
 
 /** Resolves as usual, then refuses the connection when any address is not public. */

@@ -84,6 +84,9 @@ function toDelivery(d: repo.DeliveryRow, attempts: repo.AttemptRow[]): Delivery 
   };
 }
 
+/** The setting that lets receivers on loopback and private networks be registered (development). */
+const PRIVATE_NETWORKS_SETTING = 'WEBHOOK_ALLOW_PRIVATE_NETWORKS';
+
 export class WebhookRegistrations {
   constructor(
     private readonly db: Db,
@@ -109,6 +112,7 @@ export class WebhookRegistrations {
     return retryOnConflict(() => this.db.transaction(fn));
   }
 
+  /** Refuses a receiver on a private network unless the setting allows them, naming the setting. */
   private checkUrl(raw: string): string {
     const u = httpUrl(raw);
     if (!this.settings.allowPrivateNetworks) {
@@ -116,8 +120,9 @@ export class WebhookRegistrations {
       const literal = literalHostReason(host);
       if (literal || host === 'localhost' || host.endsWith('.localhost')) {
         throw badRequest(
-          `url points at a ${literal?.reason ?? 'loopback'} address; receivers must be reachable on the public internet`,
-          { field: 'url' },
+          `url points at a ${literal?.reason ?? 'loopback'} address; receivers must be reachable on the public internet. ` +
+            `For a receiver on this machine or your network during development, start the service with ${PRIVATE_NETWORKS_SETTING}=true (docs/webhooks.md#safety)`,
+          { field: 'url', setting: PRIVATE_NETWORKS_SETTING },
         );
       }
     }

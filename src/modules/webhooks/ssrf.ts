@@ -120,7 +120,9 @@ export class RefusedAddressError extends Error {
     readonly address: string,
     readonly reason: string,
   ) {
-    super(`refused: ${host} resolves to ${address} (${reason}); private networks are not allowed`);
+    super(
+      `refused: ${host} resolves to ${address} (${reason}); private networks are not allowed (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development)`,
+    );
   }
 }
 
