@@ -182,6 +182,21 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     ),
   );
 
+  // The service's root, where a newcomer lands first: a browser goes on to the console, any
+  // other client gets the addresses of the console, the API docs and the probes.
+  const base = config.basePath;
+  app.get('/', { schema: { hide: true } }, async (req, reply) => {
+    if ((req.headers.accept ?? '').includes('text/html')) return reply.redirect(`${base}/console`, 302);
+    return {
+      service: 'collection-platform',
+      console: `${base}/console`,
+      docs: `${base}/docs`,
+      openapi: `${base}/openapi.json`,
+      health: '/healthz',
+      ready: '/readyz',
+    };
+  });
+
   // Probes. /readyz checks the migrations once, then asks the database on every call, so a load
   // balancer takes the node out while the database is away and back by itself when it returns.
   // They are not rate limited: a load balancer probes from one address, often many times a

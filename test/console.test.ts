@@ -37,6 +37,27 @@ afterAll(async () => {
   rmSync(missingDir, { recursive: true, force: true });
 });
 
+describe('the service root', () => {
+  it('sends a browser to the console, and tells any other client where the console, docs and probes are', async () => {
+    for (const [app, base] of [
+      [bare, ''],
+      [built, '/api/v1'],
+    ] as const) {
+      const browser = await app.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,*/*;q=0.8' } });
+      expect(browser.statusCode).toBe(302);
+      expect(browser.headers.location).toBe(`${base}/console`);
+      const client = await app.inject({ method: 'GET', url: '/' });
+      expect(client.statusCode).toBe(200);
+      expect(client.json()).toMatchObject({
+        console: `${base}/console`,
+        docs: `${base}/docs`,
+        openapi: `${base}/openapi.json`,
+      });
+      expect((await app.inject({ method: 'GET', url: client.json().docs })).statusCode).toBeLessThan(400);
+    }
+  });
+});
+
 describe('the console page', () => {
   it('is served at /console under BASE_PATH, for every route of the app, with BASE_PATH written in', async () => {
     for (const url of ['/api/v1/console', '/api/v1/console/', '/api/v1/console/links/lnk_1', '/api/v1/console/jobs']) {
