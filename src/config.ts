@@ -63,7 +63,9 @@ function normaliseBasePath(raw: string | undefined): string {
 
 export function loadConfig(env: Env = process.env): Config {
   const port = intFrom(env, 'PORT', 3000, 0, 65535);
-  const host = env.HOST || '0.0.0.0';
+  // This machine only unless told otherwise: a first `npm start` has a fresh super key live, and
+  // must not answer the network with it. A deployment sets HOST=0.0.0.0 (docs/operations.md).
+  const host = env.HOST || '127.0.0.1';
   const role = (env.ROLE || 'all') as Role;
   if (!['api', 'worker', 'all'].includes(role))
     throw new ConfigError(`ROLE must be api, worker or all, got "${env.ROLE}"`);

@@ -70,6 +70,9 @@ describe('config', () => {
     expect(collectionsSettings({})).toMatchObject({ superAdminFeatures: ['adminApps'], authCacheTtlMs: 5000 });
     for (const name of ['SUPER_ADMIN_KEY', 'AUTH_SECRET'])
       expect(() => collectionsSettings({ [name]: 'short' })).toThrow(name);
+    // This machine only unless HOST says otherwise (a first start's super key is live).
+    expect(loadConfig({}).host).toBe('127.0.0.1');
+    expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
     // The analytics work_mem is the platform's (interactions and journeys share it); the older
     // name is still read.
     expect(loadConfig({}).analyticsWorkMemMb).toBe(64);
