@@ -5,9 +5,15 @@
  * platform plugins (errors, request ids, OpenAPI, rate limits, auth), then each module's
  * routes under BASE_PATH.
  */
+
 import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import type { Config } from './config.ts';
 import { analyticsRunner, type Db, pendingMigrations } from './db/index.ts';
 import { appObjectsModule } from './modules/app-objects/index.ts';
@@ -23,6 +29,7 @@ import { AuthFailureBudget, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
 import { registerJsonBodyParser } from './platform/json-body.ts';
+import { logRequests } from './platform/logging.ts';
 import { buildModules, type ServicesOf } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
@@ -86,11 +93,16 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     },
     return503OnClosing: true,
+    // One line per request, written when it is answered (platform/logging.ts), not two. Errors
+    // are logged by platform/errors.ts.
+    logController: new LogController({ disableRequestLogging: true }),
     // Fastify types these factories for its own pools; ours return the same compiler shapes.
     schemaController: {
       compilersFactory: { buildValidator: buildValidatorCompiler as never, buildSerializer: buildSerializerCompiler },
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  logRequests(app);
 
   const { services, background, routes, plugins } = buildModules(
     MODULES,

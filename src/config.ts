@@ -24,6 +24,8 @@ export interface Config {
   basePath: string;
   publicBaseUrl: string;
   logLevel: string;
+  /** LOG_FORMAT: `pretty` or `json`; unset, by whether standard output is a terminal (platform/logging.ts). */
+  logFormat: 'pretty' | 'json' | undefined;
   role: Role;
   bodyLimitBytes: number;
   rateLimitMax: number;
@@ -61,6 +63,12 @@ function normaliseBasePath(raw: string | undefined): string {
   return raw.replace(/\/+$/, '');
 }
 
+function parseLogFormat(raw: string | undefined): 'pretty' | 'json' | undefined {
+  if (!raw) return undefined;
+  if (raw !== 'pretty' && raw !== 'json') throw new ConfigError(`LOG_FORMAT must be pretty or json, got "${raw}"`);
+  return raw;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = intFrom(env, 'PORT', 3000, 0, 65535);
   // This machine only unless told otherwise: a first `npm start` has a fresh super key live, and
@@ -95,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     basePath,
     publicBaseUrl,
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat: parseLogFormat(env.LOG_FORMAT),
     role,
     bodyLimitBytes: intFrom(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     rateLimitMax,

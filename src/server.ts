@@ -7,11 +7,11 @@
  * serves HTTP only; `worker` runs background work only (no HTTP listener; supervise the
  * process). Workers start on app ready and stop first on close (see buildApp).
  */
-import { pino } from 'pino';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
 import { DataDirLockedError, migrate, openDatabase } from './db/index.ts';
 import { generatedSuperAdminKey } from './modules/collections/index.ts';
+import { createLogger, logFormat, startBanner } from './platform/logging.ts';
 
 function parseRoleFlag(argv: string[]): Role | undefined {
   const i = argv.indexOf('--role');
@@ -23,7 +23,8 @@ async function main(): Promise<void> {
   const roleFlag = parseRoleFlag(process.argv.slice(2));
   let config = loadConfig(roleFlag ? { ...process.env, ROLE: roleFlag } : process.env);
   // One logger for the database layer and the app: connection trouble shows in the same log.
-  const log = pino({ level: config.logLevel });
+  const format = logFormat(config.logFormat, process.stdout.isTTY === true);
+  const log = createLogger(config.logLevel, format);
   const db = await openDatabase({ ...config, log, owner: `server (role ${config.role})` });
   await migrate(db);
   let generatedKey: string | undefined;
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
     if (generated) generatedKey = key;
   }
   const app = await buildApp({ config, db, logger: log });
-  if (generatedKey) {
+  if (generatedKey && format === 'json') {
     app.log.warn(
       { superAdminKey: generatedKey },
       'SUPER_ADMIN_KEY is unset: generated a super admin key and stored it in the database. It is printed only now (`npm run cli -- super-key` shows it again). Set SUPER_ADMIN_KEY in production.',
@@ -81,7 +82,16 @@ async function main(): Promise<void> {
     return;
   }
   await app.listen({ port: config.port, host: config.host });
-  app.log.info({ role: config.role, storage, basePath: config.basePath || '/' }, 'service ready');
+  const { port } = app.server.address() as { port: number };
+  const address = `http://${config.host === '0.0.0.0' || config.host === '::' ? 'localhost' : config.host}:${port}`;
+  if (format === 'pretty') {
+    // A person at a terminal: where to go next, and the generated key once, in a few lines.
+    app.log.info(
+      startBanner({ address, basePath: config.basePath, role: config.role, storage, generatedSuperKey: generatedKey }),
+    );
+  } else {
+    app.log.info({ role: config.role, storage, basePath: config.basePath || '/', address }, 'service ready');
+  }
 }
 
 main().catch((err) => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { collectionsSettings } from '../src/modules/collections/index.ts';
+import { logFormat } from '../src/platform/logging.ts';
 import { createTestDb } from './helpers/db.ts';
 
 describe('config', () => {
@@ -70,6 +71,12 @@ describe('config', () => {
     expect(collectionsSettings({})).toMatchObject({ superAdminFeatures: ['adminApps'], authCacheTtlMs: 5000 });
     for (const name of ['SUPER_ADMIN_KEY', 'AUTH_SECRET'])
       expect(() => collectionsSettings({ [name]: 'short' })).toThrow(name);
+    // The log: readable at a terminal, JSON elsewhere, unless LOG_FORMAT says which.
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow('LOG_FORMAT');
+    expect(logFormat(loadConfig({}).logFormat, true)).toBe('pretty');
+    expect(logFormat(loadConfig({}).logFormat, false)).toBe('json');
+    expect(logFormat(loadConfig({ LOG_FORMAT: 'json' }).logFormat, true)).toBe('json');
+    expect(logFormat(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, false)).toBe('pretty');
     // This machine only unless HOST says otherwise (a first start's super key is live).
     expect(loadConfig({}).host).toBe('127.0.0.1');
     expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
