@@ -5,7 +5,6 @@
  * platform plugins (errors, request ids, OpenAPI, rate limits, auth), then each module's
  * routes under BASE_PATH.
  */
-
 import { randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {

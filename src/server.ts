@@ -35,7 +35,8 @@ async function main(): Promise<void> {
     if (generated) generatedKey = key;
   }
   const app = await buildApp({ config, db, logger: log });
-  if (generatedKey && format === 'json') {
+  // At a terminal the start banner shows the key instead; a worker prints no banner.
+  if (generatedKey && (format === 'json' || config.role === 'worker')) {
     app.log.warn(
       { superAdminKey: generatedKey },
       'SUPER_ADMIN_KEY is unset: generated a super admin key and stored it in the database. It is printed only now (`npm run cli -- super-key` shows it again). Set SUPER_ADMIN_KEY in production.',
