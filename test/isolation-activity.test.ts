@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, superAuth, type TestApp } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { BOTH_SIDES, type CollectionWithUser, type Side, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, waitFor, waitForStatus } from './helpers/jobs.ts';
 import { giveId } from './helpers/shared-ids.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
@@ -20,8 +20,7 @@ let a: CollectionWithUser;
 let b: CollectionWithUser;
 let rx: Receiver;
 
-type Side = 'a' | 'b';
-const both = ['a', 'b'] as const;
+const both = BOTH_SIDES;
 const side = (s: Side) => (s === 'a' ? a : b);
 const MAX_REGISTRATIONS = 4;
 

@@ -19,15 +19,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { BOTH_SIDES, type CollectionWithUser, type Side, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, waitForStatus } from './helpers/jobs.ts';
 
 let t: TestApp;
 let a: CollectionWithUser;
 let b: CollectionWithUser;
 
-type Side = 'a' | 'b';
-const both = ['a', 'b'] as const;
+const both = BOTH_SIDES;
 const side = (s: Side) => (s === 'a' ? a : b);
 
 const H = Date.parse('2026-02-02T10:00:00.000Z');

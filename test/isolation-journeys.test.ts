@@ -21,7 +21,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { BOTH_SIDES, type CollectionWithUser, type Side, twoCollections } from './helpers/fixtures.ts';
 import { waitFor } from './helpers/jobs.ts';
 import { giveId } from './helpers/shared-ids.ts';
 
@@ -32,8 +32,7 @@ let J: string;
 let L: string;
 let K: string;
 
-type Side = 'a' | 'b';
-const both = ['a', 'b'] as const;
+const both = BOTH_SIDES;
 const side = (s: Side) => (s === 'a' ? a : b);
 
 const B0 = Date.parse('2026-01-10T00:00:00.000Z');

@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldCounts } from '../src/modules/app-objects/cases/cases.repository.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { BOTH_SIDES, type CollectionWithUser, type Side, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, waitForStatus } from './helpers/jobs.ts';
 import { giveId } from './helpers/shared-ids.ts';
 
@@ -20,7 +20,6 @@ let t: TestApp;
 let a: CollectionWithUser;
 let b: CollectionWithUser;
 
-type Side = 'a' | 'b';
 const side = (s: Side) => (s === 'a' ? a : b);
 const base = (s: Side, app: string, zone: 'admin' | 'public' = 'admin') =>
   `/${zone}/collection/${side(s).id}/app/${app}`;
@@ -131,7 +130,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-const both = ['a', 'b'] as const;
+const both = BOTH_SIDES;
 
 describe('cases', () => {
   it('collection summary: totals by status and priority and the weekly trend, each collection its own', async () => {

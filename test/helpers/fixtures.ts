@@ -24,6 +24,10 @@ export async function collectionWithUser(t: TestApp, user: UserSpec = { userId: 
   return { ...c, userToken, userAuth: bearer(userToken) };
 }
 
+/** The two collections of an isolation suite, by name: `a` and `b` (`twoCollections`). */
+export type Side = 'a' | 'b';
+export const BOTH_SIDES = ['a', 'b'] as const;
+
 /**
  * Two collections, each with an admin key and a user token for the same user id (`u1` unless
  * told): `a` to act in, `b` to check that nothing crosses over.
