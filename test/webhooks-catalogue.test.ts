@@ -7,6 +7,7 @@
  */
 import { Compile } from 'typebox/compile';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { noteBatch } from '../src/modules/links/click-events.ts';
 import { ClickRecorder } from '../src/modules/links/click-recorder.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
@@ -242,6 +243,32 @@ describe('a collection with no registration', () => {
 });
 
 describe('link.clicked off the redirect path', () => {
+  /** A recorder of its own (another process's, in effect) that flushes only when asked. */
+  const ownRecorder = () =>
+    new ClickRecorder(
+      t.testDb.db,
+      { clickFlushMs: 3_600_000, clickBatchSize: 100, clickBufferMax: 1000, geoipDb: undefined },
+      { warn: () => undefined, error: () => undefined },
+      t.app.services.webhooks,
+      (code) => `http://short.test/l/${code}`,
+    );
+  const rawClick = (
+    c: TestCollection,
+    l: { id: string; code: string },
+    click: { destinationUrl?: string; ip: string; at?: Date },
+  ) => ({
+    collectionId: c.id,
+    linkId: l.id,
+    code: l.code,
+    destinationUrl: click.destinationUrl ?? 'https://dest.example/x',
+    at: click.at ?? new Date(),
+    ip: click.ip,
+    userAgent: 'test-agent',
+    referer: '',
+    proxyCountry: '',
+    proxyCity: '',
+  });
+
   const noted = async (c: TestCollection) =>
     (
       await t.testDb.db.query<{ n: number }>('SELECT count(*) AS n FROM link_click_events WHERE collection_id = $1', [
@@ -272,26 +299,8 @@ describe('link.clicked off the redirect path', () => {
     await register(c, '/moved', ['link.clicked']);
     const l = await link(c);
     // A recorder of its own that flushes only when asked, so that both destinations wait in one buffer.
-    const recorder = new ClickRecorder(
-      t.testDb.db,
-      { clickFlushMs: 3_600_000, clickBatchSize: 100, clickBufferMax: 1000, geoipDb: undefined },
-      { warn: () => undefined, error: () => undefined },
-      t.app.services.webhooks,
-      (code) => `http://short.test/l/${code}`,
-    );
-    const click = (destinationUrl: string, ip: string) =>
-      recorder.record({
-        collectionId: c.id,
-        linkId: l.id,
-        code: l.code,
-        destinationUrl,
-        at: new Date(),
-        ip,
-        userAgent: 'test-agent',
-        referer: '',
-        proxyCountry: '',
-        proxyCity: '',
-      });
+    const recorder = ownRecorder();
+    const click = (destinationUrl: string, ip: string) => recorder.record(rawClick(c, l, { destinationUrl, ip }));
     click('https://dest.example/x', '203.0.113.1');
     click('https://dest.example/x', '203.0.113.2');
     click('https://dest.example/moved', '203.0.113.3');
@@ -310,6 +319,74 @@ describe('link.clicked off the redirect path', () => {
       ['203.0.113.4', 'https://dest.example/x'],
     ]);
     expect(await noted(c)).toBe(0);
+  });
+
+  it('notes a batch as its links and time span; two batches over the same link and instants send each click once', async () => {
+    const c = await t.createCollection();
+    await register(c, '/same-instant', ['link.clicked']);
+    const l = await link(c);
+    const at = new Date(Date.now() - 1000);
+    const plain = noteBatch(
+      [1, 2].map((i) => ({
+        raw: rawClick(c, l, { ip: `192.0.2.${i}`, at }),
+        stored: {} as Parameters<typeof noteBatch>[0][number]['stored'],
+      })),
+    );
+    expect(plain).toEqual({
+      v: 3,
+      links: [[l.id, l.code, 'https://dest.example/x']],
+      from: at.getTime(),
+      to: at.getTime(),
+    });
+    // Two recorders (two API processes) store clicks of one link at one instant, at once: each
+    // note spans the other's clicks too, and only the transaction tells them apart.
+    const [one, two] = [ownRecorder(), ownRecorder()];
+    for (let i = 0; i < 3; i++) {
+      one.record(rawClick(c, l, { ip: `198.51.100.${i}`, at }));
+      two.record(rawClick(c, l, { ip: `203.0.113.${i}`, at }));
+    }
+    await Promise.all([one.flush(), two.flush()]);
+    await waitFor(async () => (rx.on('/same-instant').length >= 6 ? true : undefined), 10_000, 'six clicks');
+    await settled(c);
+    const ips = rx.on('/same-instant').map((r) => (r.body.data.click as { ip_address: string }).ip_address);
+    expect(ips.sort()).toEqual([0, 1, 2].flatMap((i) => [`198.51.100.${i}`, `203.0.113.${i}`]).sort());
+    expect(rx.on('/same-instant').every((r) => r.body.data.clicked_at === at.toISOString())).toBe(true);
+  });
+
+  it('publishes the clicks of a batch noted in the second format (each link and user agent once, 2026-11-27)', async () => {
+    const c = await t.createCollection();
+    await register(c, '/compact', ['link.clicked']);
+    const l = await link(c);
+    const t0 = Date.now();
+    const note = {
+      v: 2,
+      links: [[l.id, l.code, 'https://dest.example/x']],
+      agents: [['compact-agent', 'mobile']],
+      t0,
+      clicks: [
+        [0, 0, '198.51.100.8', 0, 'https://ref.example/', 'NZ', 'Auckland'],
+        [0, 5, '198.51.100.9', 0, '', '', ''],
+      ],
+    };
+    await t.testDb.db.query('INSERT INTO link_click_events (collection_id, clicks) VALUES ($1, $2::json)', [
+      c.id,
+      JSON.stringify(note),
+    ]);
+    await t.testDb.db.query('SELECT pg_notify($1, $2)', ['link_click_events', c.id]);
+    await waitFor(async () => (rx.on('/compact').length >= 2 ? true : undefined), 10_000, 'the noted clicks');
+    await settled(c);
+    const sent = rx.on('/compact').map((r) => r.body.data);
+    expect(sent.map((d) => d.clicked_at).sort()).toEqual([new Date(t0).toISOString(), new Date(t0 + 5).toISOString()]);
+    expect(sent.find((d) => d.clicked_at === new Date(t0).toISOString())).toMatchObject({
+      link_id: l.id,
+      click: {
+        ip_address: '198.51.100.8',
+        user_agent: 'compact-agent',
+        referer: 'https://ref.example/',
+        city: 'Auckland',
+        device_type: 'mobile',
+      },
+    });
   });
 
   it('publishes the clicks of a batch noted in the first format (a tuple per click, before 2026-11-27)', async () => {

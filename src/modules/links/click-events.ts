@@ -1,27 +1,30 @@
 /**
  * `link.clicked` events, published off the redirect's path. A click batch of a collection that
- * subscribes to them notes the batch's clicks in one row (`link_click_events`, in the batch's
- * transaction, so a batch that is not stored notes nothing), with what the event says that the
- * click row does not keep (the code and destination at the click): a `NotedBatch`. It NOTIFYs;
- * the processes that run jobs build the events from the noted rows, publish them to the
- * webhooks outbox and remove the rows in one transaction (platform/drain.ts: exactly once, any
- * number of processes).
+ * subscribes to them notes the batch in one row (`link_click_events`, in the batch's
+ * transaction, so a batch that is not stored notes nothing): the links with what the event says
+ * that the click row does not keep (the code and destination at the click), and the span of the
+ * clicks' times, a `SpanNote`. It NOTIFYs; the processes that run jobs read the clicks back
+ * (those of the noted links, in the span, written by the note's own transaction), build the
+ * events, publish them to the webhooks outbox and remove the notes, in one transaction
+ * (platform/drain.ts: exactly once, any number of processes).
  *
  * Why: written in the batch itself, each click was an event, a delivery and a share of a job,
  * three INSERTs and their JSON in the process serving redirects: a subscriber cut that
- * process's redirect rate to 0.55 of what it was without one. Whole events noted in one row
- * per batch gave 0.90, a tuple per click 0.85–0.90 (2026-11-27, four interleaved rounds on fresh
- * processes). What a subscriber costs is the volume noted: PostgreSQL's CPU for writing it, on
- * the cores the service shares with it (1.6 µs a click for tuples), and the JSON built by the
- * redirect's process. Measured and dropped: the click ids instead of the clicks (the ids answered
- * by RETURNING, or grouped in the statement, cost PostgreSQL more than the tuples: 0.83), a
- * `text` column (0.89), uncompressed storage (0.85). The compact batch (each link and user agent
- * once) costs it 1.2 µs a click: 0.91.
- * Trade-off: a click's event reaches the outbox one NOTIFY and one transaction later (a poll,
+ * process's redirect rate to 0.55 of what it was without one. What a subscriber costs is the
+ * volume noted, written by PostgreSQL on the cores the service shares with it, and built by the
+ * redirect's process (2026-11-27, interleaved rounds on fresh processes): whole events in one
+ * row per batch 0.90, a tuple per click 0.85–0.90, the click ids 0.83 (RETURNING, or grouped in
+ * the statement), a `text` column 0.89, uncompressed storage 0.85, each link and user agent once
+ * (`CompactNote`) 0.91. A span notes no click at all; the reading back is the worker's.
+ * Trade-offs: a click's event reaches the outbox one NOTIFY and one transaction later (a poll,
  * CLICK_EVENTS_POLL_MS, catches one noted while no worker listened); an API-only deployment
- * (no worker) publishes none until a worker runs.
+ * (no worker) publishes none until a worker runs; a click removed before its note is published
+ * (its collection removed) is not announced.
+ * Why the transaction id is safe here: click rows are never updated (an update would give the
+ * row another `xmin`), the batch writes its clicks and its note at one level (no savepoint), and
+ * PostgreSQL keeps a row's `xmin` readable when it freezes the row (9.4 and later).
  */
-import type { Db } from '../../db/index.ts';
+import type { Db, Queryable } from '../../db/index.ts';
 import { type DrainLog, type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
 import type { EventPublisher, NewEvent } from '../../platform/events.ts';
 import type { RawClick } from './clicks.ts';
@@ -31,13 +34,28 @@ import * as repo from './links.repository.ts';
 type NotedClick = [string, string, string, string, string, string, string, string, string, string];
 
 /**
- * A batch's clicks as noted (format 2): each link (with the code and destination its clicks went
- * to) and each user agent once, a click as offsets into them. Format 1, written before
- * 2026-11-27, was a list of `NotedClick`s: it repeated the link, its destination and the user
- * agent in every click, and that volume, built by the process serving redirects and written by
- * PostgreSQL, was most of what a subscriber cost the redirect.
+ * A batch's clicks as noted (format 3): the links (with the code and destination their clicks
+ * went to) and the span of the clicks' times. The clicks themselves are read back from
+ * `link_clicks` by the publisher (`clicksWrittenBy`: the links, the span, and the transaction
+ * that wrote both the clicks and this note). The redirect's side writes a few bytes a batch,
+ * whatever its size.
  */
-export interface NotedBatch {
+export interface SpanNote {
+  v: 3;
+  /** [link id, code, destination]: each link once. */
+  links: [string, string, string][];
+  /** The first and the last click's time (ms since the epoch). */
+  from: number;
+  to: number;
+}
+
+/**
+ * Format 2, written on 2026-11-27, and still what a batch notes when a link changed while its
+ * clicks waited (two destinations for one link: the stored click does not say which it went
+ * to): each link and each user agent once, a click as offsets into them. Format 1, before, was
+ * a list of `NotedClick`s.
+ */
+export interface CompactNote {
   v: 2;
   /** [link id, code, destination]; a link changed while its clicks waited appears twice. */
   links: [string, string, string][];
@@ -49,11 +67,28 @@ export interface NotedBatch {
   clicks: [number, number, string, number, string, string, string][];
 }
 
+export type NotedBatch = SpanNote | CompactNote;
+
 /** Notes stored clicks (`stored`: the rows written, geo and device resolved) for their events. */
 export function noteBatch(clicks: { raw: RawClick; stored: repo.NewClick }[]): NotedBatch {
+  const links = new Map<string, [string, string, string]>();
+  let from = Number.POSITIVE_INFINITY;
+  let to = Number.NEGATIVE_INFINITY;
+  for (const { raw } of clicks) {
+    const seen = links.get(raw.linkId);
+    if (seen && (seen[1] !== raw.code || seen[2] !== raw.destinationUrl)) return compactNote(clicks);
+    if (!seen) links.set(raw.linkId, [raw.linkId, raw.code, raw.destinationUrl]);
+    const at = raw.at.getTime();
+    if (at < from) from = at;
+    if (at > to) to = at;
+  }
+  return { v: 3, links: [...links.values()], from, to };
+}
+
+function compactNote(clicks: { raw: RawClick; stored: repo.NewClick }[]): CompactNote {
   const links = new Map<string, number>();
   const agents = new Map<string, number>();
-  const batch: NotedBatch = { v: 2, links: [], agents: [], t0: clicks[0]?.raw.at.getTime() ?? 0, clicks: [] };
+  const batch: CompactNote = { v: 2, links: [], agents: [], t0: clicks[0]?.raw.at.getTime() ?? 0, clicks: [] };
   for (const { raw, stored } of clicks) {
     const linkKey = `${raw.linkId}\u0000${raw.code}\u0000${raw.destinationUrl}`;
     let link = links.get(linkKey);
@@ -72,11 +107,25 @@ export function noteBatch(clicks: { raw: RawClick; stored: repo.NewClick }[]): N
   return batch;
 }
 
-/** The clicks of a noted batch, of either format. */
-function clicksOf(noted: unknown): NotedClick[] {
+/** The clicks of a noted batch, of any format (a span's read back from the clicks it spans). */
+async function clicksOf(tx: Queryable, collectionId: string, { clicks: noted, xmin }: repo.TakenClickEvents) {
   if (Array.isArray(noted)) return noted as NotedClick[];
   const b = noted as NotedBatch;
-  return b.clicks.map(([link, dt, ip, agent, referer, country, city]) => {
+  if (b.v === 3) {
+    const links = new Map(b.links.map((l) => [l[0], l]));
+    const written = await repo.clicksWrittenBy(tx, collectionId, {
+      linkIds: [...links.keys()],
+      from: new Date(b.from),
+      to: new Date(b.to),
+      xmin,
+    });
+    return written.map((c): NotedClick => {
+      const [linkId, code, destination] = links.get(c.link_id) ?? [c.link_id, '', ''];
+      const at = c.clicked_at.toISOString();
+      return [linkId, code, destination, at, c.ip_address, c.user_agent, c.referer, c.country, c.city, c.device_type];
+    });
+  }
+  return b.clicks.map(([link, dt, ip, agent, referer, country, city]): NotedClick => {
     const [linkId, code, destination] = b.links[link];
     const [userAgent, device] = b.agents[agent];
     const at = new Date(b.t0 + dt).toISOString();
@@ -111,22 +160,28 @@ const clickedEvent = (
 const BATCH = 10;
 
 /** The noted batches as a drain's work: taken (removed), then published, in one transaction. */
-const clickEventSource = (events: EventPublisher, shortUrl: (code: string) => string): DrainSource<unknown> => ({
+const clickEventSource = (
+  events: EventPublisher,
+  shortUrl: (code: string) => string,
+): DrainSource<repo.TakenClickEvents> => ({
   channel: repo.CLICK_EVENTS_CHANNEL,
   name: 'links: click events',
   batch: BATCH,
   pending: (db) => repo.collectionsWithClickEvents(db, 1000),
   take: repo.takeClickEvents,
-  publish: (tx, collectionId, batches) =>
-    events.publish(
+  publish: async (tx, collectionId, batches) => {
+    const clicks: NotedClick[] = [];
+    for (const batch of batches) clicks.push(...(await clicksOf(tx, collectionId, batch)));
+    return events.publish(
       tx,
       collectionId,
-      batches.flatMap(clicksOf).map((c) => clickedEvent(c, shortUrl)),
-    ),
+      clicks.map((c) => clickedEvent(c, shortUrl)),
+    );
+  },
 });
 
 /** Publishes the noted click events in each process that runs jobs (see the top). */
-export class ClickEventPublisher extends NotifiedDrain<unknown> {
+export class ClickEventPublisher extends NotifiedDrain<repo.TakenClickEvents> {
   constructor(db: Db, events: EventPublisher, log: DrainLog, pollMs: number, shortUrl: (code: string) => string) {
     super(db, clickEventSource(events, shortUrl), log, pollMs);
   }

@@ -343,15 +343,52 @@ export async function collectionsWithClickEvents(db: Queryable, limit: number): 
   return rows.map((r) => r.collection_id);
 }
 
+/** A noted batch as taken: what was noted, and the transaction that wrote it (its rows' `xmin`). */
+export interface TakenClickEvents {
+  clicks: unknown;
+  xmin: string;
+}
+
 /**
  * Takes and removes up to `limit` of a collection's noted batches, oldest first, skipping those
  * another process holds: the caller publishes them in the same transaction.
  */
-export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<unknown[]> {
-  const { rows } = await tx.query<{ seq: string; clicks: unknown }>(sql`
+export async function takeClickEvents(tx: Queryable, collectionId: string, limit: number): Promise<TakenClickEvents[]> {
+  const { rows } = await tx.query<{ seq: string; clicks: unknown; xmin: string }>(sql`
     DELETE FROM link_click_events WHERE (collection_id, seq) IN (
       SELECT collection_id, seq FROM link_click_events WHERE collection_id = ${collectionId}
       ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-    RETURNING seq, clicks`);
-  return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map((r) => r.clicks);
+    RETURNING seq, clicks, xmin::text AS xmin`);
+  return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map(({ clicks, xmin }) => ({ clicks, xmin }));
+}
+
+/** A stored click as its link.clicked event reads it back. */
+export interface WrittenClick {
+  link_id: string;
+  clicked_at: Date;
+  ip_address: string;
+  user_agent: string;
+  referer: string;
+  country: string;
+  city: string;
+  device_type: string;
+}
+
+/**
+ * The clicks one transaction (`xmin`) stored for these links between `from` and `to` (inclusive),
+ * in time order. The primary key (collection, link, time) finds the span; the transaction id
+ * leaves out clicks other batches stored for the same links at the same times.
+ */
+export async function clicksWrittenBy(
+  db: Queryable,
+  collectionId: string,
+  q: { linkIds: string[]; from: Date; to: Date; xmin: string },
+): Promise<WrittenClick[]> {
+  const { rows } = await db.query<WrittenClick>(sql`
+    SELECT link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type
+    FROM link_clicks
+    WHERE collection_id = ${collectionId} AND link_id = ANY(${q.linkIds}::text[])
+      AND clicked_at BETWEEN ${q.from} AND ${q.to} AND xmin = ${q.xmin}::xid
+    ORDER BY clicked_at, id`);
+  return rows;
 }
