@@ -2,8 +2,8 @@
  * Webhook delivery at scale (docs/webhooks.md, "Delivery at scale"), against a raw baseline
  * measured in the same run:
  * - Raw: one Node process posting signed requests over keep-alive connections to the bench's
- *   receiver, as many at a time as our delivery sends to it (8 = WEBHOOK_MAX_IN_FLIGHT for one
- *   registration; 32 = the deliveries lane's slots for ten), BENCH_SECONDS each.
+ *   receiver, as many at a time as our delivery sends to it (WEBHOOK_MAX_IN_FLIGHT, 16 by
+ *   default, for one registration; 32 = the deliveries lane's slots for ten), BENCH_SECONDS each.
  * - Ours: a backlog of link.clicked deliveries written by an API-only process (ROLE=api: clicks
  *   through GET /l/{code}), then drained by a ROLE=all process started on the same database;
  *   deliveries/s = deliveries ÷ (last arrival − first arrival) at the receiver. One
@@ -44,6 +44,8 @@ const WARM_SECONDS = Number(process.env.BENCH_WARM_SECONDS ?? 2);
 const ONLY = process.env.BENCH_WEBHOOK_ONLY;
 const REDIRECT_ONLY = ONLY === 'redirect';
 const SLOTS = process.env.BENCH_JOBS_CONCURRENCY ?? '32';
+/** Our attempts in flight to one registration (the service's default unless set): the raw poster's concurrency for one. */
+const IN_FLIGHT = Number(process.env.WEBHOOK_MAX_IN_FLIGHT ?? 16);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -200,25 +202,25 @@ async function drainRate(hooks: number, clicks: number, tag: string): Promise<{ 
 
 try {
   const rows: Row[] = [];
-  const raw8: number[] = [];
+  const rawOne: number[] = [];
   const raw32: number[] = [];
   const one: number[] = [];
   const ten: number[] = [];
   const ratio1: number[] = [];
   const ratio10: number[] = [];
   for (let r = 0; r < (REDIRECT_ONLY ? 0 : RUNS); r++) {
-    const r8 = await rawRate(`${rx.url}/raw`, 8);
+    const r1 = await rawRate(`${rx.url}/raw`, IN_FLIGHT);
     const o1 = await drainRate(1, EVENTS, `one${r}`);
     const r32 = await rawRate(`${rx.url}/raw`, 32);
     const o10 = await drainRate(10, Math.round(EVENTS / 10), `ten${r}`);
-    raw8.push(r8);
+    rawOne.push(r1);
     raw32.push(r32);
     one.push(o1.rate);
     ten.push(o10.rate);
-    ratio1.push(o1.rate / r8);
+    ratio1.push(o1.rate / r1);
     ratio10.push(o10.rate / r32);
     console.log(
-      `run ${r + 1}: raw 8 ${r8.toFixed(0)}/s, ours 1 registration ${o1.rate.toFixed(0)}/s (${o1.seconds.toFixed(1)} s); raw 32 ${r32.toFixed(0)}/s, ours 10 registrations ${o10.rate.toFixed(0)}/s (${o10.seconds.toFixed(1)} s)`,
+      `run ${r + 1}: raw ${IN_FLIGHT} ${r1.toFixed(0)}/s, ours 1 registration ${o1.rate.toFixed(0)}/s (${o1.seconds.toFixed(1)} s); raw 32 ${r32.toFixed(0)}/s, ours 10 registrations ${o10.rate.toFixed(0)}/s (${o10.seconds.toFixed(1)} s)`,
     );
   }
   if (!REDIRECT_ONLY) {
@@ -239,7 +241,7 @@ try {
           note: `${runs}; ratio within each run`,
         },
       );
-    against(8, '1 registration', raw8, one, ratio1);
+    against(IN_FLIGHT, '1 registration', rawOne, one, ratio1);
     against(32, '10 registrations', raw32, ten, ratio10);
   }
 
@@ -369,6 +371,13 @@ try {
         .filter(Boolean)
         .join('; ');
       rows.push(withSub);
+      // The issue's measure: the redirect's rate with a subscriber against its rate without one.
+      rows.push(
+        row('GET /l/{code}, link.clicked subscriber, against none', measured.subscribed, {
+          name: 'no subscriber',
+          result: measured.redirect,
+        }),
+      );
     }
   } finally {
     await bare.stop();
