@@ -255,3 +255,65 @@ describe('case reports', () => {
     expect((await t.inject({ method: 'GET', url: `${cases(a)}/${c.id}/summary` })).statusCode).toBe(401);
   });
 });
+
+describe('GET .../job-tasks: the tasks the API takes, for a picker', () => {
+  it('lists every visible task with a description, its payload schema and an example the service accepts', async () => {
+    const res = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/job-tasks`, headers: a.auth });
+    expect(res.statusCode, res.body).toBe(200);
+    const items = res.json().items as { name: string; description: string; payloadSchema: unknown; example: unknown }[];
+    expect(items.map((i) => i.name)).toEqual(
+      expect.arrayContaining(['cases.bulkStatus', 'interactions.effect', 'interactions.export', 'records.import']),
+    );
+    expect(items.map((i) => i.name)).not.toContain('webhooks.deliver'); // internal
+    for (const task of items) {
+      expect(task.description.length, task.name).toBeGreaterThan(20);
+      expect(task.payloadSchema, task.name).toMatchObject({ type: 'object' });
+      // The example as written passes the task's own checks (a job far in the future, then cancelled).
+      const job = await post(`/admin/collection/${a.id}/async/jobs`, {
+        task: task.name,
+        payload: task.example,
+        runAt: '2099-01-01T00:00:00Z',
+      });
+      expect(job.statusCode, `${task.name}: ${job.body}`).toBe(202);
+      const cancel = await post(`/admin/collection/${a.id}/jobs/${job.json().id}/cancel`, {});
+      expect(cancel.statusCode, cancel.body).toBe(200);
+    }
+  });
+
+  it('answers only an admin of the collection', async () => {
+    const url = `/admin/collection/${a.id}/job-tasks`;
+    expect((await t.inject({ method: 'GET', url })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url, headers: b.auth })).statusCode).toBe(401);
+    expect((await t.inject({ method: 'GET', url, headers: alice })).statusCode).toBe(401);
+  });
+});
+
+describe('GET .../case-apps: the apps that hold cases', () => {
+  it('lists each app with live cases once, by id; not an app whose cases are all deleted, nor another collection’s', async () => {
+    const [one, two] = [await t.createCollection(), await t.createCollection()];
+    const open = (c: TestCollection, app: string) =>
+      post(`/admin/collection/${c.id}/app/${app}/cases`, { status: 'open' }, c.auth);
+    for (const app of ['zeta', 'desk', 'desk', 'alpha']) expect((await open(one, app)).statusCode).toBe(200);
+    const gone = await open(one, 'gone');
+    const removed = await t.inject({
+      method: 'DELETE',
+      url: `/admin/collection/${one.id}/app/gone/cases/${gone.json().id}`,
+      headers: one.auth,
+    });
+    expect(removed.statusCode, removed.body).toBeLessThan(300);
+    expect((await open(two, 'beta')).statusCode).toBe(200);
+    const appsOf = async (c: TestCollection) => {
+      const res = await t.inject({ method: 'GET', url: `/admin/collection/${c.id}/case-apps`, headers: c.auth });
+      expect(res.statusCode, res.body).toBe(200);
+      return (res.json().items as { appId: string }[]).map((i) => i.appId);
+    };
+    expect(await appsOf(one)).toEqual(['alpha', 'desk', 'zeta']);
+    expect(await appsOf(two)).toEqual(['beta']);
+    const wrongSide = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${one.id}/case-apps`,
+      headers: two.auth,
+    });
+    expect(wrongSide.statusCode).toBe(401);
+  });
+});

@@ -54,6 +54,12 @@ export interface TaskDefinition {
    * defineTask; a task without it (an internal one, or a test's) takes any payload.
    */
   parsePayload?(payload: unknown): unknown;
+  /** What a visible task does, for GET .../job-tasks (the console's task picker). */
+  description?: string;
+  /** The payload's JSON Schema (set by defineTask). */
+  payloadSchema?: TSchema;
+  /** A payload that works as written, offered as the template (checked against the schema by a test). */
+  example?: unknown;
 }
 
 export interface TaskSpec<S extends TSchema> {
@@ -61,6 +67,10 @@ export interface TaskSpec<S extends TSchema> {
   /** The payload's schema: it validates, documents and types the payload. */
   payload: S;
   visible: boolean;
+  /** What it does, in a sentence or two (GET .../job-tasks). */
+  description?: string;
+  /** A payload that works as written: the template GET .../job-tasks offers. */
+  example?: Static<S>;
   maxAttempts?: number;
   lane?: string;
   /**
@@ -97,6 +107,9 @@ export function defineTask<S extends TSchema>(spec: TaskSpec<S>): TaskDefinition
   return {
     name: spec.name,
     visible: spec.visible,
+    description: spec.description,
+    payloadSchema: spec.payload,
+    example: spec.example,
     maxAttempts: spec.maxAttempts,
     lane: spec.lane,
     parsePayload: parse,

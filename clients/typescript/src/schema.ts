@@ -245,6 +245,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/job-tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tasks POST .../async/jobs takes: each with its payload’s JSON Schema and an example payload */
+        get: operations["jobs_listTasks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/collection/{collectionId}/jobs/{jobId}/cancel": {
         parameters: {
             query?: never;
@@ -484,6 +501,23 @@ export interface paths {
          * @description Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets (hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. Breakdowns give the `top` values with the most clicks and the rest as `other`.
          */
         get: operations["links_clickStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/case-apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The apps of the collection that hold live cases, by id (at most 200): what the app id of the case routes can be */
+        get: operations["cases_listApps"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1767,6 +1801,18 @@ export interface components {
             limit: number;
             offset: number;
         };
+        JobTasks: {
+            items: components["schemas"]["JobTask"][];
+        };
+        JobTask: {
+            /** @description What POST .../async/jobs takes as `task` */
+            name: string;
+            description: string;
+            /** @description The JSON Schema its payload is checked against */
+            payloadSchema: unknown;
+            /** @description A payload that works as written: a template to start from */
+            example: unknown;
+        };
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
             url: string;
@@ -2030,6 +2076,12 @@ export interface components {
                 /** @description Clicks of every value beyond the top ones */
                 other: number;
             };
+        };
+        /** @description The apps that hold live cases, by id */
+        CaseApps: {
+            items: {
+                appId: string;
+            }[];
         };
         CreateCaseInput: {
             /** @description `public`: every user of the collection; `owner`: its owner; `admin`: admins only. Default `owner`. */
@@ -4198,6 +4250,65 @@ export interface operations {
             };
         };
     };
+    jobs_listTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobTasks"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     jobs_cancelJob: {
         parameters: {
             query?: never;
@@ -5447,6 +5558,65 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClickStats"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    cases_listApps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The apps that hold live cases, by id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CaseApps"];
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

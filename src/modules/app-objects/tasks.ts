@@ -77,6 +77,9 @@ export function appObjectTasks(services: { cases: CasesService; records: Records
       name: 'records.import',
       payload: ImportPayload,
       visible: true,
+      description:
+        'Creates or updates many records of an app by `ref` (up to 10,000 items; each item is a record body as POST .../records/upsert takes it). Bad items are listed in the result’s `errors`; the others are saved.',
+      example: { appId: 'desk', items: [{ ref: 'r1', data: { label: 'First' } }] },
       async handler({ appId, items }, ctx) {
         const checked = items.map((item, index) => checkImportItem(index, item));
         const result = await services.records.importItems(
@@ -94,6 +97,9 @@ export function appObjectTasks(services: { cases: CasesService; records: Records
       name: 'cases.bulkStatus',
       payload: BulkStatusPayload,
       visible: true,
+      description:
+        'Sets the status of every live case of an app that matches `filter` (the case list’s filters); each change is in the case’s history and sent as `case.updated`.',
+      example: { appId: 'desk', status: 'closed', filter: { status: 'resolved' } },
       prepare(payload) {
         caseFilterConditions(payload.filter);
         return payload;

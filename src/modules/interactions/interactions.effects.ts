@@ -422,6 +422,15 @@ export class EffectRunner {
       name: EFFECT_TASK,
       payload: EffectPayload,
       visible: true,
+      description:
+        'Runs one effect of an interaction type for one stored event again (the jobs the service queues for `data.effects`; see docs/interactions.md).',
+      example: {
+        interactionId: 'signup',
+        eventId: 'evt_1',
+        eventRowId: 1,
+        index: 0,
+        effect: { type: 'webhook', config: { url: 'https://hooks.example.com/signup' } },
+      },
       lane: 'deliveries',
       maxAttempts,
       // A job enqueued through the jobs API (running an effect again) is held to the same rules.

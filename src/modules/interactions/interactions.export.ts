@@ -124,6 +124,9 @@ export function exportTask(): TaskDefinition {
     name: EXPORT_TASK,
     payload: ExportPayload,
     visible: true,
+    description:
+      'Writes the collection’s interaction events (a window, one interaction type, or all) as NDJSON or CSV; the result names the file to download.',
+    example: { format: 'csv', from: '2026-01-01T00:00:00Z' },
     maxAttempts: 3,
     prepare(p) {
       if (p.from && p.to && Date.parse(p.from) >= Date.parse(p.to))

@@ -260,10 +260,12 @@ export class JobEngine implements JobQueue {
 
   /** Names of the tasks the API may enqueue and list. */
   visibleTasks(): string[] {
-    return [...this.tasks.values()]
-      .filter((t) => t.visible)
-      .map((t) => t.name)
-      .sort();
+    return this.visibleTaskDefinitions().map((t) => t.name);
+  }
+
+  /** The tasks the API may enqueue, by name. */
+  visibleTaskDefinitions(): TaskDefinition[] {
+    return [...this.tasks.values()].filter((t) => t.visible).sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
   /** Enqueue inside the caller's transaction (outbox pattern) or on the db. Unknown task → throws. */

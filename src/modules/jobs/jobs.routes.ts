@@ -52,6 +52,17 @@ export const jobsRoutes = (service: JobsService) => [
     handler: ({ scope, query }) => service.list(scope.collectionId, query),
   }),
   defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/job-tasks',
+    operationId: 'jobs_listTasks',
+    tags: ['jobs'],
+    summary: 'The tasks POST .../async/jobs takes: each with its payload’s JSON Schema and an example payload',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    response: S.JobTasks,
+    handler: async () => service.tasks(),
+  }),
+  defineRoute({
     method: 'POST',
     url: '/admin/collection/:collectionId/jobs/:jobId/cancel',
     operationId: 'jobs_cancelJob',

@@ -45,6 +45,19 @@ export type Job = Type.Static<typeof Job>;
 
 export const JobsPage = Page(Job, { $id: 'JobsPage' });
 
+export const JobTask = Closed(
+  {
+    name: Type.String({ description: 'What POST .../async/jobs takes as `task`' }),
+    description: Type.String(),
+    payloadSchema: Type.Unknown({ description: 'The JSON Schema its payload is checked against' }),
+    example: Type.Unknown({ description: 'A payload that works as written: a template to start from' }),
+  },
+  { $id: 'JobTask' },
+);
+export type JobTask = Type.Static<typeof JobTask>;
+
+export const JobTasks = Closed({ items: Type.Array(ref(JobTask)) }, { $id: 'JobTasks' });
+
 const Name = (description: string) => Type.String({ minLength: 1, maxLength: 200, description });
 
 export const EnqueueAsyncJobRequest = Closed(

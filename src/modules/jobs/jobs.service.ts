@@ -8,7 +8,7 @@ import { paging } from '../../platform/schemas.ts';
 import type { JobEngine } from './engine.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
-import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery } from './jobs.schema.ts';
+import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery, JobTask } from './jobs.schema.ts';
 
 export function toJob(r: repo.JobRow): Job {
   return {
@@ -61,6 +61,18 @@ export class JobsService {
   /** Stops every lane's worker at once (each within the stop timeout). */
   async stop(): Promise<void> {
     await Promise.all(this.engines.map((e) => e.stop()));
+  }
+
+  /** The tasks the API takes, each with its payload's schema and a payload to start from. */
+  tasks(): { items: JobTask[] } {
+    return {
+      items: this.engine.visibleTaskDefinitions().map((t) => ({
+        name: t.name,
+        description: t.description ?? '',
+        payloadSchema: t.payloadSchema ?? {},
+        example: t.example ?? {},
+      })),
+    };
   }
 
   /**

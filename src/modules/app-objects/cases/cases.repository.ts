@@ -152,6 +152,24 @@ export async function countMatching(q: Queryable, collectionId: string, appId: s
   return rows[0].n;
 }
 
+/**
+ * The apps of a collection that hold live cases, by id, at most `limit`: a loose index scan of
+ * app_cases_app_created (one index probe per app, whatever the number of cases).
+ */
+export async function appsWithCases(q: Queryable, collectionId: string, limit: number): Promise<string[]> {
+  const { rows } = await q.query<{ app_id: string }>(sql`
+    WITH RECURSIVE apps (app_id) AS (
+      (SELECT app_id FROM app_cases WHERE collection_id = ${collectionId} AND deleted_at IS NULL ORDER BY app_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT c.app_id FROM app_cases c
+              WHERE c.collection_id = ${collectionId} AND c.deleted_at IS NULL AND c.app_id > apps.app_id
+              ORDER BY c.app_id LIMIT 1)
+      FROM apps WHERE apps.app_id IS NOT NULL
+    )
+    SELECT app_id FROM apps WHERE app_id IS NOT NULL LIMIT ${limit}`);
+  return rows.map((r) => r.app_id);
+}
+
 /** Deltas of one key beyond which a reader folds them (one row per status afterwards). */
 const FOLD_AT = 256;
 

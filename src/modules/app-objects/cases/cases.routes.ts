@@ -1,5 +1,6 @@
 import type { Static } from 'typebox';
-import type { Route } from '../../../platform/routes.ts';
+import { guard } from '../../../platform/auth.ts';
+import { CollectionParams, defineRoute, type Route } from '../../../platform/routes.ts';
 import { kindRoutes } from '../shared/kind-routes.ts';
 import { CASE } from '../shared/kinds.ts';
 import * as S from './cases.schema.ts';
@@ -21,8 +22,20 @@ const CASES = {
   },
 };
 
-export const casesRoutes = (service: CasesService): Route[] =>
-  kindRoutes(CASES, service, ({ onApp, onObject }) => [
+export const casesRoutes = (service: CasesService): Route[] => [
+  defineRoute({
+    method: 'GET',
+    url: '/admin/collection/:collectionId/case-apps',
+    operationId: 'cases_listApps',
+    tags: ['cases'],
+    summary:
+      'The apps of the collection that hold live cases, by id (at most 200): what the app id of the case routes can be',
+    guard: guard.admin,
+    params: CollectionParams,
+    response: S.CaseApps,
+    handler: ({ scope }) => service.apps(scope.collectionId),
+  }),
+  ...kindRoutes(CASES, service, ({ onApp, onObject }) => [
     onApp({
       method: 'POST',
       path: '/summary',
@@ -72,4 +85,5 @@ export const casesRoutes = (service: CasesService): Route[] =>
       response: S.RelatedResponse,
       handler: ({ scope, actor, id }) => service.related(scope.collectionId, scope.appId, id, actor),
     }),
-  ]);
+  ]),
+];

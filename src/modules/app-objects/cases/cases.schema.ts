@@ -143,3 +143,8 @@ export const RelatedResponse = Type.Object({
   threads: Type.Array(ref(AppThread)),
   records: Type.Array(ref(AppRecord)),
 });
+
+export const CaseApps = Closed(
+  { items: Type.Array(Closed({ appId: Type.String() })) },
+  { $id: 'CaseApps', description: 'The apps that hold live cases, by id' },
+);

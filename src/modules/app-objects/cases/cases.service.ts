@@ -22,6 +22,9 @@ export const RELATED_LIMIT = 500;
 
 const actor = (c: Actor) => ({ actorId: c.actorId, actorRole: c.role });
 
+/** Apps GET .../case-apps lists at most. */
+const APPS_LISTED = 200;
+
 export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput, CaseListQuery> {
   constructor(db: Db, publisher?: EventPublisher) {
     super(db, CASE, publisher);
@@ -142,6 +145,12 @@ export class CasesService extends ObjectService<CreateCaseInput, UpdateCaseInput
    * period. Trend items are `{week, start, count}`, `week` the ISO week (`2026-W07`), `start`
    * its Monday 00:00 UTC; weeks without cases are left out.
    */
+  /** The apps that hold live cases (the console's app picker), at most APPS_LISTED. */
+  async apps(collectionId: string): Promise<{ items: { appId: string }[] }> {
+    const ids = await repo.appsWithCases(this.db, collectionId, APPS_LISTED);
+    return { items: ids.map((appId) => ({ appId })) };
+  }
+
   async summary(collectionId: string, appId: string, period: { from?: string; to?: string } = {}) {
     const to = period.to ? new Date(period.to) : new Date();
     const from = period.from ? new Date(period.from) : new Date(to.getTime() - 30 * 86_400_000);
