@@ -546,12 +546,23 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     expect((await call('GET', `/v1/webhooks/${registered.id}`, undefined, keys.a)).filters).toBeNull();
   }, 120_000);
 
-  it('enqueues a records.import job and follows its progress to done', async () => {
+  it('enqueues a records.import job from the task picker and follows its progress to done', async () => {
     await nav('Jobs');
-    const items = Array.from({ length: 3000 }, (_, i) => ({ ref: `r${i}`, data: { label: `Item ${i}` } }));
+    // One bad item of 3,000: the job completes, and says one failed.
+    const items: Record<string, unknown>[] = Array.from({ length: 3000 }, (_, i) => ({
+      ref: `r${i}`,
+      data: { label: `Item ${i}` },
+    }));
+    items[1500] = { ref: 'r-bad', startsAt: 'whenever' };
     const form = page.getByRole('region', { name: 'Enqueue a job' });
-    await form.getByLabel('Task').fill('records.import');
-    await form.getByLabel('Payload (JSON)').fill(JSON.stringify({ appId: 'desk', items }));
+    // The picker offers the service's tasks; picking one shows its example payload.
+    const picker = form.locator('select[name="task"]');
+    await picker.locator('option', { hasText: 'cases.bulkStatus' }).waitFor({ state: 'attached' });
+    await picker.selectOption('cases.bulkStatus');
+    expect(JSON.parse(await form.getByLabel('Payload (JSON').inputValue())).toMatchObject({ status: 'closed' });
+    await picker.selectOption('records.import');
+    expect(JSON.parse(await form.getByLabel('Payload (JSON').inputValue())).toMatchObject({ appId: 'desk' });
+    await form.getByLabel('Payload (JSON').fill(JSON.stringify({ appId: 'desk', items }));
     await form.getByRole('button', { name: 'Enqueue' }).click();
     const queued = page.getByRole('status').filter({ hasText: 'is queued' });
     await queued.waitFor();
@@ -581,6 +592,9 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     );
     console.log(`console jobs: states seen while polling: ${[...seen].join(' | ')}`);
     expect(final.progress).toBe('3000 / 3000');
+    // Completed with a failed item: a warning, not a success.
+    expect(await text(row.locator('[data-job-status]'))).toBe('completed, 1 failed');
+    expect(await row.locator('.badge.partial').count()).toBe(1);
     await row.getByText('Result and payload').click();
     expect(await text(row.locator('pre.json').first())).toMatch(/"total": 3000/);
     await shot('jobs');
@@ -597,6 +611,8 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     const waiting = page
       .locator('table.jobs tbody tr')
       .filter({ has: page.locator(`td:first-child:text-is("${later.id}")`) });
+    // Its row says when it runs.
+    expect(await text(waiting)).toContain('2099-01-01 00:00:00 UTC');
     await waiting.getByRole('button', { name: 'Cancel' }).click();
     await waiting.locator('[data-job-status="cancelled"]').waitFor();
     await page.getByLabel('State').selectOption('cancelled');
@@ -631,6 +647,11 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
 
   it('shows an app’s cases by status, priority and week', async () => {
     await nav('Cases');
+    // The apps that hold cases are offered before anything is typed.
+    await page.getByText('Pick an app to see its cases: desk.').waitFor();
+    expect(
+      await page.locator('datalist#case-apps option').evaluateAll((os) => os.map((o) => o.getAttribute('value'))),
+    ).toEqual(['desk']);
     await page.getByLabel('App id').fill('desk');
     await page.getByRole('button', { name: 'Show' }).click();
     await page.locator('[data-total-cases="4"]').waitFor();
@@ -651,6 +672,33 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
       (n) => n === 3,
     );
     await shot('cases');
+  });
+
+  it('fits every page on a phone (390 px) and a desktop (1280 px): nothing wider than the screen', async () => {
+    const hookId = ((await call('GET', '/v1/webhooks', undefined, keys.a)).items as { id: string }[])[0]?.id;
+    expect(hookId).toBeTruthy();
+    /** [route, the page's heading, the screenshot's name] */
+    const pages: [string, string | RegExp, string][] = [
+      ['links', 'Links', 'links'],
+      [`links/${linkId}`, /^Link /, 'link'],
+      ['webhooks', 'Webhooks', 'webhooks'],
+      [`webhooks/${hookId}`, /^Webhook /, 'webhook'],
+      ['webhooks/event-types', 'Event catalogue', 'event-types'],
+      ['jobs', 'Jobs', 'jobs'],
+      ['journeys', 'Journeys', 'journeys'],
+      ['cases', 'Cases', 'cases'],
+    ];
+    for (const width of [390, 1280]) {
+      await page.setViewportSize({ width, height: 844 });
+      for (const [route, heading, name] of pages) {
+        await page.goto(`${api}/console/${route}`);
+        await page.getByRole('heading', { level: 1, name: heading }).waitFor();
+        await page.waitForLoadState('networkidle');
+        expect(await overflowing(), `${route} at ${width} px`).toEqual([]);
+        await shot(`${width}-${name}`);
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   it('signs out (forgetting the key), and collection B’s admin sees nothing of A', async () => {
@@ -690,6 +738,28 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     expect(pageErrors).toEqual([]);
   });
 });
+
+/**
+ * What sticks out of the page sideways: the page's own width past the screen, and every element
+ * whose right edge is past it, except inside a box that scrolls (a table's, a payload's) or a
+ * chart's canvas.
+ */
+const overflowing = () =>
+  page.evaluate(() => {
+    const screen = document.documentElement.clientWidth;
+    const out: string[] = [];
+    if (document.documentElement.scrollWidth > screen)
+      out.push(`the page is ${document.documentElement.scrollWidth} px wide on a ${screen} px screen`);
+    for (const el of Array.from(document.querySelectorAll('body *'))) {
+      const box = el.getBoundingClientRect();
+      if (box.width === 0 || el.parentElement?.closest('.table-wrap, pre, .chart, details:not([open])')) continue;
+      if (box.right > screen + 1)
+        out.push(
+          `${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(' ').join('.')}` : ''} ends at ${Math.round(box.right)} px`,
+        );
+    }
+    return out.slice(0, 12);
+  });
 
 /** Every JavaScript file of a build (all the console's chunks, loaded or not). */
 const listJs = (dir: string) =>

@@ -62,6 +62,9 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
     })),
   ];
   const yAxis: uPlot.Axis = { incrs: COUNT_STEPS, values: (_u, splits) => splits.map((v) => v.toLocaleString('en')) };
+  // uPlot's own legend shows "--" until hovered and its time axis reads 12-hour: the legend
+  // is drawn under the chart instead (Legend), and the axis reads 24-hour UTC like the tables.
+  const legend = { show: false };
   if (spec.kind === 'time') {
     const [first, last] = spec.window ?? [spec.x[0] ?? 0, (spec.x.at(-1) ?? 0) + spec.stepSeconds];
     return {
@@ -74,7 +77,11 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
         x: { time: true, range: () => [first, last] },
         y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
       },
-      axes: [{}, yAxis],
+      axes: [
+        { label: 'UTC', labelSize: 16, values: (_u, splits, _i, _space, step) => splits.map((t) => utcTick(t, step)) },
+        yAxis,
+      ],
+      legend,
     };
   }
   const n = spec.labels.length;
@@ -82,6 +89,7 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
     width,
     height: 240,
     series,
+    legend,
     scales: {
       x: { time: false, range: () => [-0.5, n - 0.5] },
       y: { range: (_u, _min, max) => [0, Math.max(1, max) * 1.1] },
@@ -95,6 +103,20 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
       yAxis,
     ],
   };
+}
+
+const two = (n: number) => String(n).padStart(2, '0');
+
+/**
+ * A time axis tick in UTC, 24-hour: the hour where ticks are hours apart (the day, MM-DD, at
+ * midnight), the day where they are days apart.
+ */
+export function utcTick(seconds: number, step: number): string {
+  const d = new Date(seconds * 1000);
+  const dayOf = `${two(d.getUTCMonth() + 1)}-${two(d.getUTCDate())}`;
+  if (step >= 86_400) return dayOf;
+  const hm = `${two(d.getUTCHours())}:${two(d.getUTCMinutes())}`;
+  return hm === '00:00' ? dayOf : hm;
 }
 
 function dataFor(spec: ChartSpec): uPlot.AlignedData {
@@ -133,5 +155,17 @@ export function Chart({ spec, label }: { spec: ChartSpec; label: string }) {
     };
   }, [spec]);
   if (failed) return <p class="error">The chart could not be drawn ({failed}); the table below has its data.</p>;
-  return <div class="chart" ref={host} aria-label={label} role="img" />;
+  return (
+    <>
+      <div class="chart" ref={host} aria-label={label} role="img" />
+      <ul class="legend" aria-hidden="true">
+        {spec.series.map((s) => (
+          <li key={s.label}>
+            <span class="swatch" style={{ background: s.color }} />
+            {s.label}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
 }

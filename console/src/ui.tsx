@@ -279,3 +279,25 @@ export const day = (d: Date) => d.toISOString().slice(0, 10);
 export const daysAgo = (n: number) => day(new Date(Date.now() - n * 86_400_000));
 
 export const json = (v: unknown) => JSON.stringify(v, null, 2);
+
+/**
+ * A button that copies `text` to the clipboard and says so. The Clipboard API needs a secure
+ * context (https, or localhost); elsewhere the button says to select the text instead.
+ */
+export function CopyButton({ text, what }: { text: string; what: string }) {
+  const [said, setSaid] = useState<string>();
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      setSaid('Copied');
+    } catch {
+      setSaid('Select and copy it');
+    }
+    setTimeout(() => setSaid(undefined), 2000);
+  };
+  return (
+    <button type="button" class="copy" onClick={copy} aria-label={`Copy ${what}`}>
+      {said ?? 'Copy'}
+    </button>
+  );
+}

@@ -25,6 +25,11 @@ export default function CasesPage({ api, collectionId }: PageProps) {
   const [appId, setAppId] = useState(() => sessionStorage.getItem(APP_KEY) ?? '');
   const [from, setFrom] = useState(daysAgo(90));
   const [to, setTo] = useState(daysAgo(0));
+  // The apps that hold cases, offered as the app id is typed.
+  const apps = useAsync(
+    () => api.GET('/admin/collection/{collectionId}/case-apps', { params: { path: { collectionId } } }),
+    [api, collectionId],
+  );
   const [query, setQuery] = useState(() => (appId ? { appId, from, to } : undefined));
   const summary = useAsync(
     () =>
@@ -84,14 +89,28 @@ export default function CasesPage({ api, collectionId }: PageProps) {
             required
             maxLength={64}
             placeholder="e.g. desk"
+            list="case-apps"
             value={appId}
             onInput={(e) => setAppId(e.currentTarget.value)}
           />
+          <datalist id="case-apps">
+            {(apps.data?.items ?? []).map((a) => (
+              <option key={a.appId} value={a.appId} />
+            ))}
+          </datalist>
         </label>
         <DayRangeFields from={from} to={to} onFrom={setFrom} onTo={setTo} />
         <button type="submit">Show</button>
       </form>
-      {!query ? <Empty>Name an app to see its cases.</Empty> : null}
+      {!query ? (
+        <Empty>
+          {apps.data && apps.data.items.length > 0
+            ? `Pick an app to see its cases: ${apps.data.items.map((a) => a.appId).join(', ')}.`
+            : apps.data
+              ? 'No app of this collection holds cases yet.'
+              : 'Name an app to see its cases.'}
+        </Empty>
+      ) : null}
       <ErrorNote error={summary.error} doing="summarise the cases" />
       {query && summary.loading && !s ? <Loading what="the case summary" /> : null}
       {query && s && s.total === 0 ? (

@@ -6,22 +6,24 @@
 import { useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import type { PageProps } from '../main.tsx';
-import { DataTable, Empty, ErrorNote, json, Loading, useAsync, usePolling, when } from '../ui.tsx';
+import { type Async, DataTable, Empty, ErrorNote, json, Loading, useAsync, usePolling, when } from '../ui.tsx';
 
 type Job = Schemas['Job'];
 type JobStatus = Job['status'];
 const STATES: JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
 const ACTIVE = new Set<JobStatus>(['queued', 'running', 'errored']);
-/** The tasks the API can enqueue today (an unknown one is refused with the list of known ones). */
-const KNOWN_TASKS = ['records.import', 'cases.bulkStatus', 'interactions.export'];
 const PAGE_SIZE = 20;
 
 export default function JobsPage({ api, collectionId }: PageProps) {
   const [state, setState] = useState<JobStatus | ''>('');
-  const [task, setTask] = useState('');
   const [taskFilter, setTaskFilter] = useState('');
   const [offset, setOffset] = useState(0);
   const path = { collectionId };
+  // The tasks the service takes, each with its payload's schema and an example to start from.
+  const tasks = useAsync(
+    () => api.GET('/admin/collection/{collectionId}/job-tasks', { params: { path } }),
+    [api, collectionId],
+  );
   const jobs = useAsync(
     () =>
       api.GET('/admin/collection/{collectionId}/jobs', {
@@ -51,17 +53,15 @@ export default function JobsPage({ api, collectionId }: PageProps) {
   return (
     <>
       <h1>Jobs</h1>
-      <Enqueue api={api} collectionId={collectionId} onEnqueued={() => (offset ? setOffset(0) : jobs.reload(true))} />
+      <Enqueue
+        api={api}
+        collectionId={collectionId}
+        tasks={tasks}
+        onEnqueued={() => (offset ? setOffset(0) : jobs.reload(true))}
+      />
       <section aria-labelledby="jobs-list">
         <h2 id="jobs-list">Jobs</h2>
-        <form
-          class="inline"
-          onSubmit={(e) => {
-            e.preventDefault();
-            setOffset(0);
-            setTaskFilter(task.trim());
-          }}
-        >
+        <form class="inline" onSubmit={(e) => e.preventDefault()}>
           <label>
             State
             <select
@@ -82,15 +82,22 @@ export default function JobsPage({ api, collectionId }: PageProps) {
           </label>
           <label>
             Task
-            <input
+            <select
               name="task"
-              list="known-tasks"
-              maxLength={100}
-              value={task}
-              onInput={(e) => setTask(e.currentTarget.value)}
-            />
+              value={taskFilter}
+              onChange={(e) => {
+                setOffset(0);
+                setTaskFilter(e.currentTarget.value);
+              }}
+            >
+              <option value="">any</option>
+              {(tasks.data?.items ?? []).map((t) => (
+                <option key={t.name} value={t.name}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
           </label>
-          <button type="submit">Filter</button>
           <span class="meta" aria-live="polite">
             {live ? 'Following the running jobs (every second)…' : ''}
           </span>
@@ -111,17 +118,15 @@ export default function JobsPage({ api, collectionId }: PageProps) {
               columns={[
                 { label: 'Id', value: (j) => j.id, numeric: true },
                 { label: 'Task', value: (j) => j.task },
-                {
-                  label: 'Status',
-                  value: (j) => (
-                    <span class={`badge ${j.status}`} data-job-status={j.status}>
-                      {j.status}
-                    </span>
-                  ),
-                },
+                { label: 'Status', value: (j) => <Status job={j} /> },
                 { label: 'Progress', value: (j) => <Progress job={j} /> },
                 { label: 'Attempts', value: (j) => `${j.attempts} of ${j.maxAttempts}` },
                 { label: 'Created', value: (j) => when(j.createdAt) },
+                {
+                  // When a waiting job runs: its scheduled time, or its next retry.
+                  label: 'Runs at',
+                  value: (j) => (j.status === 'queued' || j.status === 'errored' ? when(j.runAt) : '—'),
+                },
                 { label: 'Finished', value: (j) => when(j.finishedAt) },
                 { label: 'Details', value: (j) => <JobDetails job={j} onCancel={() => cancel(j)} /> },
               ]}
@@ -141,12 +146,35 @@ export default function JobsPage({ api, collectionId }: PageProps) {
           </>
         ) : null}
       </section>
-      <datalist id="known-tasks">
-        {KNOWN_TASKS.map((t) => (
-          <option key={t} value={t} />
-        ))}
-      </datalist>
     </>
+  );
+}
+
+/**
+ * The items a completed job reports as failed: an `errors` list (records.import) or a `failed`
+ * count; 0 when it reports none.
+ */
+function failedItems(job: Job): number {
+  const r = job.result as { errors?: unknown; failed?: unknown } | null | undefined;
+  if (!r || typeof r !== 'object') return 0;
+  if (Array.isArray(r.errors)) return r.errors.length;
+  return typeof r.failed === 'number' ? r.failed : 0;
+}
+
+/** The job's state; a completed job with failed items is shown as a warning, not a success. */
+function Status({ job }: { job: Job }) {
+  const failed = job.status === 'completed' ? failedItems(job) : 0;
+  if (failed > 0) {
+    return (
+      <span class="badge partial" data-job-status={job.status}>
+        completed, {failed} failed
+      </span>
+    );
+  }
+  return (
+    <span class={`badge ${job.status}`} data-job-status={job.status}>
+      {job.status}
+    </span>
   );
 }
 
@@ -197,19 +225,28 @@ function JobDetails({ job, onCancel }: { job: Job; onCancel: () => void }) {
 const truncated = (text: string, max = 4000) =>
   text.length > max ? `${text.slice(0, max)}\n… (${text.length - max} more characters)` : text;
 
+type JobTask = Schemas['JobTask'];
+
+/** A task's example payload as the textarea shows it. */
+const template = (t: JobTask | undefined) => (t ? JSON.stringify(t.example ?? {}, null, 2) : '{}');
+
 function Enqueue({
   api,
   collectionId,
+  tasks,
   onEnqueued,
 }: {
   api: ServiceClient;
   collectionId: string;
+  tasks: Async<{ items: JobTask[] }>;
   onEnqueued: () => void;
 }) {
-  const [task, setTask] = useState('records.import');
-  const [payload, setPayload] = useState(
-    '{\n  "appId": "desk",\n  "items": [{ "ref": "r1", "data": { "label": "First" } }]\n}',
-  );
+  const [picked, setPicked] = useState('');
+  const task = picked || tasks.data?.items[0]?.name || '';
+  const def = tasks.data?.items.find((t) => t.name === task);
+  // The payload as typed; undefined until typed (then the picked task's example is shown).
+  const [typed, setTyped] = useState<string>();
+  const payload = typed ?? template(def);
   const [error, setError] = useState<unknown>();
   const [queued, setQueued] = useState<string>();
   const submit = async (e: Event) => {
@@ -227,7 +264,7 @@ function Enqueue({
     try {
       const job = await api.POST('/admin/collection/{collectionId}/async/jobs', {
         params: { path: { collectionId } },
-        body: { task: task.trim(), payload: body },
+        body: { task, payload: body },
       });
       setQueued(`Job ${job.id} (${job.task}) is queued.`);
       onEnqueued();
@@ -238,29 +275,56 @@ function Enqueue({
   return (
     <section aria-labelledby="enqueue">
       <h2 id="enqueue">Enqueue a job</h2>
+      <ErrorNote error={tasks.error} doing="list the tasks" />
       <form class="grid" onSubmit={submit}>
         <label>
           Task
-          <input
+          <select
             name="task"
-            list="known-tasks"
             required
-            maxLength={100}
             value={task}
-            onInput={(e) => setTask(e.currentTarget.value)}
-          />
+            onChange={(e) => {
+              setPicked(e.currentTarget.value);
+              setTyped(undefined); // the new task's example replaces the old one's
+            }}
+          >
+            {(tasks.data?.items ?? []).map((t) => (
+              <option key={t.name} value={t.name}>
+                {t.name}
+              </option>
+            ))}
+          </select>
         </label>
+        {def ? (
+          <p class="meta wide task-description">
+            {/* The description marks names as `code`, as the docs do. */}
+            {def.description.split('`').map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part))}
+          </p>
+        ) : null}
         <label class="wide">
-          Payload (JSON)
+          Payload (JSON; the task’s example to start from)
           <textarea
             name="payload"
-            rows={5}
+            rows={6}
             spellcheck={false}
             value={payload}
-            onInput={(e) => setPayload(e.currentTarget.value)}
+            onInput={(e) => setTyped(e.currentTarget.value)}
           />
         </label>
-        <button type="submit">Enqueue</button>
+        {def ? (
+          <details class="wide">
+            <summary>The payload’s schema</summary>
+            <pre class="json">{json(def.payloadSchema)}</pre>
+          </details>
+        ) : null}
+        <div class="actions wide">
+          <button type="submit" disabled={!task}>
+            Enqueue
+          </button>
+          <button type="button" disabled={!def || typed === undefined} onClick={() => setTyped(undefined)}>
+            Back to the example
+          </button>
+        </div>
       </form>
       <ErrorNote error={error} doing="enqueue the job" />
       {queued ? (

@@ -6,7 +6,7 @@ import { useMemo, useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
-import { A, BarTable, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
+import { A, BarTable, CopyButton, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
 
 type Link = Schemas['Link'];
 const PAGE_SIZE = 20;
@@ -75,6 +75,15 @@ function LinkList({ api, collectionId }: PageProps) {
               rowKey={(l) => l.id}
               columns={[
                 { label: 'Code', value: (l) => <A route={`links/${l.id}`}>{l.code}</A> },
+                {
+                  label: 'Short address',
+                  value: (l) => (
+                    <span class="short-url">
+                      <code>{l.shortUrl}</code>
+                      <CopyButton text={l.shortUrl} what={`the short address of ${l.code}`} />
+                    </span>
+                  ),
+                },
                 { label: 'Title', value: (l) => l.title ?? '' },
                 { label: 'Destination', value: (l) => <span class="url">{l.destinationUrl}</span> },
                 { label: 'Clicks', value: (l) => l.clicks, numeric: true },
@@ -200,6 +209,7 @@ function LinkDetail({ api, collectionId, linkId }: PageProps & { linkId: string 
             <dt>Short address</dt>
             <dd>
               <code>{link.data.shortUrl}</code>
+              <CopyButton text={link.data.shortUrl} what="the short address" />
             </dd>
             <dt>Destination</dt>
             <dd class="url">{link.data.destinationUrl}</dd>
@@ -334,7 +344,16 @@ function ClickStats({
             }
           />
           <div class="breakdowns">
-            <BarTable caption="By country" label="Country" {...stats.data.countries} />
+            <div>
+              <BarTable caption="By country" label="Country" {...stats.data.countries} />
+              {stats.data.countries.items.some((c) => c.value === '') ? (
+                <p class="meta geoip-hint">
+                  (unknown): no country for these clicks. Countries come from a GeoIP database (set{' '}
+                  <code>GEOIP_DB</code> to a GeoLite2 or GeoIP2 City <code>.mmdb</code> file) or from the geo headers of
+                  a proxy listed in <code>TRUSTED_PROXIES</code> (docs/links.md).
+                </p>
+              ) : null}
+            </div>
             <BarTable caption="By device type" label="Device type" {...stats.data.deviceTypes} />
             <BarTable caption="By referer" label="Referer" blank="(direct)" {...stats.data.referers} />
           </div>
