@@ -1,5 +1,5 @@
 /**
- * Webhook delivery at scale (docs/webhooks.md, "Delivery at scale"), against a raw baseline
+ * Webhook delivery at scale (docs/design/webhooks.md, "Delivery at scale"), against a raw baseline
  * measured in the same run:
  * - Raw: one Node process posting signed requests over keep-alive connections to the bench's
  *   receiver, as many at a time as our delivery sends to it (WEBHOOK_MAX_IN_FLIGHT, 16 by

@@ -1,5 +1,5 @@
 /**
- * Delivery at scale (delivery.ts, docs/webhooks.md "Delivery at scale"): the deliveries of a
+ * Delivery at scale (delivery.ts, docs/design/webhooks.md "Delivery at scale"): the deliveries of a
  * batch of clicks go in jobs of many attempts, each event still reaches each registration
  * once; a registration's `maxPerSecond` holds at the receiver; attempts reuse kept-alive
  * connections. Real HTTP receivers on loopback, the real engine and database.

@@ -5,7 +5,7 @@
  * whole unit again is safe and is what the server expects the client to do.
  *
  * Statements are first written so that they cannot deadlock (rows locked in one fixed order,
- * see docs/jobs.md and docs/webhooks.md); this is the backstop for what that misses, e.g. a
+ * see docs/design/jobs.md and docs/design/webhooks.md); this is the backstop for what that misses, e.g. a
  * lock cycle through a table or index another module touches.
  *
  * Wrap a whole unit: one autocommit statement, or a whole `db.transaction(...)` call. Never

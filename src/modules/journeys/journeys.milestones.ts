@@ -1,6 +1,6 @@
 /**
  * Analytics milestones: `journey.step.completed` and `journey.completed`, as maintained
- * progress sees recipients move (docs/journeys.md "Milestones"; tables in migration 0207).
+ * progress sees recipients move (docs/design/journeys.md "Milestones"; tables in migration 0207).
  *
  * Design: the progress triggers' function (journey_progress_refresh), which already locks and
  * recomputes each touched recipient, notes the steps the recipient completes beyond those its

@@ -1,7 +1,7 @@
 /**
  * Maintained progress: the rows and counters that answer a journey's funnel report, stats and
  * step recipients without reading its entrants' events (tables in migration 0204, design in
- * docs/journeys.md "Maintained progress").
+ * docs/design/journeys.md "Maintained progress").
  *
  * States of a journey's progress:
  * - none: the journey has a step without an interaction mapping (or no steps); every query

@@ -9,7 +9,7 @@
  * deliveries (not attempts: CONTRACT §8) disable the registration and cancel its pending
  * deliveries.
  *
- * Delivery at scale (issue 24, item 6; docs/webhooks.md): the engine claims a lane's due jobs
+ * Delivery at scale (issue 24, item 6; docs/design/webhooks.md "Delivery at scale"): the engine claims a lane's due jobs
  * together, and their handlers start in the same event-loop turn. What they need from the
  * database is gathered per collection and turn (`Coalescer`): one query loads the work of
  * every attempt that asked in that turn, one statement records every success that ended in

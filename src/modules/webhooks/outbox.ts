@@ -74,7 +74,7 @@ export interface DeliveryQueue {
  * asking again (ms). Most collections subscribe to nothing; asking on every change cost a
  * statement per write (a case create kept 0.81 of its throughput). A registration created or
  * enabled in this process is heard at once; one created through another process hears changes
- * committed from at most this long after (docs/webhooks.md).
+ * committed from at most this long after (docs/design/webhooks.md "Where nobody listens").
  */
 export const SILENT_MEMORY_MS = 1000;
 
