@@ -2,7 +2,7 @@
  * Webhook delivery at scale (docs/design/webhooks.md, "Delivery at scale"), against a raw baseline
  * measured in the same run:
  * - Raw: one Node process posting signed requests over keep-alive connections to the bench's
- *   receiver, as many at a time as our delivery sends to it (WEBHOOK_MAX_IN_FLIGHT, 16 by
+ *   receiver, as many at a time as our delivery sends to it (WEBHOOK_MAX_IN_FLIGHT, 8 by
  *   default, for one registration; 32 = the deliveries lane's slots for ten), BENCH_SECONDS each.
  * - Ours: a backlog of link.clicked deliveries written by an API-only process (ROLE=api: clicks
  *   through GET /l/{code}), then drained by a ROLE=all process started on the same database;
@@ -45,7 +45,7 @@ const ONLY = process.env.BENCH_WEBHOOK_ONLY;
 const REDIRECT_ONLY = ONLY === 'redirect';
 const SLOTS = process.env.BENCH_JOBS_CONCURRENCY ?? '32';
 /** Our attempts in flight to one registration (the service's default unless set): the raw poster's concurrency for one. */
-const IN_FLIGHT = Number(process.env.WEBHOOK_MAX_IN_FLIGHT ?? 16);
+const IN_FLIGHT = Number(process.env.WEBHOOK_MAX_IN_FLIGHT ?? 8);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];

@@ -180,9 +180,9 @@ afterAll(async () => {
 });
 
 /**
- * Journey "Checkout": s1 = view/success, s2 = buy/paid. u1..u4 enter two hours ago; u1..u3
- * view an hour later; u1 and u2 buy half an hour after that. Funnel: s1 4 → 3 (75 %, 60 min),
- * s2 3 → 2 (66.7 %, 30 min). B has a journey event of its own that A's funnel must not count.
+ * Journey "Checkout": s1 = view/success, s2 = buy/paid. u1..u4 and u10 enter two hours ago;
+ * u1..u3 and u10 view an hour later; u1, u2 and u10 buy half an hour after that. Funnel: s1 5 → 4
+ * (80 %, 60 min), s2 4 → 3 (75 %, 30 min). u10 is listed after u2 (numbers by their value). B has a journey event of its own that A's funnel must not count.
  */
 async function seedFunnel() {
   for (const c of [A, B]) {
@@ -213,9 +213,10 @@ async function seedFunnel() {
       { interactionId, userId, outcome, timestamp: at(msAgo), ...extra },
       keys.a,
     );
-  for (const u of ['u1', 'u2', 'u3', 'u4']) await append(u, 'enter', 'entered', 7_200_000, { journeyId: journey.id });
-  for (const u of ['u1', 'u2', 'u3']) await append(u, 'view', 'success', 3_600_000);
-  for (const u of ['u1', 'u2']) await append(u, 'buy', 'paid', 1_800_000);
+  for (const u of ['u1', 'u2', 'u3', 'u4', 'u10'])
+    await append(u, 'enter', 'entered', 7_200_000, { journeyId: journey.id });
+  for (const u of ['u1', 'u2', 'u3', 'u10']) await append(u, 'view', 'success', 3_600_000);
+  for (const u of ['u1', 'u2', 'u10']) await append(u, 'buy', 'paid', 1_800_000);
   await call(
     'POST',
     `/admin/collection/${B}/interactions/append`,
@@ -628,14 +629,14 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     const steps = page.getByRole('table', { name: 'Steps', exact: true });
     await steps.waitFor();
     expect((await rows(steps)).map((r) => r.slice(0, 7))).toEqual([
-      ['s1', 'view · success', '4', '3', '75 %', '75 %', '60 min'],
-      ['s2', 'buy · paid', '3', '2', '66.7 %', '50 %', '30 min'],
+      ['s1', 'view · success', '5', '4', '80 %', '80 %', '60 min'],
+      ['s2', 'buy · paid', '4', '3', '75 %', '60 %', '30 min'],
     ]);
     await page.getByRole('figure').locator('[data-drawn="true"]').waitFor();
     await steps.getByRole('button', { name: 'Recipients of s2' }).click();
     const ids = page.locator('[data-recipients]');
     await ids.waitFor();
-    expect(await ids.getAttribute('data-recipients')).toBe('u1 u2');
+    expect(await ids.getAttribute('data-recipients')).toBe('u1 u2 u10'); // not u1 u10 u2
     await page.getByLabel('Who').selectOption('pending');
     await until(
       'pending recipients',

@@ -22,6 +22,9 @@ import {
 
 type FunnelStep = Schemas['JourneyFunnelReportResponse']['steps'][number];
 
+/** Ids with numbers in them, compared by the numbers' values. */
+const NATURAL = new Intl.Collator('en', { numeric: true });
+
 export default function JourneysPage({ api, collectionId }: PageProps) {
   const path = { collectionId };
   const journeys = useAsync(
@@ -227,6 +230,8 @@ function Recipients({
       }),
     [api, collectionId, journeyId, stepId, status, from, to],
   );
+  // Shown in natural order (user-2 before user-10); the service answers them in text order.
+  const shown = useMemo(() => (ids.data ? [...ids.data].sort(NATURAL.compare) : undefined), [ids.data]);
   return (
     <section class="recipients" aria-labelledby="recipients-title">
       <h3 id="recipients-title">Recipients of step {stepId}</h3>
@@ -253,8 +258,8 @@ function Recipients({
             {ids.data.length}
             {ids.data.length === 1000 ? ' (the first 1000)' : ''} recipient{ids.data.length === 1 ? '' : 's'}:
           </p>
-          <ul class="ids" data-recipients={ids.data.join(' ')}>
-            {ids.data.map((id) => (
+          <ul class="ids" data-recipients={shown?.join(' ')}>
+            {shown?.map((id) => (
               <li key={id}>
                 <code>{id}</code>
               </li>

@@ -49,7 +49,7 @@ export function webhooksSettings(env: Env): WebhooksSettings {
     maxRegistrations: intFrom(env, 'WEBHOOK_MAX_REGISTRATIONS', 50, 1, 10_000),
     logRetentionMs: intFrom(env, 'WEBHOOK_LOG_RETENTION_DAYS', 30, 1, 3650) * 86_400_000,
     secretGraceSeconds: intFrom(env, 'WEBHOOK_SECRET_GRACE_SECONDS', 86_400, 0, 604_800),
-    maxInFlight: intFrom(env, 'WEBHOOK_MAX_IN_FLIGHT', 16, 1, 1000),
+    maxInFlight: intFrom(env, 'WEBHOOK_MAX_IN_FLIGHT', 8, 1, 1000),
     backoffBaseMs: intFrom(env, 'WEBHOOK_BACKOFF_BASE_MS', 1000, 0, 3_600_000),
     backoffMaxMs: intFrom(env, 'WEBHOOK_BACKOFF_MAX_MS', 300_000, 0, 86_400_000),
   };
