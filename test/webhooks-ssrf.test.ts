@@ -7,7 +7,7 @@
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { forbiddenAddressReason } from '../src/modules/webhooks/index.ts';
-import { guardedLookup } from '../src/modules/webhooks/ssrf.ts';
+import { guardedLookup } from '../src/platform/ssrf.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { waitFor } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';

@@ -6,7 +6,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../src/modules/webhooks/index.ts';
-import { parseRetryAfter } from '../src/modules/webhooks/sender.ts';
+import { parseRetryAfter } from '../src/platform/outbound-http.ts';
 import { freePort } from '../support/service-process.ts';
 import { createTestApp, superAuth, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';

@@ -38,11 +38,11 @@
  */
 
 import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
+import { OutboundHttp } from '../../platform/outbound-http.ts';
 import { appObjectsModule } from '../app-objects/index.ts';
 import { webhooksModule } from '../webhooks/index.ts';
 import { InteractionCounters } from './interactions.counters.service.ts';
 import { EFFECT_LIMITS, EffectRunner } from './interactions.effects.ts';
-import { EffectHttp } from './interactions.effects-http.ts';
 import { InteractionEventWriter } from './interactions.events.service.ts';
 import { interactionEvents } from './interactions.events.ts';
 import { exportTask } from './interactions.export.ts';
@@ -84,7 +84,7 @@ export const interactionsModule = defineModule({
   },
   create: ({ db, log, queue, analytics }, settings, deps) => {
     // Effects' requests follow the webhooks' SSRF rule, WEBHOOK_ALLOW_PRIVATE_NETWORKS included.
-    const http = new EffectHttp({
+    const http = new OutboundHttp({
       allowPrivateNetworks: deps.webhooks.settings.allowPrivateNetworks,
       maxTimeoutMs: EFFECT_LIMITS.maxTimeoutMs,
       excerptBytes: EFFECT_EXCERPT_BYTES,

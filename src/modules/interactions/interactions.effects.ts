@@ -20,10 +20,10 @@
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
 import { AppError, validationFailed } from '../../platform/errors.ts';
+import type { OutboundHttp } from '../../platform/outbound-http.ts';
 import { isObject, OpenObject } from '../../platform/schemas.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { AppObjectServices } from '../app-objects/index.ts';
-import type { EffectHttp } from './interactions.effects-http.ts';
 import * as repo from './interactions.events.repository.ts';
 
 export const EFFECT_TASK = 'interactions.effect';
@@ -409,7 +409,7 @@ const EFFECT_ACTOR = { role: 'admin' as const, actorId: 'interaction-effect' };
 
 export class EffectRunner {
   constructor(
-    private readonly http: EffectHttp,
+    private readonly http: OutboundHttp,
     private readonly appObjects: AppObjectServices,
   ) {}
 

@@ -362,17 +362,8 @@ export async function takeClickEvents(tx: Queryable, collectionId: string, limit
   return rows.sort((x, y) => Number(x.seq) - Number(y.seq)).map(({ clicks, xmin }) => ({ clicks, xmin }));
 }
 
-/** A stored click as its link.clicked event reads it back. */
-export interface WrittenClick {
-  link_id: string;
-  clicked_at: Date;
-  ip_address: string;
-  user_agent: string;
-  referer: string;
-  country: string;
-  city: string;
-  device_type: string;
-}
+/** A stored click as its link.clicked event reads it back: the row, with its link. */
+export type WrittenClick = Omit<ClickRow, 'id' | 'total'> & { link_id: string };
 
 /**
  * The clicks one transaction (`xmin`) stored for these links between `from` and `to` (inclusive),

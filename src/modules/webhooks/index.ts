@@ -23,14 +23,14 @@ import { webhooksRoutes } from './webhooks.routes.ts';
 import { WebhooksService } from './webhooks.service.ts';
 import { webhooksSettings } from './webhooks.settings.ts';
 
+export { forbiddenAddressReason } from '../../platform/ssrf.ts';
 export { EventCatalogue, type EventTypeEntry, eventSchemaName } from './catalogue.ts';
 export { retryDelayMs, WebhookDelivery } from './delivery.ts';
 export { DELIVER_TASK, type DeliverPayload, type NewEvent, WebhookOutbox } from './outbox.ts';
 export { WebhookRegistrations } from './registrations.ts';
-export { readCapped, WebhookSender } from './sender.ts';
+export { WebhookSender } from './sender.ts';
 export { newSecret, serviceSignature, signatureHeaders, standardSignature } from './signing.ts';
-export { forbiddenAddressReason } from './ssrf.ts';
-export { TEST_EVENT_TYPE } from './webhooks.schema.ts';
+export { RotateSecretBody, TEST_EVENT_TYPE } from './webhooks.schema.ts';
 export { WebhooksService } from './webhooks.service.ts';
 export { type WebhooksSettings, webhooksSettings } from './webhooks.settings.ts';
 

@@ -12,11 +12,11 @@ import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
+import { literalHostReason } from '../../platform/ssrf.ts';
 import { httpUrl } from '../../platform/urls.ts';
 import type { EventCatalogue, EventTypeEntry } from './catalogue.ts';
 import type { WebhookOutbox } from './outbox.ts';
 import { newSecret } from './signing.ts';
-import { literalHostReason } from './ssrf.ts';
 import * as repo from './webhooks.repository.ts';
 import {
   type CreateWebhookBody,

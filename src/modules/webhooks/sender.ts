@@ -4,7 +4,8 @@
  * cap, and the SSRF guard on the address actually connected to.
  */
 import { Agent, request } from 'undici';
-import { guardedLookup, literalHostReason, RefusedAddressError } from './ssrf.ts';
+import { parseRetryAfter, readCapped } from '../../platform/outbound-http.ts';
+import { guardedLookup, literalHostReason, RefusedAddressError } from '../../platform/ssrf.ts';
 
 export interface AttemptResult {
   outcome: 'succeeded' | 'failed' | 'refused';
@@ -21,14 +22,6 @@ export interface SenderOptions {
   timeoutMs: number;
   responseExcerptBytes: number;
   userAgent?: string;
-}
-
-export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
-  const v = Array.isArray(value) ? value[0] : value;
-  if (!v) return null;
-  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
-  const at = Date.parse(v);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 function describe(err: unknown): { refused: boolean; message: string } {
@@ -148,20 +141,4 @@ export class WebhookSender {
   close(): Promise<void> {
     return this.agent.close();
   }
-}
-
-/** Reads at most `cap` bytes of a body, then drops the connection's remaining bytes. */
-export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= cap) break;
-    }
-  } finally {
-    body.destroy();
-  }
-  return Buffer.concat(chunks).subarray(0, cap).toString('utf8');
 }

@@ -1,19 +1,16 @@
 /**
- * The HTTP client of `webhook` effects. An effect's address is chosen by a tenant, as a webhook
- * receiver's is, so it gets the same SSRF rule (the webhooks module's `forbiddenAddressReason`,
- * judged on every address a hostname resolves to, on every attempt, and on address literals,
- * which connect without a lookup), unless WEBHOOK_ALLOW_PRIVATE_NETWORKS allows private
- * networks. Its own client rather than the webhooks module's `WebhookSender` because an effect
- * chooses its method (GET, PUT, ...) and the sender only POSTs signed events. Bounded like the
- * sender: a timeout from connect to the last byte, no redirects followed (a 3xx is a failure),
- * the answer read up to a small excerpt.
+ * The HTTP client for requests to addresses a tenant chooses, other than signed webhook events
+ * (which have their own sender in the webhooks module): interaction `webhook` effects and `http`
+ * jobs. Such an address gets the SSRF rule (ssrf.ts: judged on every address a hostname
+ * resolves to, on every attempt, and on address literals, which connect without a lookup),
+ * unless `allowPrivateNetworks` (WEBHOOK_ALLOW_PRIVATE_NETWORKS) allows private networks. The
+ * caller chooses the method, headers and body. Bounded: a timeout from connect to the last
+ * byte, no redirects followed (a 3xx is a failure), the answer read up to a small excerpt.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { isIP, type LookupFunction } from 'node:net';
 import { Agent, request } from 'undici';
-import { forbiddenAddressReason, readCapped } from '../webhooks/index.ts';
+import { guardedLookup, literalHostReason, RefusedAddressError } from './ssrf.ts';
 
-export interface EffectRequest {
+export interface OutboundRequest {
   url: string;
   method: string;
   headers: Record<string, string>;
@@ -22,45 +19,47 @@ export interface EffectRequest {
   signal?: AbortSignal;
 }
 
-export interface EffectResponse {
-  /** refused: the SSRF rule; failed: no 2xx answer (worth another attempt). */
+export interface OutboundResponse {
+  /** refused: the SSRF rule, or not an http(s) URL; failed: no 2xx answer (worth another attempt). */
   outcome: 'succeeded' | 'failed' | 'refused';
   statusCode: number | null;
   error: string | null;
   responseExcerpt: string | null;
+  /** The answer's Retry-After, in ms from now, when it gave one (a date or seconds). */
+  retryAfterMs: number | null;
   durationMs: number;
 }
 
-class RefusedAddress extends Error {}
-
-function refusal(host: string, address: string, reason: string): RefusedAddress {
-  return new RefusedAddress(
-    `refused: ${host} resolves to ${address} (${reason}); private networks are not allowed (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development)`,
-  );
+/** Reads at most `cap` bytes of a body, then drops the connection's remaining bytes. */
+export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= cap) break;
+    }
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks).subarray(0, cap).toString('utf8');
 }
 
-/** Resolves as usual, then refuses the connection when any address is not public. */
-function guardedLookup(): LookupFunction {
-  return ((hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-      if (err) return callback(err);
-      for (const a of addresses) {
-        const reason = forbiddenAddressReason(a.address);
-        if (reason) return callback(refusal(hostname, a.address, reason));
-      }
-      if (options?.all) return callback(null, addresses);
-      const first = addresses[0];
-      if (!first) return callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }));
-      callback(null, first.address, first.family);
-    });
-  }) as LookupFunction;
+/** Retry-After as ms from now: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
+  const v = Array.isArray(value) ? value[0] : value;
+  if (!v) return null;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 /** The guard's refusal, wherever undici wrapped it (a connect error's cause, or its cause). */
-function refusedIn(err: unknown): RefusedAddress | undefined {
+function refusedIn(err: unknown): RefusedAddressError | undefined {
   let e = err as { cause?: unknown } | undefined;
   for (let i = 0; i < 4 && e; i++) {
-    if (e instanceof RefusedAddress) return e;
+    if (e instanceof RefusedAddressError) return e;
     e = e.cause as typeof e;
   }
   return undefined;
@@ -76,14 +75,12 @@ function describe(err: unknown): string {
   return code && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
-export class EffectHttp {
+export class OutboundHttp {
   private readonly agent: Agent;
 
   constructor(private readonly options: { allowPrivateNetworks: boolean; maxTimeoutMs: number; excerptBytes: number }) {
     this.agent = new Agent({
-      connect: options.allowPrivateNetworks
-        ? { timeout: options.maxTimeoutMs }
-        : { lookup: guardedLookup(), timeout: options.maxTimeoutMs },
+      connect: { lookup: guardedLookup(options.allowPrivateNetworks), timeout: options.maxTimeoutMs },
       headersTimeout: options.maxTimeoutMs,
       bodyTimeout: options.maxTimeoutMs,
       keepAliveTimeout: 4_000,
@@ -91,14 +88,14 @@ export class EffectHttp {
     });
   }
 
-  async send(r: EffectRequest): Promise<EffectResponse> {
+  async send(r: OutboundRequest): Promise<OutboundResponse> {
     const started = performance.now();
-    const done = (x: Omit<EffectResponse, 'durationMs'>): EffectResponse => ({
+    const done = (x: Omit<OutboundResponse, 'durationMs'>): OutboundResponse => ({
       ...x,
       durationMs: Math.round(performance.now() - started),
     });
     const failed = (error: string, outcome: 'failed' | 'refused' = 'failed') =>
-      done({ outcome, statusCode: null, error, responseExcerpt: null });
+      done({ outcome, statusCode: null, error, responseExcerpt: null, retryAfterMs: null });
     let target: URL;
     try {
       target = new URL(r.url);
@@ -108,9 +105,9 @@ export class EffectHttp {
     if (target.protocol !== 'http:' && target.protocol !== 'https:') return failed('not an http(s) URL', 'refused');
     if (!this.options.allowPrivateNetworks) {
       // An address literal connects without a lookup: judged here.
-      const bare = target.hostname.replace(/^\[(.*)\]$/, '$1');
-      const reason = isIP(bare) === 0 ? undefined : forbiddenAddressReason(bare);
-      if (reason) return failed(refusal(target.hostname, bare, reason).message, 'refused');
+      const literal = literalHostReason(target.hostname);
+      if (literal)
+        return failed(new RefusedAddressError(target.hostname, literal.address, literal.reason).message, 'refused');
     }
     const timeout = AbortSignal.timeout(Math.min(r.timeoutMs, this.options.maxTimeoutMs));
     try {
@@ -133,6 +130,7 @@ export class EffectHttp {
         statusCode: res.statusCode,
         error,
         responseExcerpt: excerpt,
+        retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
       const refused = refusedIn(err);
@@ -142,7 +140,7 @@ export class EffectHttp {
 
   /**
    * Takes no new request and closes the connections once the requests in flight have ended,
-   * without waiting for them: the module stops before the job engine, whose stop ends them (or
+   * without waiting for them: a module stops before the job engine, whose stop ends them (or
    * their timeout does), as the webhooks module's sender does.
    */
   close(): void {
