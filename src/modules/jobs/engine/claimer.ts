@@ -22,13 +22,16 @@
  *   - claimingAgain: a claim in flight, and a round was asked for meanwhile (a wake-up, a slot
  *     freed): a round goes on with another turn of its loop; a completion batch's claim
  *     schedules a round when it ends.
- *   - owed: no claim in flight, but the last one ended as claimingAgain without a round having
- *     begun since (it gave way to completions, or was a batch's whose round gave way in turn):
- *     the next batch's claim begins as claimingAgain. A round begins its loop as claiming.
+ *   - owed: no claim in flight, but a round asked for during the last claim has not run: that
+ *     claim gave way to completions (or was a batch's claim, whose scheduled round gave way to
+ *     the next batch). The next batch's claim begins as claimingAgain, so it schedules a round
+ *     when it ends; a round clears it (its loop begins as claiming). So a wake-up that came
+ *     while a claim gave way to completions is followed by a round after their claim.
  *   - stopped: stop() has begun and no claim is in flight; nothing is claimed any more.
- *   Transitions: idle/owed → claiming (a round or a batch's claim begins; from owed a batch's
- *   claim begins as claimingAgain) → claimingAgain (asked meanwhile) → idle (or owed from
- *   claimingAgain) when it ends; any of them → stopped once stop() began and no claim is in flight.
+ *   Transitions: idle → claiming, owed → claimingAgain (a round or a batch's claim begins);
+ *   claiming → claimingAgain (asked meanwhile); when the claim ends, claiming → idle and
+ *   claimingAgain → owed (a round's loop has turned it back to claiming unless it gave way);
+ *   any of them → stopped once stop() has begun and no claim is in flight.
  * - Scheduled: a wake-up arms the turn (`turn`, a setImmediate), so that a burst of wake-ups
  *   (notifications, finished jobs) costs one round. The turn is the claimer's timer rather
  *   than one of its states: it is armed whatever the claim in flight, and when it fires it asks

@@ -35,10 +35,13 @@ import { type EngineCore, type Held, JOBS_CHANNEL } from './core.ts';
 import type { Slots } from './slots.ts';
 import type { Wakeup } from './wakeup.ts';
 
+/** Progress is written at most this often (see "Progress"). */
 const PROGRESS_MIN_INTERVAL_MS = 200;
+/** What a failed attempt keeps of its error (`last_error`). */
 const MAX_ERROR_LENGTH = 4000;
 
 export class Runner {
+  /** Refreshes the held claims' expiry: armed from start() until stop() has returned. */
   private heartbeatTimer: NodeJS.Timeout | undefined;
 
   constructor(
