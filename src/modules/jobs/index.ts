@@ -13,7 +13,7 @@
  * - lock timeout: a job whose worker stopped heart-beating is claimed again.
  * - events: `job.completed` / `job.failed` of visible tasks' jobs, published in the transaction
  *   of their final state once `JobsService.publishEventsTo` is given the webhooks service.
- * Life cycle, guarantees and config keys: engine.ts and docs/jobs.md.
+ * Life cycle, guarantees and config keys: engine.ts (and its parts in engine/) and docs/jobs.md.
  */
 import { defineModule, WORKING } from '../../platform/module.ts';
 import type { TaskDefinition } from '../../platform/tasks.ts';

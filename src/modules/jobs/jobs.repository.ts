@@ -212,7 +212,7 @@ const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
 
 /**
  * What a claim of free jobs asks for: its lane and tasks, how many, and what fairness needs
- * (engine.ts, "Fairness"): the collection served last, what this worker holds of each
+ * (engine/fairness.ts): the collection served last, what this worker holds of each
  * collection, the most one collection may hold, and how many collections one claim looks at.
  */
 export interface FairClaim {

@@ -29,7 +29,7 @@
  * (at least once). Shutdown mid-job: nothing more is sent, the job throws and is released.
  *
  * Fairness: deliveries run in a lane of the job engine of their own (JOBS_DELIVERIES_*), where
- * each collection holds at most its share of a worker's slots (jobs engine.ts, "Fairness").
+ * each collection holds at most its share of a worker's slots (jobs engine/fairness.ts).
  * Inside that share, one registration cannot take every slot, nor keep taking them while
  * its receiver fails:
  * - In flight: a worker process makes at most WEBHOOK_MAX_IN_FLIGHT attempts to one

@@ -1,0 +1,73 @@
+/**
+ * Housekeeping: the lock-timeout sweep and retention (one engine of a process does it on each
+ * poll: `housekeeping`, EngineOptions; `sweep()` runs it on demand).
+ *
+ * Design
+ * - Liveness: a job whose claim has expired (`lock_expires_at`: its worker stopped
+ *   heart-beating, runner.ts) belonged to a dead worker: the sweep makes it claimable again
+ *   (the lost attempt counts), or failed if its attempts are spent. The sweep's reclaim is
+ *   cheap (a partial index) and runs on every poll and every failed round's retry (wakeup.ts);
+ *   retention (finished jobs deleted after `retentionMs`, 1000 at a time) at most once a
+ *   minute (SWEEP_EVERY_MS).
+ * - Events: with a publisher, the reclaim is a transaction that publishes `job.failed` for the
+ *   visible tasks' jobs whose last attempt it gives up on (completions.ts, "Events").
+ * - States: none of its own but the time of the last retention (`lastSweep`); a failed sweep
+ *   throws, and the round it belongs to is tried again (wakeup.ts).
+ */
+import { failedEvent } from '../jobs.events.ts';
+import * as repo from '../jobs.repository.ts';
+import { publishOutcomes } from './completions.ts';
+import type { EngineCore } from './core.ts';
+
+const SWEEP_EVERY_MS = 60_000;
+
+export class Housekeeping {
+  private lastSweep = 0;
+
+  constructor(private readonly core: EngineCore) {}
+
+  /** Runs the housekeeping now: lock-timeout reclaim and retention. Returns what it did. */
+  async sweep(): Promise<{ reclaimed: number; deleted: number }> {
+    const { core } = this;
+    this.lastSweep = Date.now();
+    const reclaimed = await core.retrying(() => this.reclaimExpired());
+    if (reclaimed > 0) core.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
+    let deleted = 0;
+    for (;;) {
+      const n = await core.retrying(() => repo.deleteFinished(core.db, core.settings.retentionMs));
+      deleted += n;
+      if (n < 1000) break;
+    }
+    return { reclaimed, deleted };
+  }
+
+  /** The lock-timeout sweep, and retention now and then (a round's; throws when it fails). */
+  async housekeep(): Promise<void> {
+    // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
+    const reclaimed = await this.core.retrying(() => this.reclaimExpired());
+    if (reclaimed > 0) this.core.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
+    if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
+  }
+
+  /**
+   * The lock-timeout reclaim; with a publisher, in a transaction that publishes `job.failed` for
+   * the visible tasks' jobs whose last attempt it gives up on (once per poll: a BEGIN and COMMIT
+   * more, whatever the jobs).
+   */
+  private async reclaimExpired(): Promise<number> {
+    const { core } = this;
+    const publisher = core.publisher;
+    if (!publisher) return (await repo.reclaimExpired(core.db, core.settings.lockTimeoutMs)).length;
+    return core.db.transaction(async (tx) => {
+      const rows = await repo.reclaimExpired(tx, core.settings.lockTimeoutMs);
+      const failed = rows.filter((r) => r.status === 'failed' && core.tasks.get(r.task)?.visible);
+      await publishOutcomes(
+        tx,
+        publisher,
+        failed.map((r) => failedEvent(r, r.last_error ?? '', r.finished_at ?? new Date())),
+        failed.map((r) => r.collection_id),
+      );
+      return rows.length;
+    });
+  }
+}
