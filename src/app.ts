@@ -18,6 +18,7 @@ import { analyticsRunner, type Db, pendingMigrations } from './db/index.ts';
 import { appObjectsModule } from './modules/app-objects/index.ts';
 import { collectionsModule } from './modules/collections/index.ts';
 import { consoleModule } from './modules/console/index.ts';
+import { httpTasksModule } from './modules/http-tasks/index.ts';
 import { interactionsModule } from './modules/interactions/index.ts';
 import { jobsModule } from './modules/jobs/index.ts';
 import { journeysModule } from './modules/journeys/index.ts';
@@ -53,6 +54,7 @@ const MODULES = [
   locationsModule,
   jobsModule,
   webhooksModule,
+  httpTasksModule,
   linksModule,
   appObjectsModule,
   interactionsModule,

@@ -149,3 +149,17 @@ export interface JobQueue {
   enqueueMany(q: Queryable, collectionId: string, jobs: EnqueueOptions[]): Promise<QueuedJob[]>;
   registerTask(def: TaskDefinition): void;
 }
+
+/**
+ * Thrown by a handler whose attempt failed and that knows when to try again (an HTTP answer's
+ * Retry-After, say): the next attempt waits at least `retryAfterMs`, and at least the engine's
+ * own backoff. The attempt counts as any failed one.
+ */
+export class RetryLater extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}

@@ -435,6 +435,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/http-tasks/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The secret that signs the requests of the collection’s http jobs (made on first read) */
+        get: operations["jobs_getHttpTaskSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/http-tasks/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace the http jobs’ signing secret: the new one is in the answer; the replaced one keeps signing next to it for a grace period */
+        post: operations["jobs_rotateHttpTaskSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/collection/{collectionId}/links": {
         parameters: {
             query?: never;
@@ -1964,6 +1998,14 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
+        };
+        HttpTaskSecret: {
+            /** @description Signs every request of the collection’s http jobs (Standard Webhooks) */
+            secret: string;
+            previousSecretExpiresAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            rotatedAt: string | null;
         };
         CreateLinkBody: {
             /** @description Destination address, http or https */
@@ -5112,6 +5154,128 @@ export interface operations {
             };
             /** @description Conflict: the registration is not active, or the limit is reached */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_getHttpTaskSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpTaskSecret"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_rotateHttpTaskSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateSecretBody"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HttpTaskSecret"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -5,8 +5,9 @@
  * - A run: the slot is taken (slots.ts) → the handler runs with the job, the db, the stop
  *   signal and `progress` → it returns: the slot is free at once (a prefetched job takes it)
  *   → the outcome is written: a success with the next completion batch (completions.ts), a
- *   throw as a failed attempt: `errored` with an exponential backoff (`backoff`, ±20% jitter)
- *   and the engine woken for its retry, or `failed` at `maxAttempts` → the claim leaves `held`
+ *   throw as a failed attempt: `errored` with an exponential backoff (`backoff`, ±20% jitter;
+ *   at least a `RetryLater`'s time, when the handler knows when to try again: an HTTP
+ *   answer's Retry-After) and the engine woken for its retry, or `failed` at `maxAttempts` → the claim leaves `held`
  *   and, unless the statement that recorded it claimed its successor, the claimer is woken.
  *   The states of the job meanwhile are `Held`'s (core.ts): running → returned → gone.
  * - A handler interrupted by the shutdown (its signal aborted) is not a failed attempt: stop()
@@ -26,7 +27,7 @@
  *   written out or released by stop() stay alive meanwhile).
  */
 import { AppError } from '../../../platform/errors.ts';
-import type { TaskContext } from '../../../platform/tasks.ts';
+import { RetryLater, type TaskContext } from '../../../platform/tasks.ts';
 import * as repo from '../jobs.repository.ts';
 import type { JobsSettings } from '../jobs.settings.ts';
 import type { Claimer } from './claimer.ts';
@@ -113,14 +114,19 @@ export class Runner {
         await repo.setProgress(core.db, row.collection_id, row.id, core.workerId, progress);
       },
     };
-    let outcome: { ok: true; value: unknown } | { ok: false; error: string };
+    let outcome: { ok: true; value: unknown } | { ok: false; error: string; retryAfterMs: number };
     try {
       if (!def) throw new Error(`Task "${row.task}" is not registered in this worker`);
       const value = (await def.handler(ctx)) ?? null;
       if (JSON.stringify(value) === undefined) throw new Error('The task returned a value that is not JSON');
       outcome = { ok: true, value };
     } catch (err) {
-      outcome = { ok: false, error: describeError(err) };
+      // A handler that knows when to try again (RetryLater: an answer's Retry-After) waits at least that long.
+      outcome = {
+        ok: false,
+        error: describeError(err),
+        retryAfterMs: err instanceof RetryLater ? err.retryAfterMs : 0,
+      };
     }
     // The slot is free once the handler has returned: a prefetched job takes it now.
     this.slots.free(entry);
@@ -134,7 +140,7 @@ export class Runner {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         core.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
       } else {
-        const delay = backoff(core.settings, row.attempts);
+        const delay = Math.max(backoff(core.settings, row.attempts), outcome.retryAfterMs);
         // The last attempt of a visible task's job publishes job.failed with its write.
         const last = Boolean(def?.visible) && row.attempts >= row.max_attempts;
         const r = await this.completions.fail(entry, outcome.error, delay, last);
