@@ -34,9 +34,9 @@
  * BENCH_JOBS_SCENARIOS (single,bulk), BENCH_JOBS_PROCESSES (1,4), BENCH_JOBS_CONCURRENCY (8),
  * BENCH_CEILING_SECONDS (4).
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeWorkerUtils, runMigrations, Logger as WorkerLogger } from 'graphile-worker';
@@ -45,6 +45,7 @@ import PgBoss from 'pg-boss';
 import { type Db, migrate, openPostgres } from '../src/db/index.ts';
 import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 import { startWorker, type WorkerProcess } from '../support/job-worker-process.ts';
+import { ROOT } from '../support/service-process.ts';
 import { benchDatabase, PG_URL } from './lib.ts';
 import { countsSince, installQueryCounter, type QueryCounts, queryCounts, sumCounts } from './query-count.ts';
 
@@ -115,15 +116,32 @@ interface Engine {
  * BENCH_JOBS_ENGINES) runs its workers with that setting too, on the same table, so that a
  * setting's effect is measured within the same rounds.
  */
-async function ours(db: Db, url: string, variant = ''): Promise<Engine> {
+/**
+ * The worker of our engine at another commit (an entry "ours@REF" of BENCH_JOBS_ENGINES): a
+ * detached worktree of REF with this checkout's node_modules, so that a change to the engine is
+ * measured against the engine before it in the same rounds. Removed at the end of the run.
+ */
+const worktrees: string[] = [];
+function workerAt(ref: string): string {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const dir = mkdtempSync(join(tmpdir(), `bench-jobs-${ref}-`));
+  rmSync(dir, { recursive: true, force: true });
+  git('worktree', 'add', '--detach', dir, ref);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  worktrees.push(dir);
+  return join(dir, 'bench/ours-worker.ts');
+}
+
+async function ours(db: Db, url: string, variant = '', ref = ''): Promise<Engine> {
   const engine = new JobEngine(db, jobsSettings({}), quiet);
   engine.registerTask({ name: 'test.noop', visible: false, handler: async () => null });
   engine.registerTask({ name: 'test.sleep', visible: true, handler: async () => null });
   await db.query("INSERT INTO collections (id, name) VALUES ('bench', 'Bench') ON CONFLICT DO NOTHING");
   const extra = Object.fromEntries(variant ? [variant.split('=', 2)] : []);
+  const entry = ref ? workerAt(ref) : 'bench/ours-worker.ts';
   return {
-    key: variant ? `ours+${variant}` : 'ours',
-    name: variant ? `ours (${variant})` : 'ours',
+    key: ref ? `ours@${ref}` : variant ? `ours+${variant}` : 'ours',
+    name: ref ? `ours at ${ref}` : variant ? `ours (${variant})` : 'ours',
     spawn: (env) =>
       startWorker(
         {
@@ -133,7 +151,7 @@ async function ours(db: Db, url: string, variant = ''): Promise<Engine> {
           JOBS_POLL_INTERVAL_MS: '2000',
           ...extra,
         },
-        'bench/ours-worker.ts',
+        entry,
       ),
     enqueueNoop: () => engine.enqueue(db, 'bench', { task: 'test.noop' }),
     enqueueNoops: (n) =>
@@ -399,6 +417,7 @@ try {
     try {
       if (key === 'ours') engines.push(await ours(db, bench.url as string));
       if (key.startsWith('ours+')) engines.push(await ours(db, bench.url as string, key.slice(5)));
+      if (key.startsWith('ours@')) engines.push(await ours(db, bench.url as string, '', key.slice(5)));
       if (key === 'graphile') engines.push(await graphile(graphileSchema));
       if (key === 'pgboss') engines.push(await pgBoss(bossSchema));
     } catch (err) {
@@ -523,4 +542,5 @@ try {
   await c.query(`DROP SCHEMA IF EXISTS ${graphileSchema} CASCADE`);
   await c.end();
   rmSync(countDir, { recursive: true, force: true });
+  for (const dir of worktrees) execFileSync('git', ['worktree', 'remove', '--force', dir], { cwd: ROOT });
 }

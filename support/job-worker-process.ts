@@ -4,7 +4,7 @@
  * jobs bench.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
+import { resolve } from 'node:path';
 import { ROOT } from './service-process.ts';
 
 export interface WorkerEvent {
@@ -28,7 +28,8 @@ export interface WorkerProcess {
 
 /** Starts `entry` (default: the JobEngine worker of support/job-worker-main.ts). */
 export function startWorker(env: Record<string, string>, entry = 'support/job-worker-main.ts'): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, entry)], {
+  // `entry` relative to the checkout, or absolute (another commit's worktree: bench/jobs.bench.ts).
+  const child = spawn(process.execPath, ['--import', 'tsx', resolve(ROOT, entry)], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
