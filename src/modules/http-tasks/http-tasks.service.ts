@@ -43,12 +43,13 @@ export interface HttpTasksSettings {
   secretGraceSeconds: number;
 }
 
+/** The replaced secret while it still signs (its grace period), else null. */
+const stillSigning = (row: repo.SecretRow): string | null =>
+  row.previous_secret && row.previous_until && row.previous_until.getTime() > Date.now() ? row.previous_secret : null;
+
 const view = (row: repo.SecretRow): HttpTaskSecret => ({
   secret: row.secret,
-  previousSecretExpiresAt:
-    row.previous_secret && row.previous_until && row.previous_until.getTime() > Date.now()
-      ? row.previous_until.toISOString()
-      : null,
+  previousSecretExpiresAt: stillSigning(row) ? (row.previous_until?.toISOString() ?? null) : null,
   createdAt: row.created_at.toISOString(),
   rotatedAt: row.rotated_at?.toISOString() ?? null,
 });
@@ -90,10 +91,6 @@ export class HttpTasksService {
         const json = p.body !== undefined && typeof p.body !== 'string';
         const body = p.body === undefined ? '' : json ? JSON.stringify(p.body) : (p.body as string);
         const given = Object.fromEntries(Object.entries(p.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-        const previous =
-          secret.previous_secret && secret.previous_until && secret.previous_until.getTime() > Date.now()
-            ? secret.previous_secret
-            : null;
         const res = await this.http.send({
           url: p.url,
           method: p.method ?? 'POST',
@@ -101,7 +98,7 @@ export class HttpTasksService {
             'user-agent': 'collection-platform-jobs/1',
             ...(json && !given['content-type'] ? { 'content-type': 'application/json' } : {}),
             ...given,
-            ...signatureHeaders(secret.secret, `job_${ctx.job.id}`, body, new Date(), previous),
+            ...signatureHeaders(secret.secret, `job_${ctx.job.id}`, body, new Date(), stillSigning(secret)),
           },
           body: body === '' ? undefined : body,
           timeoutMs: p.timeoutMs ?? HTTP_TASK_LIMITS.defaultTimeoutMs,
