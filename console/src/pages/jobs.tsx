@@ -151,14 +151,14 @@ export default function JobsPage({ api, collectionId }: PageProps) {
 }
 
 /**
- * The items a completed job reports as failed: an `errors` list (records.import) or a `failed`
- * count; 0 when it reports none.
+ * The items a completed job reports as failed: a `failed` count (records.import), else the
+ * length of an `errors` list (which a task may cut short); 0 when it reports none.
  */
 function failedItems(job: Job): number {
   const r = job.result as { errors?: unknown; failed?: unknown } | null | undefined;
   if (!r || typeof r !== 'object') return 0;
-  if (Array.isArray(r.errors)) return r.errors.length;
-  return typeof r.failed === 'number' ? r.failed : 0;
+  if (typeof r.failed === 'number') return r.failed;
+  return Array.isArray(r.errors) ? r.errors.length : 0;
 }
 
 /** The job's state; a completed job with failed items is shown as a warning, not a success. */
