@@ -105,6 +105,10 @@ describe('an http job', () => {
       headers: ['Webhook-Signature'],
     });
     expect((await refused({ url: 'https://example.com', timeoutMs: 60_000 })).message).toContain('timeoutMs');
+    // The framing headers the client sets, as for interaction effects.
+    expect((await refused({ url: 'https://example.com', headers: { Upgrade: 'h2c' } })).details).toMatchObject({
+      headers: ['Upgrade'],
+    });
   });
 });
 

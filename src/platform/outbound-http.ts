@@ -30,6 +30,25 @@ export interface OutboundResponse {
   durationMs: number;
 }
 
+/** The methods a tenant's request may use. */
+export const OUTBOUND_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** A header name as HTTP allows it (a token), up to 100 characters. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
+
+/** Header names a tenant's request may not set: the client sets them from the request itself. */
+export const FRAMING_HEADERS: ReadonlySet<string> = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+]);
+
 /** Reads at most `cap` bytes of a body, then drops the connection's remaining bytes. */
 export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, cap: number): Promise<string> {
   const chunks: Buffer[] = [];
@@ -65,14 +84,21 @@ function refusedIn(err: unknown): RefusedAddressError | undefined {
   return undefined;
 }
 
-function describe(err: unknown): string {
+/**
+ * Why a request got no answer, in words: the SSRF guard's refusal (wherever undici wrapped
+ * it), `timeout`, or the error's code and message (a connect error's cause says more than the
+ * wrapper). Shared by this client and the webhooks' sender.
+ */
+export function describeFailure(err: unknown): { refused: boolean; message: string } {
+  const refused = refusedIn(err);
+  if (refused) return { refused: true, message: refused.message };
   const e = err as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e?.name === 'TimeoutError' || e?.code === 'UND_ERR_HEADERS_TIMEOUT' || e?.code === 'UND_ERR_BODY_TIMEOUT') {
-    return 'timeout';
+    return { refused: false, message: 'timeout' };
   }
   const code = e?.cause?.code ?? e?.code;
   const message = e?.cause?.message ?? e?.message ?? String(err);
-  return code && !message.includes(code) ? `${code}: ${message}` : message;
+  return { refused: false, message: code && !message.includes(code) ? `${code}: ${message}` : message };
 }
 
 export class OutboundHttp {
@@ -133,8 +159,8 @@ export class OutboundHttp {
         retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
-      const refused = refusedIn(err);
-      return refused ? failed(refused.message, 'refused') : failed(describe(err));
+      const why = describeFailure(err);
+      return failed(why.message, why.refused ? 'refused' : 'failed');
     }
   }
 

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { HEADER_NAME } from '../../platform/outbound-http.ts';
 import { Closed, Nullable, OpenObject, Timestamp } from '../../platform/schemas.ts';
 
 /** Bounds of an `http` job's request (its payload is stored and shown with the job). */
@@ -28,7 +29,7 @@ export const HttpTaskPayload = Closed({
   ),
   headers: Type.Optional(
     Type.Record(
-      Type.String({ pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$" }),
+      Type.String({ pattern: HEADER_NAME.source }),
       Type.String({ maxLength: HTTP_TASK_LIMITS.headerValueLength }),
       {
         maxProperties: HTTP_TASK_LIMITS.headers,

@@ -12,7 +12,7 @@
 
 import type { Db } from '../../db/index.ts';
 import { badRequest } from '../../platform/errors.ts';
-import type { OutboundHttp, OutboundResponse } from '../../platform/outbound-http.ts';
+import { FRAMING_HEADERS, type OutboundHttp, type OutboundResponse } from '../../platform/outbound-http.ts';
 import { literalHostReason } from '../../platform/ssrf.ts';
 import { defineTask, RetryLater, type TaskDefinition } from '../../platform/tasks.ts';
 import { httpUrl } from '../../platform/urls.ts';
@@ -22,17 +22,14 @@ import { HTTP_TASK_LIMITS, HttpTaskPayload, type HttpTaskSecret } from './http-t
 
 export const HTTP_TASK = 'http';
 
-/** Headers the service sets on every request; a job may not set them. */
+/** Headers a job may not set: the signature's, which the service sets, and the framing ones. */
 const RESERVED = new Set([
   'webhook-id',
   'webhook-timestamp',
   'webhook-signature',
   'x-service-signature',
   'x-service-signature-previous',
-  'host',
-  'content-length',
-  'connection',
-  'transfer-encoding',
+  ...FRAMING_HEADERS,
 ]);
 
 /** The most a Retry-After may put the next attempt off (longer asks wait this long). */

@@ -20,7 +20,7 @@
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
 import { AppError, validationFailed } from '../../platform/errors.ts';
-import type { OutboundHttp } from '../../platform/outbound-http.ts';
+import { FRAMING_HEADERS, HEADER_NAME, OUTBOUND_METHODS, type OutboundHttp } from '../../platform/outbound-http.ts';
 import { isObject, OpenObject } from '../../platform/schemas.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { AppObjectServices } from '../app-objects/index.ts';
@@ -48,8 +48,6 @@ export const MILESTONE_LIMITS = { count: 20, max: Number.MAX_SAFE_INTEGER } as c
 /** The effect types this service runs; the others are reported `not_supported`. */
 const SUPPORTED = new Set(['webhook', 'appRecord']);
 
-const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-
 /**
  * `singletonPer` as the original's guide spells it (`contact`, `product`, `proof`, `global`)
  * and as the records API does (`contactId`, `productId`, ..., `collection`), each to the
@@ -72,19 +70,6 @@ const SINGLETON_PER = new Map<string, { per: string; needs: keyof EventContext |
 
 const ANCHORS = ['productId', 'proofId', 'variantId', 'batchId'] as const;
 
-/** Header names an effect may not set: the client sets them from the request itself. */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'upgrade',
-  'te',
-  'trailer',
-  'expect',
-]);
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/;
 const TOKEN = /\{\{\s*([A-Za-z0-9_$-]+(?:\.[A-Za-z0-9_$-]+)*)\s*\}\}/g;
 
 const jsonBytes = (v: unknown) => Buffer.byteLength(JSON.stringify(v) ?? '');
@@ -126,8 +111,8 @@ function effectProblem(effect: unknown, at: string): Problem | undefined {
     if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
       return { path: `${c}.url`, message: 'must be an http(s) URL without credentials ({{tokens}} allowed)' };
     }
-    if (config.method !== undefined && !METHODS.includes(String(config.method).toUpperCase() as 'GET')) {
-      return { path: `${c}.method`, message: `must be one of ${METHODS.join(', ')}` };
+    if (config.method !== undefined && !OUTBOUND_METHODS.includes(String(config.method).toUpperCase() as 'GET')) {
+      return { path: `${c}.method`, message: `must be one of ${OUTBOUND_METHODS.join(', ')}` };
     }
     if (config.headers !== undefined) {
       if (!isObject(config.headers)) return { path: `${c}.headers`, message: 'must be an object of strings' };
@@ -136,7 +121,7 @@ function effectProblem(effect: unknown, at: string): Problem | undefined {
         return { path: `${c}.headers`, message: `must have at most ${EFFECT_LIMITS.headers} headers` };
       }
       for (const [name, value] of entries) {
-        if (!HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase())) {
+        if (!HEADER_NAME.test(name) || FRAMING_HEADERS.has(name.toLowerCase())) {
           return { path: `${c}.headers.${name}`, message: 'is not a header name an effect may set' };
         }
         if (typeof value !== 'string' || value.length > EFFECT_LIMITS.headerValueLength || /[\r\n\0]/.test(value)) {

@@ -4,7 +4,7 @@
  * cap, and the SSRF guard on the address actually connected to.
  */
 import { Agent, request } from 'undici';
-import { parseRetryAfter, readCapped } from '../../platform/outbound-http.ts';
+import { describeFailure, parseRetryAfter, readCapped } from '../../platform/outbound-http.ts';
 import { guardedLookup, literalHostReason, RefusedAddressError } from '../../platform/ssrf.ts';
 
 export interface AttemptResult {
@@ -22,23 +22,6 @@ export interface SenderOptions {
   timeoutMs: number;
   responseExcerptBytes: number;
   userAgent?: string;
-}
-
-function describe(err: unknown): { refused: boolean; message: string } {
-  let e = err as { code?: string; message?: string; cause?: unknown } | undefined;
-  // undici wraps connect errors; the guard's refusal may sit one or two causes deep.
-  for (let i = 0; i < 3 && e; i++) {
-    if (e instanceof RefusedAddressError) return { refused: true, message: e.message };
-    if (!e.cause) break;
-    e = e.cause as typeof e;
-  }
-  const top = err as { code?: string; message?: string; name?: string };
-  if (top?.name === 'TimeoutError' || top?.code === 'UND_ERR_HEADERS_TIMEOUT' || top?.code === 'UND_ERR_BODY_TIMEOUT') {
-    return { refused: false, message: 'timeout' };
-  }
-  const code = e?.code ?? top?.code;
-  const message = e?.message ?? top?.message ?? String(err);
-  return { refused: false, message: code && !message.includes(code) ? `${code}: ${message}` : message };
 }
 
 export class WebhookSender {
@@ -122,7 +105,7 @@ export class WebhookSender {
         retryAfterMs: ok ? null : parseRetryAfter(res.headers['retry-after']),
       });
     } catch (err) {
-      const { refused, message } = describe(
+      const { refused, message } = describeFailure(
         deadline.signal.reason?.name === 'TimeoutError' ? deadline.signal.reason : err,
       );
       return done({
