@@ -194,6 +194,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/async/jobs/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enqueue up to 1000 jobs in one statement (202, ids in the order given); one bad item refuses them all, naming it */
+        post: operations["async_enqueueAsyncJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/collection/{collectionId}/async/jobs/{jobId}": {
         parameters: {
             query?: never;
@@ -1799,6 +1816,14 @@ export interface components {
             /** Format: date-time */
             runAt: string;
             key?: string;
+        };
+        EnqueueJobsRequest: {
+            /** @description 1 to 1000 jobs, each as POST .../async/jobs takes it; all are queued or none */
+            jobs: components["schemas"]["EnqueueAsyncJobRequest"][];
+        };
+        EnqueueJobsResponse: {
+            /** @description In the order given */
+            items: components["schemas"]["EnqueueAsyncJobResponse"][];
         };
         Job: {
             id: number;
@@ -4062,6 +4087,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["EnqueueAsyncJobResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    async_enqueueAsyncJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnqueueJobsRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnqueueJobsResponse"];
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

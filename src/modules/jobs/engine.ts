@@ -140,9 +140,11 @@ export class JobEngine implements JobQueue {
     q: Queryable,
     collectionId: string,
     options: EnqueueOptions,
+    /** The task when it is not a registered one: an app's own task (the jobs service resolves it). */
+    def?: TaskDefinition,
   ): Promise<{ id: number; task: string; runAt: Date; key: string | null }> {
     const row = await this.wakeup.enqueue(q, (channel) =>
-      repo.upsertJob(q, collectionId, this.newJob(options), channel),
+      repo.upsertJob(q, collectionId, this.newJob(options, def), channel),
     );
     return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
   }
@@ -157,8 +159,10 @@ export class JobEngine implements JobQueue {
     q: Queryable,
     collectionId: string,
     list: EnqueueOptions[],
+    /** Per job, the task when it is not a registered one (as for `enqueue`). */
+    defs?: (TaskDefinition | undefined)[],
   ): Promise<{ id: number; task: string; runAt: Date; key: string | null }[]> {
-    const jobs = list.map((o) => this.newJob(o));
+    const jobs = list.map((o, i) => this.newJob(o, defs?.[i]));
     // A key repeated in the list: one row, defined by its last occurrence.
     const lastOfKey = new Map<string, number>();
     jobs.forEach((j, i) => {
@@ -241,8 +245,8 @@ export class JobEngine implements JobQueue {
   }
 
   /** Checks an enqueue's options against the registered task; unknown task or bad values → 400. */
-  private newJob(options: EnqueueOptions): repo.NewJob {
-    const def = this.tasks.get(options.task);
+  private newJob(options: EnqueueOptions, given?: TaskDefinition): repo.NewJob {
+    const def = given ?? this.tasks.get(options.task);
     if (!def) {
       const known = [...this.tasks.keys()].sort();
       throw badRequest(`Unknown task "${options.task}"; known tasks: ${known.join(', ') || '(none)'}`, {

@@ -24,7 +24,7 @@ import { JobsService } from './jobs.service.ts';
 import { JOBS_LANES, jobsSettings, laneSettings } from './jobs.settings.ts';
 
 export { type EngineLogger, type EnqueueOptions, JOBS_CHANNEL, JobEngine } from './engine.ts';
-export { JOBS_LANES, type JobsSettings, jobsSettings } from './jobs.settings.ts';
+export { APP_LANE, JOBS_LANES, type JobsSettings, jobsSettings } from './jobs.settings.ts';
 export { JobsService };
 
 /**

@@ -103,3 +103,23 @@ export { CollectionParams } from '../../platform/routes.ts';
 export const JobParams = inCollection({
   jobId: Type.String({ pattern: '^[0-9]{1,15}$', maxLength: 15, description: 'Numeric job id' }),
 });
+
+/** The most jobs one bulk enqueue takes. */
+export const MAX_BULK_JOBS = 1000;
+
+export const EnqueueJobsRequest = Closed(
+  {
+    jobs: Type.Array(ref(EnqueueAsyncJobRequest), {
+      minItems: 1,
+      maxItems: MAX_BULK_JOBS,
+      description: `1 to ${MAX_BULK_JOBS} jobs, each as POST .../async/jobs takes it; all are queued or none`,
+    }),
+  },
+  { $id: 'EnqueueJobsRequest' },
+);
+export type EnqueueJobsRequest = Type.Static<typeof EnqueueJobsRequest>;
+
+export const EnqueueJobsResponse = Closed(
+  { items: Type.Array(ref(EnqueueAsyncJobResponse), { description: 'In the order given' }) },
+  { $id: 'EnqueueJobsResponse' },
+);

@@ -2,9 +2,10 @@
  * The jobs API's rules: what may be enqueued through the API (visible tasks, payload checked
  * by the task), which jobs a collection sees (its visible ones), and cancellation.
  */
-import type { Db } from '../../db/index.ts';
-import { badRequest, conflict, notFound } from '../../platform/errors.ts';
+import type { Db, Queryable } from '../../db/index.ts';
+import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { paging } from '../../platform/schemas.ts';
+import type { EnqueueOptions, QueuedJob, TaskDefinition } from '../../platform/tasks.ts';
 import type { JobEngine } from './engine.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
@@ -30,6 +31,12 @@ export function toJob(r: repo.JobRow): Job {
     finishedAt: r.finished_at?.toISOString() ?? null,
   };
 }
+
+const answer = (res: QueuedJob): EnqueueAsyncJobResponse => {
+  const out: EnqueueAsyncJobResponse = { id: res.id, task: res.task, runAt: res.runAt.toISOString() };
+  if (res.key !== null) out.key = res.key;
+  return out;
+};
 
 export class JobsService {
   /** The `default` lane's engine: other modules enqueue on it (any lane's task), and their tasks are registered on it. */
@@ -76,14 +83,35 @@ export class JobsService {
   }
 
   /**
-   * A job submitted through the API: only a visible task, its payload checked by the task;
-   * then queued on the engine like any other.
+   * The task a collection may enqueue by this name: a visible registered task (the service's
+   * own), else none. The one place that says which tasks the API, bulk enqueue and schedules
+   * take.
    */
-  async submit(collectionId: string, body: EnqueueAsyncJobRequest): Promise<EnqueueAsyncJobResponse> {
-    const def = this.engine.task(body.task);
-    if (!def?.visible) {
-      const known = this.engine.visibleTasks();
-      throw badRequest(`Unknown task "${body.task}"; known tasks: ${known.join(', ') || '(none)'}`, {
+  async resolveTask(_q: Queryable, _collectionId: string, name: string): Promise<TaskDefinition | undefined> {
+    const def = this.engine.task(name);
+    return def?.visible ? def : undefined;
+  }
+
+  /** The names `resolveTask` knows for the collection, for a refusal that lists them. */
+  async knownTasks(_q: Queryable, _collectionId: string): Promise<string[]> {
+    return this.engine.visibleTasks();
+  }
+
+  /**
+   * A job request checked as the API checks it: a task the collection may enqueue, its payload
+   * checked by the task, a queue name of the tenant's own. Throws a 400 naming the problem
+   * (prefixed with `where`, e.g. "jobs[3]: ", for an item of a list).
+   */
+  async prepare(
+    q: Queryable,
+    collectionId: string,
+    body: EnqueueAsyncJobRequest,
+    where = '',
+  ): Promise<{ options: EnqueueOptions; def: TaskDefinition }> {
+    const def = await this.resolveTask(q, collectionId, body.task);
+    if (!def) {
+      const known = await this.knownTasks(q, collectionId);
+      throw badRequest(`${where}Unknown task "${body.task}"; known tasks: ${known.join(', ') || '(none)'}`, {
         knownTasks: known,
       });
     }
@@ -91,22 +119,53 @@ export class JobsService {
     // job in one would wait behind, or hold back, the service's work for that collection.
     if (body.queueName?.includes(':'))
       throw badRequest(
-        `queueName "${body.queueName}" contains ':', which only the service's own queues use; choose a name without it, e.g. "imports"`,
+        `${where}queueName "${body.queueName}" contains ':', which only the service's own queues use; choose a name without it, e.g. "imports"`,
         { field: 'queueName' },
       );
-    const payload = def.parsePayload ? def.parsePayload(body.payload ?? {}) : (body.payload ?? {});
-    const res = await this.engine.enqueue(this.db, collectionId, {
-      task: def.name,
-      payload,
-      runAt: body.runAt ? new Date(body.runAt) : undefined,
-      priority: body.priority,
-      key: body.key,
-      queueName: body.queueName,
-      maxAttempts: body.maxAttempts,
-    });
-    const out: EnqueueAsyncJobResponse = { id: res.id, task: res.task, runAt: res.runAt.toISOString() };
-    if (res.key !== null) out.key = res.key;
-    return out;
+    let payload: unknown;
+    try {
+      payload = def.parsePayload ? def.parsePayload(body.payload ?? {}) : (body.payload ?? {});
+    } catch (err) {
+      if (where && err instanceof AppError) err.message = `${where}${err.message}`;
+      throw err;
+    }
+    return {
+      def,
+      options: {
+        task: def.name,
+        payload,
+        runAt: body.runAt ? new Date(body.runAt) : undefined,
+        priority: body.priority,
+        key: body.key,
+        queueName: body.queueName,
+        maxAttempts: body.maxAttempts,
+      },
+    };
+  }
+
+  /**
+   * A job submitted through the API (or a schedule's tick, in its transaction `q`): checked by
+   * `prepare`, then queued on the engine like any other.
+   */
+  async submit(collectionId: string, body: EnqueueAsyncJobRequest, q: Queryable = this.db): Promise<EnqueueAsyncJobResponse> {
+    const { options, def } = await this.prepare(q, collectionId, body);
+    return answer(await this.engine.enqueue(q, collectionId, options, def));
+  }
+
+  /**
+   * Up to MAX_BULK jobs in one statement: every item checked first (a 400 names the first bad
+   * one, `jobs[i]`, and nothing is queued), answered in the order given.
+   */
+  async submitMany(collectionId: string, bodies: EnqueueAsyncJobRequest[]): Promise<{ items: EnqueueAsyncJobResponse[] }> {
+    const prepared = [];
+    for (const [i, body] of bodies.entries()) prepared.push(await this.prepare(this.db, collectionId, body, `jobs[${i}]: `));
+    const rows = await this.engine.enqueueMany(
+      this.db,
+      collectionId,
+      prepared.map((p) => p.options),
+      prepared.map((p) => p.def),
+    );
+    return { items: rows.map(answer) };
   }
 
   async get(collectionId: string, jobId: string): Promise<Job> {

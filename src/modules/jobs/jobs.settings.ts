@@ -30,6 +30,12 @@ export interface JobsSettings {
 export const JOBS_LANES = ['default', 'deliveries'] as const;
 
 /**
+ * The lane of an app's own tasks (declared through POST .../tasks): their jobs are leased by
+ * the app's workers over HTTP, so no engine of ours claims this lane.
+ */
+export const APP_LANE = 'app';
+
+/**
  * A collection's share of a lane's slots unless configured: all but a quarter of them (at
  * least one held back from any single collection once there are two slots).
  */
