@@ -97,6 +97,7 @@ export class JobEngine implements JobQueue {
       claimEnded: () => this.completions.claimEnded(),
       roundFailed: () => this.wakeup.retryRound(),
       roundSucceeded: () => this.wakeup.roundSucceeded(),
+      wakeAt: (due) => this.wakeup.wake(due),
     });
     this.completions = new Completions(core, fairness, this.slots, this.claimer);
     this.housekeeping = new Housekeeping(core);
@@ -180,6 +181,14 @@ export class JobEngine implements JobQueue {
       const row = rowOf.get(j.key === null ? i : (lastOfKey.get(j.key) as number)) as (typeof rows)[number];
       return { id: row.id, task: row.task, runAt: row.run_at, key: row.key };
     });
+  }
+
+  /**
+   * Wakes the workers for jobs made due by something other than an enqueue (a retry, a queue
+   * resumed or given more room), once `q` has committed.
+   */
+  announce(q: Queryable, rows: { run_at: Date; queue_name: string | null }[]): Promise<void> {
+    return this.wakeup.announceAfterCommit(q, rows);
   }
 
   /** Begins claiming with the configured concurrency (no-op if already started). */

@@ -8,7 +8,8 @@
  * - lane: the slots a task's jobs run in; each lane has its own in every worker (`default`,
  *   and `deliveries` for webhook deliveries), and each collection a share of them.
  * - key: idempotent enqueue; a pending job with the same key is updated, not duplicated.
- * - queueName: jobs of one named queue (per collection) run one at a time, in order.
+ * - queueName: jobs of one named queue (per collection) run in order, `concurrency` at a time
+ *   (default 1), at most `ratePerSecond`, not while paused (queues.repository.ts).
  * - attempt / maxAttempts: a throwing handler is retried with exponential backoff.
  * - lock timeout: a job whose worker stopped heart-beating is claimed again.
  * - events: `job.completed` / `job.failed` of visible tasks' jobs, published in the transaction
@@ -22,6 +23,7 @@ import { jobEvents } from './jobs.events.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { JobsService } from './jobs.service.ts';
 import { JOBS_LANES, jobsSettings, laneSettings } from './jobs.settings.ts';
+import { queuesRoutes } from './queues.routes.ts';
 
 export { type EngineLogger, type EnqueueOptions, JOBS_CHANNEL, JobEngine } from './engine.ts';
 export { APP_LANE, JOBS_LANES, type JobsSettings, jobsSettings } from './jobs.settings.ts';
@@ -36,7 +38,7 @@ export const jobsModule = defineModule({
   name: 'jobs',
   needs: [],
   settings: (env, { shutdownTimeoutMs }) => jobsSettings(env, shutdownTimeoutMs),
-  tables: { owns: ['jobs'], reads: ['collections'] },
+  tables: { owns: ['jobs', 'job_queues'], reads: ['collections'] },
   create: ({ db, log }, settings) => {
     const registry = new Map<string, TaskDefinition>();
     const engines = JOBS_LANES.map(
@@ -45,7 +47,7 @@ export const jobsModule = defineModule({
     );
     return new JobsService(db, engines);
   },
-  routes: jobsRoutes,
+  routes: (service) => [...jobsRoutes(service), ...queuesRoutes(service.queues, service)],
   // Published through the webhooks service, set after it is built (JobsService.publishEventsTo).
   events: jobEvents,
   // The platform's job queue (Platform.queue): every module enqueues on the default lane's engine.

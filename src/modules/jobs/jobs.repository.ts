@@ -85,10 +85,10 @@ const COLUMNS = raw(
  * row, and it comes first in the UNION, whose first branch names the columns.
  */
 const CLAIMED_NULLS = raw(CLAIMED_NAMES.map((c) => `NULL AS ${c}`).join(', '));
-const CLAIMED_OF = (alias: string) => raw(CLAIMED_NAMES.map((c) => `${alias}.${c}`).join(', '));
+export const CLAIMED_OF = (alias: string) => raw(CLAIMED_NAMES.map((c) => `${alias}.${c}`).join(', '));
 
-const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
-const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
+export const json = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+export const interval = (ms: number) => sql`make_interval(secs => ${ms / 1000}::double precision)`;
 
 export interface NewJob {
   task: string;
@@ -200,17 +200,6 @@ export async function insertJobs(
 }
 
 /**
- * The end of a named-queue claim: the jobs picked in `next` start running, locked by this
- * worker. Its twin for free jobs is `jobs_claim_fair` (migration 0305): a change to what
- * "running" writes goes in both (a new migration for the function).
- */
-const startRunning = (workerId: string, lockTimeoutMs: number) => sql`
-    UPDATE jobs j SET status = 'running', attempts = j.attempts + 1, locked_at = now(), locked_by = ${workerId},
-      lock_expires_at = now() + ${interval(lockTimeoutMs)}, updated_at = now()
-    FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
-    RETURNING ${CLAIMED_OF('j')}`;
-
-/**
  * What a claim of free jobs asks for: its lane and tasks, how many, and what fairness needs
  * (engine/fairness.ts): the collection served last, what this worker holds of each
  * collection, the most one collection may hold, and how many collections one claim looks at.
@@ -249,56 +238,12 @@ export async function claimFree(
   return rows;
 }
 
-/**
- * Claims due jobs that are the head of their named queue while no job of that queue runs.
- * The caller holds `QUEUE_CLAIM_LOCK` for the transaction: with the lock taken first, this
- * statement's snapshot sees every earlier queue claim as committed, so two workers can never
- * both start a job of one queue.
- */
-export async function claimQueued(
-  q: Queryable,
-  workerId: string,
-  lockTimeoutMs: number,
-  tasks: string[],
-  limit: number,
-): Promise<ClaimedJob[]> {
-  const { rows } = await q.query<ClaimedJob>(sql`
-    WITH next AS (
-      SELECT j.collection_id, j.id FROM jobs j
-      WHERE j.status IN ('queued', 'errored') AND j.run_at <= now() AND j.queue_name IS NOT NULL
-        AND j.task = ANY(${tasks}::text[])
-        AND NOT EXISTS (
-          SELECT 1 FROM jobs o
-          WHERE o.collection_id = j.collection_id AND o.queue_name = j.queue_name
-            AND o.status IN ('queued', 'errored', 'running') AND (o.status = 'running' OR o.id < j.id))
-      -- Heads of different collections' queues by due time: a priority orders its own collection's work only.
-      ORDER BY j.run_at, j.id
-      LIMIT ${limit}
-      FOR UPDATE OF j SKIP LOCKED
-    )
-    ${startRunning(workerId, lockTimeoutMs)}`);
-  return rows;
-}
-
-/** Any pending job in a named queue at all? Lets workers skip the queue claim when there is none. */
-export async function hasQueuedInQueues(q: Queryable): Promise<boolean> {
-  const { rows } = await q.query<{ one: number }>(sql`
-    SELECT 1 AS one FROM jobs WHERE queue_name IS NOT NULL AND status IN ('queued', 'errored') AND run_at <= now() LIMIT 1`);
-  return rows.length > 0;
-}
-
 /** When the earliest pending job due after `after` falls due (epoch ms), if there is one. */
 export async function nextDue(q: Queryable, after: Date): Promise<number | undefined> {
   const { rows } = await q.query<{ due: number | null }>(sql`
     SELECT (extract(epoch FROM min(run_at)) * 1000)::float8 AS due FROM jobs
     WHERE status IN ('queued', 'errored') AND run_at > ${after}::timestamptz`);
   return rows[0]?.due ?? undefined;
-}
-
-export const QUEUE_CLAIM_LOCK = 727_011_300;
-
-export async function lockQueueClaims(q: Queryable): Promise<void> {
-  await q.query(sql`SELECT pg_advisory_xact_lock(${QUEUE_CLAIM_LOCK})`);
 }
 
 /**
@@ -553,4 +498,83 @@ export async function cancel(
     RETURNING ${COLUMNS}`);
   if (rows[0]) return { row: rows[0], cancelled: true };
   return { row: await findVisible(q, collectionId, id), cancelled: false };
+}
+
+/** What a retry changes: a finished job is queued again as new (attempts, error, result reset). */
+const RETRY_SET = sql`status = 'queued', attempts = 0, run_at = now(), last_error = NULL, result = NULL,
+      progress = NULL, finished_at = NULL, locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()`;
+
+/**
+ * A pending job of the same collection holds the key (the unique index jobs_pending_key):
+ * retrying the finished one would make two.
+ */
+const keyFree = (alias: string) =>
+  raw(`(${alias}.key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs p WHERE p.collection_id = ${alias}.collection_id
+      AND p.key = ${alias}.key AND p.status IN ('queued', 'errored')))`);
+
+/**
+ * Queues a failed or cancelled visible job again. Returns the row either way (with whether it
+ * was retried), so the caller can explain a refusal.
+ */
+export async function retry(
+  q: Queryable,
+  collectionId: string,
+  id: number,
+): Promise<{ row: JobRow | undefined; retried: boolean }> {
+  const { rows } = await q.query<JobRow>(sql`
+    UPDATE jobs j SET ${RETRY_SET}
+    WHERE j.collection_id = ${collectionId} AND j.id = ${id} AND j.visible AND j.status IN ('failed', 'cancelled')
+      AND ${keyFree('j')}
+    RETURNING ${COLUMNS}`);
+  if (rows[0]) return { row: rows[0], retried: true };
+  return { row: await findVisible(q, collectionId, id), retried: false };
+}
+
+export interface RetryFilter {
+  status: 'failed' | 'cancelled';
+  task?: string;
+  queueName?: string;
+  /** Finished at or after. */
+  from?: string;
+  /** Finished before. */
+  to?: string;
+  limit: number;
+}
+
+const retryWhere = (collectionId: string, f: RetryFilter) =>
+  allOf(
+    sql`j.collection_id = ${collectionId}`,
+    sql`j.visible`,
+    sql`j.status = ${f.status}`,
+    f.task && sql`j.task = ${f.task}`,
+    f.queueName && sql`j.queue_name = ${f.queueName}`,
+    f.from && sql`j.finished_at >= ${f.from}::timestamptz`,
+    f.to && sql`j.finished_at < ${f.to}::timestamptz`,
+  );
+
+/**
+ * Queues again up to `limit` of the collection's visible finished jobs the filter matches
+ * (oldest first; locked in id order, see the top of the file; one whose key a pending job
+ * holds is left). Answers the retried jobs and whether more match.
+ */
+export async function retryMany(
+  q: Queryable,
+  collectionId: string,
+  f: RetryFilter,
+): Promise<{ rows: { id: number; run_at: Date; queue_name: string | null }[]; more: boolean }> {
+  const where = retryWhere(collectionId, f);
+  const { rows } = await q.query<{ id: number; run_at: Date; queue_name: string | null }>(sql`
+    WITH picked AS MATERIALIZED (
+      SELECT j.collection_id, j.id FROM jobs j WHERE ${where} AND ${keyFree('j')}
+        -- Of finished jobs sharing a key, the newest only: two would both become pending.
+        AND (j.key IS NULL OR NOT EXISTS (SELECT 1 FROM jobs k WHERE k.collection_id = j.collection_id
+          AND k.key = j.key AND k.id > j.id AND k.status = j.status AND k.visible))
+      ORDER BY j.id LIMIT ${f.limit}
+      FOR UPDATE SKIP LOCKED
+    )
+    UPDATE jobs j SET ${RETRY_SET}
+    FROM picked WHERE j.collection_id = picked.collection_id AND j.id = picked.id
+    RETURNING j.id, j.run_at, j.queue_name`);
+  const more = await q.query(sql`SELECT 1 FROM jobs j WHERE ${where} AND ${keyFree('j')} LIMIT 1`);
+  return { rows: rows.sort((a, b) => a.id - b.id), more: more.rows.length > 0 };
 }

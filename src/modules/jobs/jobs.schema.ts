@@ -75,7 +75,9 @@ export const EnqueueAsyncJobRequest = Closed(
     ),
     key: Type.Optional(Name('Idempotency key: a pending job with this key is updated instead of duplicated')),
     queueName: Type.Optional(
-      Name("Jobs of one named queue run one at a time, in enqueue order; no ':' (the service's own queues)"),
+      Name(
+        "Jobs of one named queue run in enqueue order, one at a time unless PATCH .../queues/{queueName} says more; no ':' (the service's own queues)",
+      ),
     ),
     maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 25 })),
   },

@@ -10,6 +10,8 @@ import type { JobEngine } from './engine.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery, JobTask } from './jobs.schema.ts';
+import type { RetryJobsRequest, RetryJobsResponse } from './queues.schema.ts';
+import { QueuesService } from './queues.service.ts';
 
 export function toJob(r: repo.JobRow): Job {
   return {
@@ -41,6 +43,8 @@ const answer = (res: QueuedJob): EnqueueAsyncJobResponse => {
 export class JobsService {
   /** The `default` lane's engine: other modules enqueue on it (any lane's task), and their tasks are registered on it. */
   readonly engine: JobEngine;
+  /** Named queues: depth and flow control. */
+  readonly queues: QueuesService;
 
   constructor(
     private readonly db: Db,
@@ -48,6 +52,7 @@ export class JobsService {
     readonly engines: JobEngine[],
   ) {
     this.engine = engines[0];
+    this.queues = new QueuesService(db, this.engine);
   }
 
   /**
@@ -147,7 +152,11 @@ export class JobsService {
    * A job submitted through the API (or a schedule's tick, in its transaction `q`): checked by
    * `prepare`, then queued on the engine like any other.
    */
-  async submit(collectionId: string, body: EnqueueAsyncJobRequest, q: Queryable = this.db): Promise<EnqueueAsyncJobResponse> {
+  async submit(
+    collectionId: string,
+    body: EnqueueAsyncJobRequest,
+    q: Queryable = this.db,
+  ): Promise<EnqueueAsyncJobResponse> {
     const { options, def } = await this.prepare(q, collectionId, body);
     return answer(await this.engine.enqueue(q, collectionId, options, def));
   }
@@ -156,9 +165,13 @@ export class JobsService {
    * Up to MAX_BULK jobs in one statement: every item checked first (a 400 names the first bad
    * one, `jobs[i]`, and nothing is queued), answered in the order given.
    */
-  async submitMany(collectionId: string, bodies: EnqueueAsyncJobRequest[]): Promise<{ items: EnqueueAsyncJobResponse[] }> {
+  async submitMany(
+    collectionId: string,
+    bodies: EnqueueAsyncJobRequest[],
+  ): Promise<{ items: EnqueueAsyncJobResponse[] }> {
     const prepared = [];
-    for (const [i, body] of bodies.entries()) prepared.push(await this.prepare(this.db, collectionId, body, `jobs[${i}]: `));
+    for (const [i, body] of bodies.entries())
+      prepared.push(await this.prepare(this.db, collectionId, body, `jobs[${i}]: `));
     const rows = await this.engine.enqueueMany(
       this.db,
       collectionId,
@@ -180,6 +193,40 @@ export class JobsService {
     const state = q.state as repo.JobStatus | undefined;
     const rows = await repo.listVisible(this.db, collectionId, { ...q, state, limit, offset });
     return { items: rows.map(toJob), limit, offset };
+  }
+
+  /** A failed or cancelled job queued again as new (attempts, error and result reset). */
+  async retry(collectionId: string, jobId: string): Promise<Job> {
+    const { row, retried } = await repo.retry(this.db, collectionId, Number(jobId));
+    if (!row) throw notFound('Job');
+    if (!retried) {
+      if (row.status === 'failed' || row.status === 'cancelled')
+        throw conflict(
+          `Another job with key "${row.key}" is pending; cancel it (or wait for it to finish) to retry this one`,
+          { status: row.status, key: row.key },
+        );
+      throw conflict(`A ${row.status} job cannot be retried; only failed and cancelled jobs can`, {
+        status: row.status,
+      });
+    }
+    await this.engine.announce(this.db, [row]);
+    return toJob(row);
+  }
+
+  /** Up to `limit` finished jobs matching the filter queued again (see `retry`). */
+  async retryMany(collectionId: string, body: RetryJobsRequest): Promise<RetryJobsResponse> {
+    if (body.from && body.to && Date.parse(body.from) > Date.parse(body.to))
+      throw badRequest('from must not be after to');
+    const { rows, more } = await repo.retryMany(this.db, collectionId, {
+      status: body.status ?? 'failed',
+      task: body.task,
+      queueName: body.queueName,
+      from: body.from,
+      to: body.to,
+      limit: body.limit ?? 1000,
+    });
+    await this.engine.announce(this.db, rows);
+    return { retried: rows.length, ids: rows.map((r) => r.id), more };
   }
 
   /** Only a pending job (queued or errored, waiting for a retry) can be cancelled. */

@@ -36,9 +36,11 @@
  *   (notifications, finished jobs) costs one round. The turn is the claimer's timer rather
  *   than one of its states: it is armed whatever the claim in flight, and when it fires it asks
  *   the claim in flight again (claimingAgain) or, if none, begins a round.
- * - Named queues (`queueName`, per collection) run one job at a time in enqueue order: only
- *   a queue's head is claimable, and only while none of its jobs runs. Those claims take a
- *   transaction-scoped advisory lock first, so concurrent workers see each other's claims.
+ * - Named queues (`queueName`, per collection) run in enqueue order, `concurrency` at a time
+ *   (default one), no faster than their rate, not at all while paused (queues.repository.ts):
+ *   only a queue's first pending jobs are claimable. Those claims take a transaction-scoped
+ *   advisory lock first, so concurrent workers see each other's claims. A rate-limited queue
+ *   holding jobs back arms the wake-up timer for its next start (`wakeAt`).
  *   They are looked at only when free jobs ran short and a head may be due (`queueHint`:
  *   a notification, a finished queue job, the timer or the poll), which saves a query per round.
  * - Claims in doubt: a claim statement can commit while the connection carrying its answer
@@ -53,6 +55,7 @@
  */
 import { isConflictError } from '../../../db/index.ts';
 import * as repo from '../jobs.repository.ts';
+import * as queues from '../queues.repository.ts';
 import { type EngineCore, JOBS_CHANNEL } from './core.ts';
 import type { Fairness } from './fairness.ts';
 import type { Slots } from './slots.ts';
@@ -68,6 +71,8 @@ export interface ClaimerHooks {
   roundFailed(): void;
   /** A claim went through: the next failed round backs off from the start again (wakeup.ts). */
   roundSucceeded(): void;
+  /** A rate-limited queue may start a job again at `due` (epoch ms): a round then (wakeup.ts). */
+  wakeAt(due: number): void;
 }
 
 export class Claimer {
@@ -237,19 +242,26 @@ export class Claimer {
   }
 
   /**
-   * Named-queue heads, for slots the free jobs did not fill; looked at only when one may be
-   * due: hinted by a notification, a finished queue job, the timer or the poll.
+   * Named queues' claimable jobs, for slots the free jobs did not fill; looked at only when
+   * one may be due: hinted by a notification, a finished queue job, the timer or the poll. A
+   * rate-limited queue that still holds jobs back arms the timer for its next start.
    */
   private async claimFromQueues(limit: number): Promise<repo.ClaimedJob[]> {
     const { core } = this;
     if (!this.queueHint) return [];
     this.queueHint = false;
-    if (!(await repo.hasQueuedInQueues(core.db))) return [];
-    const queued = await core.db.transaction(async (tx) => {
-      await repo.lockQueueClaims(tx);
-      return repo.claimQueued(tx, core.workerId, core.settings.lockTimeoutMs, core.taskNames(), limit);
+    if (!(await queues.hasQueuedInQueues(core.db))) return [];
+    const { claimed, paced } = await core.db.transaction(async (tx) => {
+      await queues.lockQueueClaims(tx);
+      const tasks = core.taskNames();
+      const claimed = await queues.claimQueued(tx, core.workerId, core.settings.lockTimeoutMs, { tasks }, limit);
+      return { claimed, paced: await queues.nextPacedStart(tx) };
     });
-    if (queued.length > 0) this.queueHint = true;
-    return queued;
+    if (claimed.length > 0) this.queueHint = true;
+    if (paced !== undefined) {
+      this.queueHint = true;
+      this.hooks.wakeAt(paced);
+    }
+    return claimed;
   }
 }
