@@ -255,9 +255,10 @@ describe('bulk enqueue', () => {
   }, 90_000);
 
   it('refuses the whole list naming the first bad item, and queues nothing', async () => {
-    const before = await t.testDb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1', [
-      a.id,
-    ]);
+    const before = await t.testDb.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1',
+      [a.id],
+    );
     const res = await api(a, 'POST', '/async/jobs/bulk', {
       jobs: [{ task: 'test.step' }, { task: 'test.step' }, { task: 'no.such' }],
     });
@@ -265,9 +266,10 @@ describe('bulk enqueue', () => {
     expect(res.json().message).toMatch(/^jobs\[2\]: Unknown task "no.such"; known tasks: .*test\.step/);
     const queue = await api(a, 'POST', '/async/jobs/bulk', { jobs: [{ task: 'test.step', queueName: 'x:y' }] });
     expect(queue.json().message).toMatch(/^jobs\[0\]: queueName "x:y"/);
-    const after = await t.testDb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1', [
-      a.id,
-    ]);
+    const after = await t.testDb.db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1',
+      [a.id],
+    );
     expect(after.rows[0].n).toBe(before.rows[0].n);
     const tooMany = await api(a, 'POST', '/async/jobs/bulk', {
       jobs: Array.from({ length: 1001 }, () => ({ task: 'test.step' })),
