@@ -622,7 +622,59 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
       () => page.locator('table.jobs tbody tr td:first-child').allTextContents(),
       (ids) => ids.length === 1 && ids[0] === String(later.id),
     );
+    // Retried from its row: queued again (due now: it runs with the next claim).
+    await waiting.getByRole('button', { name: 'Retry' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: `Job ${later.id} is queued again.` })
+      .waitFor();
+    const retried = await call('GET', `/admin/collection/${A}/jobs/${later.id}`, undefined, keys.a);
+    expect(['queued', 'running', 'completed']).toContain(retried.status);
   }, 150_000);
+
+  it('shows the queues with their depth, pauses one, and sets its concurrency and rate', async () => {
+    // A queue with a job due in the future: listed with one pending job.
+    await call(
+      'POST',
+      `/admin/collection/${A}/async/jobs`,
+      {
+        task: 'records.import',
+        payload: { appId: 'desk', items: [{ ref: 'q' }] },
+        runAt: '2099-01-01',
+        queueName: 'imports',
+      },
+      keys.a,
+    );
+    await nav('Queues');
+    const table = page.getByRole('table', { name: 'Queues by name' });
+    await table.waitFor();
+    const row = table.locator('tbody tr').filter({ hasText: 'imports' });
+    expect((await rows(table)).find((r) => r[0] === 'imports')?.slice(0, 5)).toEqual([
+      'imports',
+      'running',
+      '1',
+      '0',
+      '0',
+    ]);
+    await row.getByRole('button', { name: 'Pause imports' }).click();
+    await row.locator('[data-queue-state="paused"]').waitFor();
+    expect((await call('GET', `/admin/collection/${A}/queues/imports`, undefined, keys.a)).paused).toBe(true);
+    await row.getByRole('button', { name: 'Settings of imports' }).click();
+    const form = page.getByRole('region', { name: 'Queue settings' });
+    expect(await form.getByLabel('Queue name').inputValue()).toBe('imports');
+    await form.getByLabel('Jobs at once').fill('3');
+    await form.getByLabel('Starts a second').fill('2');
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Queue imports: 3 at a time, 2 a second.' }).waitFor();
+    await until(
+      'the row to show the settings',
+      async () => (await rows(table)).find((r) => r[0] === 'imports')?.slice(8, 10),
+      (v) => v?.[0] === '3' && v?.[1] === '2 / s',
+    );
+    await row.getByRole('button', { name: 'Resume imports' }).click();
+    await row.locator('[data-queue-state="running"]').waitFor();
+    await shot('queues');
+  });
 
   it('reads the funnel of a journey built from known events, and the recipients of a step', async () => {
     await nav('Journeys');
@@ -686,6 +738,7 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
       [`webhooks/${hookId}`, /^Webhook /, 'webhook'],
       ['webhooks/event-types', 'Event catalogue', 'event-types'],
       ['jobs', 'Jobs', 'jobs'],
+      ['queues', 'Queues', 'queues'],
       ['journeys', 'Journeys', 'journeys'],
       ['cases', 'Cases', 'cases'],
     ];

@@ -24,6 +24,7 @@ const PAGES: Record<string, { title: string; load: () => Promise<PageModule> }> 
   links: { title: 'Links', load: () => import('./pages/links.tsx') },
   webhooks: { title: 'Webhooks', load: () => import('./pages/webhooks.tsx') },
   jobs: { title: 'Jobs', load: () => import('./pages/jobs.tsx') },
+  queues: { title: 'Queues', load: () => import('./pages/queues.tsx') },
   journeys: { title: 'Journeys', load: () => import('./pages/journeys.tsx') },
   cases: { title: 'Cases', load: () => import('./pages/cases.tsx') },
 };

@@ -1,7 +1,7 @@
 /**
  * Jobs: the collection's background jobs, newest first, with their progress followed live
  * (polled every second while one is waiting or running), filters by state and task, cancel,
- * result and last error; and a form to enqueue one.
+ * retry (one job, or the failed ones of a task), result and last error; and a form to enqueue one.
  */
 import { useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
@@ -38,17 +38,38 @@ export default function JobsPage({ api, collectionId }: PageProps) {
   usePolling(live, 1000, () => jobs.reload(true));
   const [actionError, setActionError] = useState<unknown>();
 
-  const cancel = async (job: Job) => {
+  const [notice, setNotice] = useState<string>();
+  /** Runs a change from a button, then shows the list again. */
+  const act = async (change: () => Promise<string | undefined>) => {
     setActionError(undefined);
+    setNotice(undefined);
     try {
-      await api.POST('/admin/collection/{collectionId}/jobs/{jobId}/cancel', {
-        params: { path: { collectionId, jobId: String(job.id) } },
-      });
+      setNotice(await change());
       jobs.reload(true);
     } catch (err) {
       setActionError(err);
     }
   };
+  const jobPath = (job: Job) => ({ params: { path: { collectionId, jobId: String(job.id) } } });
+  const cancel = (job: Job) =>
+    act(async () => {
+      await api.POST('/admin/collection/{collectionId}/jobs/{jobId}/cancel', jobPath(job));
+      return undefined;
+    });
+  const retry = (job: Job) =>
+    act(async () => {
+      await api.POST('/admin/collection/{collectionId}/jobs/{jobId}/retry', jobPath(job));
+      return `Job ${job.id} is queued again.`;
+    });
+  // The failed jobs the task filter matches (every task's without one), 1,000 a click.
+  const retryFailed = () =>
+    act(async () => {
+      const r = await api.POST('/admin/collection/{collectionId}/jobs/retry', {
+        params: { path },
+        body: { status: 'failed', task: taskFilter || undefined },
+      });
+      return `${r.retried} failed job${r.retried === 1 ? '' : 's'} queued again${r.more ? '; more remain: click again' : ''}.`;
+    });
 
   return (
     <>
@@ -98,12 +119,20 @@ export default function JobsPage({ api, collectionId }: PageProps) {
               ))}
             </select>
           </label>
+          <button type="button" onClick={retryFailed}>
+            Retry failed{taskFilter ? ` ${taskFilter}` : ''} jobs
+          </button>
           <span class="meta" aria-live="polite">
             {live ? 'Following the running jobs (every second)…' : ''}
           </span>
         </form>
         <ErrorNote error={jobs.error} doing="list the jobs" />
-        <ErrorNote error={actionError} doing="cancel the job" />
+        <ErrorNote error={actionError} doing="change the job" />
+        {notice ? (
+          <p class="notice" role="status">
+            {notice}
+          </p>
+        ) : null}
         {jobs.loading && !jobs.data ? <Loading what="jobs" /> : null}
         {jobs.data && jobs.data.items.length === 0 ? (
           <Empty>{state || taskFilter ? 'No job matches these filters.' : 'No jobs yet.'}</Empty>
@@ -128,7 +157,10 @@ export default function JobsPage({ api, collectionId }: PageProps) {
                   value: (j) => (j.status === 'queued' || j.status === 'errored' ? when(j.runAt) : '—'),
                 },
                 { label: 'Finished', value: (j) => when(j.finishedAt) },
-                { label: 'Details', value: (j) => <JobDetails job={j} onCancel={() => cancel(j)} /> },
+                {
+                  label: 'Details',
+                  value: (j) => <JobDetails job={j} onCancel={() => cancel(j)} onRetry={() => retry(j)} />,
+                },
               ]}
             />
             <nav class="pager" aria-label="Pages of jobs">
@@ -191,13 +223,19 @@ function Progress({ job }: { job: Job }) {
   );
 }
 
-function JobDetails({ job, onCancel }: { job: Job; onCancel: () => void }) {
+function JobDetails({ job, onCancel, onRetry }: { job: Job; onCancel: () => void; onRetry: () => void }) {
   const cancellable = job.status === 'queued' || job.status === 'errored';
+  const retryable = job.status === 'failed' || job.status === 'cancelled';
   return (
     <>
       {cancellable ? (
         <button type="button" onClick={onCancel}>
           Cancel
+        </button>
+      ) : null}
+      {retryable ? (
+        <button type="button" onClick={onRetry}>
+          Retry
         </button>
       ) : null}
       {job.lastError ? (
