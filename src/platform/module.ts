@@ -66,6 +66,11 @@ export interface Platform extends PlatformSettings {
 export interface Background {
   roles: readonly Role[];
   start(): Promise<void> | void;
+  /**
+   * The process begins to stop, before the requests still running are waited for: end what
+   * holds a request open on purpose (a long poll), so that it does not hold the shutdown.
+   */
+  closing?(): void;
   stop(): Promise<void> | void;
 }
 
