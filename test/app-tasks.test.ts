@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { type CollectionWithUser, subscribe, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, getJob, sleep, waitFor } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
@@ -24,18 +24,8 @@ beforeAll(async () => {
   });
   ({ a, b } = await twoCollections(t));
   rx = await startReceiver();
-  for (const [c, path] of [
-    [a, '/a'],
-    [b, '/b'],
-  ] as const) {
-    const res = await t.inject({
-      method: 'POST',
-      url: '/v1/webhooks',
-      headers: c.auth,
-      payload: { url: `${rx.url}${path}`, events: ['job.*'], active: true },
-    });
-    expect(res.statusCode, res.body).toBe(200);
-  }
+  await subscribe(t, a, `${rx.url}/a`, ['job.*']);
+  await subscribe(t, b, `${rx.url}/b`, ['job.*']);
 });
 afterAll(async () => {
   await t?.close();
@@ -275,6 +265,8 @@ describe('leasing', () => {
       type: 'job.completed',
       data: { job_id: job.id, task: 'lease.basic', attempts: 1, result: { ok: true } },
     });
+    // Published to the job's collection only.
+    expect(eventsOf('/b', job.id)).toEqual([]);
   });
 
   it('takes the most urgent jobs first, up to max, of the tasks named', async () => {

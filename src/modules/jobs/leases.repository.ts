@@ -9,35 +9,9 @@
  * Lock order (see jobs.repository.ts): the lease skips what is locked (SKIP LOCKED); every other
  * statement here changes one row.
  */
-import sql, { raw } from 'sql-template-tag';
+import sql from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
-import type { JobProgress, JobRow, JobStatus } from './jobs.repository.ts';
-
-/** Every column of a job (as jobs.repository.ts reads one), for the Job its outcome answers. */
-const COLUMNS = raw(
-  [
-    'collection_id',
-    'id',
-    'task',
-    'payload',
-    'priority',
-    'run_at',
-    'queue_name',
-    'attempts',
-    'max_attempts',
-    'progress',
-    'key',
-    'status',
-    'last_error',
-    'result',
-    'visible',
-    'locked_at',
-    'locked_by',
-    'created_at',
-    'updated_at',
-    'finished_at',
-  ].join(', '),
-);
+import type { JobProgress, JobStatus } from './jobs.repository.ts';
 
 export interface LeasedRow {
   collection_id: string;
@@ -121,16 +95,19 @@ export async function leaseState(q: Queryable, collectionId: string, id: number)
   return rows[0];
 }
 
-/** The job under its current lease `leaseId`, locked for the transaction; undefined if that is not its lease. */
+/**
+ * The job under its current lease `leaseId`, locked for the transaction: its attempt so far;
+ * undefined if that is not its lease.
+ */
 export async function lockLeased(
   q: Queryable,
   lane: string,
   collectionId: string,
   id: number,
   leaseId: string,
-): Promise<JobRow | undefined> {
-  const { rows } = await q.query<JobRow>(sql`
-    SELECT ${COLUMNS} FROM jobs
+): Promise<{ attempts: number } | undefined> {
+  const { rows } = await q.query<{ attempts: number }>(sql`
+    SELECT attempts FROM jobs
     WHERE collection_id = ${collectionId} AND id = ${id} AND lane = ${lane} AND locked_by = ${leaseId}
       AND status = 'running'
     FOR UPDATE`);
@@ -162,19 +139,21 @@ export async function extend(
   return rows[0];
 }
 
-/** Completes the job its lease holds (locked by `lockLeased` in the same transaction). */
-export async function complete(q: Queryable, collectionId: string, id: number, result: unknown): Promise<JobRow> {
-  const { rows } = await q.query<JobRow>(sql`
+/**
+ * Completes the job its lease holds (locked by `lockLeased` in the same transaction); the job is
+ * read again with jobs.repository.ts's `findVisible`.
+ */
+export async function complete(q: Queryable, collectionId: string, id: number, result: unknown): Promise<void> {
+  await q.query(sql`
     UPDATE jobs SET status = 'completed', result = ${JSON.stringify(result ?? null)}::jsonb, finished_at = now(),
       locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    WHERE collection_id = ${collectionId} AND id = ${id}
-    RETURNING ${COLUMNS}`);
-  return rows[0];
+    WHERE collection_id = ${collectionId} AND id = ${id}`);
 }
 
 /**
  * Records the failed attempt of the job its lease holds (locked by `lockLeased`): errored, to be
- * leased again at `retryAt` (not before now), or failed when its attempts are spent.
+ * leased again at `retryAt` (not before now), or failed when its attempts are spent. Read again
+ * as `complete`'s.
  */
 export async function fail(
   q: Queryable,
@@ -182,16 +161,14 @@ export async function fail(
   id: number,
   error: string,
   retryAt: Date,
-): Promise<JobRow> {
-  const { rows } = await q.query<JobRow>(sql`
+): Promise<void> {
+  await q.query(sql`
     UPDATE jobs SET
       status = CASE WHEN attempts >= max_attempts THEN 'failed' ELSE 'errored' END,
       run_at = CASE WHEN attempts >= max_attempts THEN run_at ELSE greatest(${retryAt}::timestamptz, now()) END,
       finished_at = CASE WHEN attempts >= max_attempts THEN now() END,
       last_error = ${error}, locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
-    WHERE collection_id = ${collectionId} AND id = ${id}
-    RETURNING ${COLUMNS}`);
-  return rows[0];
+    WHERE collection_id = ${collectionId} AND id = ${id}`);
 }
 
 /**

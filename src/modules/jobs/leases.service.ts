@@ -27,7 +27,7 @@ import {
 import type { AppTasksService } from './app-tasks.service.ts';
 import { JOBS_CHANNEL, type JobEngine } from './engine.ts';
 import { completedEvent, type EventPublisher, failedEvent } from './jobs.events.ts';
-import type { JobProgress, JobRow } from './jobs.repository.ts';
+import { findVisible, type JobProgress, type JobRow } from './jobs.repository.ts';
 import type { Job } from './jobs.schema.ts';
 import { APP_LANE } from './jobs.settings.ts';
 import type { LeaseWaits } from './lease-waits.ts';
@@ -123,7 +123,8 @@ export class LeasesService {
     return this.db.transaction(async (tx) => {
       const held = await repo.lockLeased(tx, APP_LANE, collectionId, id, body.leaseId);
       if (!held) throw await this.refusal(tx, collectionId, id, body.leaseId);
-      const row = await repo.complete(tx, collectionId, id, result);
+      await repo.complete(tx, collectionId, id, result);
+      const row = await this.reread(tx, collectionId, id);
       if (this.publisher)
         await this.publisher.publish(tx, collectionId, [completedEvent(row, result, row.finished_at ?? new Date())]);
       return this.toJob(row);
@@ -140,11 +141,17 @@ export class LeasesService {
       const held = await repo.lockLeased(tx, APP_LANE, collectionId, id, body.leaseId);
       if (!held) throw await this.refusal(tx, collectionId, id, body.leaseId);
       const retryAt = body.retryAt ? new Date(body.retryAt) : new Date(Date.now() + this.engine.backoff(held.attempts));
-      const row = await repo.fail(tx, collectionId, id, body.error, retryAt);
+      await repo.fail(tx, collectionId, id, body.error, retryAt);
+      const row = await this.reread(tx, collectionId, id);
       if (row.status === 'failed' && this.publisher)
         await this.publisher.publish(tx, collectionId, [failedEvent(row, body.error, row.finished_at ?? new Date())]);
       return this.toJob(row);
     });
+  }
+
+  /** The job just written, in the transaction that wrote it (and still holds its row). */
+  private async reread(tx: Queryable, collectionId: string, id: number): Promise<JobRow> {
+    return (await findVisible(tx, collectionId, id)) as JobRow;
   }
 
   private async extend(
