@@ -5,6 +5,7 @@
  * and leases that expired and were taken again. Every call goes through the real app and its
  * database; time passes for real (a lease of the shortest length, 5 s, is let expire once).
  */
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, subscribe, twoCollections } from './helpers/fixtures.ts';
@@ -422,6 +423,27 @@ describe('waiting for a job (long poll)', () => {
     await sleep(200);
     await enqueue(t, b, { task: 'poll.mine' });
     expect(await waiting).toEqual([]);
+  });
+
+  it('ends when its client hangs up: a job enqueued afterwards is not leased to it', async () => {
+    await declare(a, { name: 'poll.gone' });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as AddressInfo;
+    const hangUp = new AbortController();
+    const waiting = fetch(`http://127.0.0.1:${port}/admin/collection/${a.id}/jobs/lease`, {
+      method: 'POST',
+      headers: { ...a.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ tasks: ['poll.gone'], waitSeconds: 30 }),
+      signal: hangUp.signal,
+    }).catch((err: unknown) => err);
+    await sleep(300);
+    hangUp.abort();
+    await waiting;
+    await sleep(300);
+    const job = await enqueue(t, a, { task: 'poll.gone' });
+    await sleep(300);
+    const [got] = await lease(a, { tasks: ['poll.gone'] });
+    expect(got).toMatchObject({ id: job.id, attempt: 1 });
   });
 
   it('ends at once when the app closes', async () => {
