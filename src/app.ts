@@ -132,6 +132,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     for (const b of background) await b.start();
   });
   app.addHook('preClose', async () => {
+    // Long polls answer now rather than hold the drain below for their whole wait.
+    for (const b of background) b.closing?.();
     await app.drain(config.shutdownTimeoutMs);
     for (const b of [...background].reverse()) await b.stop();
   });

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '../clients/typescript/src/webhooks.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { type CollectionWithUser, subscribe, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, getJob, sleep, waitFor, waitForStatus } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
@@ -52,16 +52,8 @@ beforeAll(async () => {
   for (const [c, path] of [
     [a, '/a'],
     [b, '/b'],
-  ] as const) {
-    const res = await t.inject({
-      method: 'POST',
-      url: '/v1/webhooks',
-      headers: c.auth,
-      payload: { url: `${rx.url}${path}`, events: ['job.*'], active: true },
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    secrets.set(path, res.json().secret);
-  }
+  ] as const)
+    secrets.set(path, await subscribe(t, c, `${rx.url}${path}`, ['job.*']));
 });
 afterAll(async () => {
   await t?.close();

@@ -16,7 +16,8 @@
  *                  on): part of its boundary, checked against its SQL by test/boundaries.test.ts;
  *   background(...) what it runs in the background, each piece with the roles it runs in:
  *                  started once the app is ready, stopped in reverse order before the database
- *                  closes, after the requests still running have finished.
+ *                  closes, after the requests still running have finished (`closing()`, when a
+ *                  piece has it, runs before that wait: long polls end at once).
  *
  * The job queue is a port of the platform (`Platform.queue`, platform/tasks.ts): the module that
  * provides it (`provides.queue`) binds it when it is built; the modules built after it enqueue
@@ -66,6 +67,11 @@ export interface Platform extends PlatformSettings {
 export interface Background {
   roles: readonly Role[];
   start(): Promise<void> | void;
+  /**
+   * The process begins to stop, before the requests still running are waited for: end what
+   * holds a request open on purpose (a long poll), so that it does not hold the shutdown.
+   */
+  closing?(): void;
   stop(): Promise<void> | void;
 }
 

@@ -38,3 +38,15 @@ export async function twoCollections(
 ): Promise<{ a: CollectionWithUser; b: CollectionWithUser }> {
   return { a: await collectionWithUser(t, user), b: await collectionWithUser(t, user) };
 }
+
+/** Registers an active webhook of `c` for `events` at `url`; answers its signing secret. */
+export async function subscribe(t: TestApp, c: TestCollection, url: string, events: string[]): Promise<string> {
+  const res = await t.inject({
+    method: 'POST',
+    url: '/v1/webhooks',
+    headers: c.auth,
+    payload: { url, events, active: true },
+  });
+  if (res.statusCode !== 200) throw new Error(`register webhook: ${res.statusCode} ${res.body}`);
+  return res.json().secret as string;
+}

@@ -1,6 +1,7 @@
 /**
  * The collection platform's typed client (docs/client.md): `createClient` for calls,
- * `ServiceError` for every refusal, `verifyWebhook` for receivers, and the generated types.
+ * `ServiceError` for every refusal, `verifyWebhook` for receivers, `runWorker` for an app's
+ * own tasks (docs/workers.md), and the generated types.
  */
 export {
   type Call,
@@ -33,6 +34,15 @@ export {
   type WebhookScheme,
   WebhookVerificationError,
 } from './webhooks.ts';
+
+export {
+  type LeasedJob,
+  RetryLaterError,
+  type RunWorkerOptions,
+  runWorker,
+  type Worker,
+  type WorkerContext,
+} from './worker.ts';
 
 import type { components } from './schema.ts';
 /** The document's named schemas: `Schemas['Link']`, `Schemas['Webhook']`, … */

@@ -399,6 +399,127 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/tasks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app’s own tasks, by name */
+        get: operations["jobs_listAppTasks"];
+        put?: never;
+        /** Declare one of the app’s own tasks (201), or replace its declaration (200): its jobs are enqueued as any job’s and leased by the app’s workers (POST .../jobs/lease) */
+        post: operations["jobs_declareTask"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/tasks/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the app’s own tasks */
+        get: operations["jobs_getAppTask"];
+        put?: never;
+        post?: never;
+        /** Delete a task’s declaration: its new enqueues and leases are refused; its jobs stay (cancel them, or declare it again) */
+        delete: operations["jobs_deleteAppTask"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/jobs/lease": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Lease due jobs of the app’s own tasks for a worker (running, under a lease id; long-polls up to waitSeconds when none is due) */
+        post: operations["jobs_lease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/jobs/{jobId}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Extend a leased job’s lease (by leaseSeconds from now, default the task’s) */
+        post: operations["jobs_heartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/jobs/{jobId}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report a leased job’s progress (shown with the job); extends the lease as a heartbeat does */
+        post: operations["jobs_progress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/jobs/{jobId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Complete a leased job with its result (job.completed) */
+        post: operations["jobs_complete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/jobs/{jobId}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fail a leased job’s attempt: leased again at retryAt (default the service’s backoff), or failed for good once its attempts are spent (job.failed) */
+        post: operations["jobs_fail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1974,6 +2095,8 @@ export interface components {
             payloadSchema: unknown;
             /** @description A payload that works as written: a template to start from */
             example: unknown;
+            /** @description service: run by the service; app: declared by the collection (POST .../tasks), run by its workers */
+            source?: "service" | "app";
         };
         QueuesPage: {
             items: components["schemas"]["Queue"][];
@@ -2026,6 +2149,110 @@ export interface components {
             ids: number[];
             /** @description More jobs match: call again to retry them */
             more: boolean;
+        };
+        DeclareAppTaskRequest: {
+            /** @description Letters, digits and _ . : -, starting with a letter; not the name of one of the service’s tasks */
+            name: string;
+            description?: string;
+            /** @description Attempts before a job fails for good; default JOBS_MAX_ATTEMPTS */
+            maxAttempts?: number;
+            /** @description How long a lease lasts unless extended (heartbeat, progress); default 60 */
+            leaseSeconds?: number;
+            /** @description A JSON Schema (draft-07; no pattern, patternProperties or $ref; at most 16 KiB, 16 levels) every enqueue’s payload is checked against */
+            payloadSchema?: {
+                [key: string]: unknown;
+            } | boolean;
+            /** @description A payload that works as written (checked against payloadSchema) */
+            example?: {
+                [key: string]: unknown;
+            };
+        };
+        AppTask: {
+            name: string;
+            description: string;
+            maxAttempts: number;
+            leaseSeconds: number;
+            /** @description The JSON Schema payloads are checked against; null: any object */
+            payloadSchema: unknown;
+            /** @description A payload to start from; null when none was given */
+            example: unknown;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AppTasks: {
+            items: components["schemas"]["AppTask"][];
+        };
+        LeaseRequest: {
+            /** @description The tasks this worker runs; each one declared */
+            tasks: string[];
+            /**
+             * @description The most jobs to lease
+             * @default 1
+             */
+            max?: number;
+            /**
+             * @description When no job is due, wait up to this long for one (long poll); 0 answers at once
+             * @default 0
+             */
+            waitSeconds?: number;
+        };
+        LeasedJobs: {
+            /** @description Empty when no job was due within waitSeconds */
+            items: components["schemas"]["LeasedJob"][];
+        };
+        LeasedJob: {
+            id: number;
+            task: string;
+            /** @description As enqueued */
+            payload: unknown;
+            /** @description This attempt, from 1 */
+            attempt: number;
+            maxAttempts: number;
+            priority: number;
+            key: string | null;
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Names this lease in heartbeat, progress, complete and fail */
+            leaseId: string;
+            /** Format: date-time */
+            leaseExpiresAt: string;
+            leaseSeconds: number;
+        };
+        HeartbeatRequest: {
+            /** @description The `leaseId` the lease answered with */
+            leaseId: string;
+            /** @description Extend by this long from now; default the task’s leaseSeconds */
+            leaseSeconds?: number;
+        };
+        JobLease: {
+            id: number;
+            leaseId: string;
+            /** Format: date-time */
+            leaseExpiresAt: string;
+        };
+        LeaseProgressRequest: {
+            /** @description The `leaseId` the lease answered with */
+            leaseId: string;
+            done: number;
+            total?: number;
+            message?: string;
+        };
+        CompleteRequest: {
+            /** @description The `leaseId` the lease answered with */
+            leaseId: string;
+            /** @description What the job produced: any JSON, at most 65536 bytes */
+            result?: unknown;
+        };
+        FailRequest: {
+            /** @description The `leaseId` the lease answered with */
+            leaseId: string;
+            /** @description Why the attempt failed */
+            error: string;
+            /** @description Try again not before this time (default: the service’s backoff); ignored once attempts are spent. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            retryAt?: string;
         };
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
@@ -5088,6 +5315,638 @@ export interface operations {
                 };
             };
             /** @description The job is not failed or cancelled, or a pending job holds its key */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_listAppTasks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppTasks"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_declareTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeclareAppTaskRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppTask"];
+                };
+            };
+            /** @description Declared */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppTask"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The name is one of the service’s own tasks, or the collection has declared the most tasks it may */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_getAppTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description The task’s name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppTask"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_deleteAppTask: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description The task’s name */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_lease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeasedJobs"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_heartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description Numeric job id */
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobLease"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The lease is not the job’s any more: it expired and the job was leased again or went back to the queue, or the job has finished (details.reason says which) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_progress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description Numeric job id */
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LeaseProgressRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobLease"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The lease is not the job’s any more: it expired and the job was leased again or went back to the queue, or the job has finished (details.reason says which) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_complete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description Numeric job id */
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompleteRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The lease is not the job’s any more: it expired and the job was leased again or went back to the queue, or the job has finished (details.reason says which) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The result is over 65536 bytes of JSON (or the body over the request limit) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    jobs_fail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                /** @description Numeric job id */
+                jobId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FailRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The lease is not the job’s any more: it expired and the job was leased again or went back to the queue, or the job has finished (details.reason says which) */
             409: {
                 headers: {
                     [name: string]: unknown;

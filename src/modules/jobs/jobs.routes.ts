@@ -73,7 +73,7 @@ export const jobsRoutes = (service: JobsService) => [
     guard: guard.admin,
     params: S.CollectionParams,
     response: S.JobTasks,
-    handler: async () => service.tasks(),
+    handler: ({ scope }) => service.tasks(scope.collectionId),
   }),
   defineRoute({
     method: 'POST',

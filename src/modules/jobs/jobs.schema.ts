@@ -51,6 +51,12 @@ export const JobTask = Closed(
     description: Type.String(),
     payloadSchema: Type.Unknown({ description: 'The JSON Schema its payload is checked against' }),
     example: Type.Unknown({ description: 'A payload that works as written: a template to start from' }),
+    source: Type.Optional(
+      Type.Union([Type.Literal('service'), Type.Literal('app')], {
+        description:
+          'service: run by the service; app: declared by the collection (POST .../tasks), run by its workers',
+      }),
+    ),
   },
   { $id: 'JobTask' },
 );

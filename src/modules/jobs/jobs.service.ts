@@ -6,10 +6,12 @@ import type { Db, Queryable } from '../../db/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { paging } from '../../platform/schemas.ts';
 import type { EnqueueOptions, QueuedJob, TaskDefinition } from '../../platform/tasks.ts';
+import type { AppTasksService } from './app-tasks.service.ts';
 import type { JobEngine } from './engine.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery, JobTask } from './jobs.schema.ts';
+import type { LeasesService } from './leases.service.ts';
 import type { RetryJobsRequest, RetryJobsResponse } from './queues.schema.ts';
 import { QueuesService } from './queues.service.ts';
 
@@ -50,6 +52,8 @@ export class JobsService {
     private readonly db: Db,
     /** One engine per lane, sharing one task registry; the first is the `default` lane's. */
     readonly engines: JobEngine[],
+    /** The app's own tasks (declared over the API) and their leases by the app's workers. */
+    readonly app: { tasks: AppTasksService; leases: LeasesService },
   ) {
     this.engine = engines[0];
     this.queues = new QueuesService(db, this.engine);
@@ -63,6 +67,7 @@ export class JobsService {
    */
   publishEventsTo(publisher: EventPublisher): void {
     for (const e of this.engines) e.publishEventsTo(publisher);
+    this.app.leases.publishEventsTo(publisher);
   }
 
   /** Starts every lane's worker. */
@@ -75,31 +80,43 @@ export class JobsService {
     await Promise.all(this.engines.map((e) => e.stop()));
   }
 
-  /** The tasks the API takes, each with its payload's schema and a payload to start from. */
-  tasks(): { items: JobTask[] } {
-    return {
-      items: this.engine.visibleTaskDefinitions().map((t) => ({
-        name: t.name,
-        description: t.description ?? '',
-        payloadSchema: t.payloadSchema ?? {},
-        example: t.example ?? {},
-      })),
-    };
+  /**
+   * The tasks the API takes for the collection, each with its payload's schema and a payload to
+   * start from: the service's own, then the app's (`source`).
+   */
+  async tasks(collectionId: string): Promise<{ items: JobTask[] }> {
+    const own = this.engine.visibleTaskDefinitions().map((t) => ({
+      name: t.name,
+      description: t.description ?? '',
+      payloadSchema: t.payloadSchema ?? {},
+      example: t.example ?? {},
+      source: 'service' as const,
+    }));
+    const apps = (await this.app.tasks.list(collectionId)).items.map((t) => ({
+      name: t.name,
+      description: t.description,
+      payloadSchema: t.payloadSchema ?? {},
+      example: t.example ?? {},
+      source: 'app' as const,
+    }));
+    return { items: [...own, ...apps] };
   }
 
   /**
    * The task a collection may enqueue by this name: a visible registered task (the service's
-   * own), else none. The one place that says which tasks the API, bulk enqueue and schedules
-   * take.
+   * own), else one the collection declared (an app task, leased by its workers), else none. The
+   * one place that says which tasks the API, bulk enqueue and schedules take. A service task's
+   * name is never an app task's (declaring one is refused), and an internal task is no one's.
    */
-  async resolveTask(_q: Queryable, _collectionId: string, name: string): Promise<TaskDefinition | undefined> {
+  async resolveTask(q: Queryable, collectionId: string, name: string): Promise<TaskDefinition | undefined> {
     const def = this.engine.task(name);
-    return def?.visible ? def : undefined;
+    if (def) return def.visible ? def : undefined;
+    return this.app.tasks.definition(q, collectionId, name);
   }
 
   /** The names `resolveTask` knows for the collection, for a refusal that lists them. */
-  async knownTasks(_q: Queryable, _collectionId: string): Promise<string[]> {
-    return this.engine.visibleTasks();
+  async knownTasks(q: Queryable, collectionId: string): Promise<string[]> {
+    return [...this.engine.visibleTasks(), ...(await this.app.tasks.names(q, collectionId))];
   }
 
   /**
