@@ -33,7 +33,7 @@ afterAll(async () => {
   await rx?.close();
 });
 
-const call = (c: TestCollection, method: 'GET' | 'POST' | 'DELETE', path: string, payload?: unknown) =>
+const call = (c: TestCollection, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, payload?: unknown) =>
   t.inject({
     method,
     url: `/admin/collection/${c.id}${path}`,
@@ -398,6 +398,35 @@ describe('leasing', () => {
     expect(got.id).toBe(small.id);
     const both = await lease(a, { tasks: ['backlog.big', 'backlog.small'], max: 5 });
     expect(both.map((x) => x.task)).toEqual(Array(5).fill('backlog.big'));
+  });
+});
+
+describe('leasing from named queues', () => {
+  it('keeps a queue’s concurrency, pause and order for leased jobs, per collection', async () => {
+    await declare(a, { name: 'q.step' });
+    await declare(b, { name: 'q.step' });
+    const patched = await call(a, 'PATCH', '/queues/lanes', { concurrency: 2 });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const ids: number[] = [];
+    for (let i = 0; i < 5; i++)
+      ids.push((await enqueue(t, a, { task: 'q.step', queueName: 'lanes', payload: { i } })).id);
+    // B's queue of the same name runs one at a time (its default).
+    const idsB: number[] = [];
+    for (let i = 0; i < 2; i++) idsB.push((await enqueue(t, b, { task: 'q.step', queueName: 'lanes' })).id);
+    const first = await lease(a, { tasks: ['q.step'], max: 10 });
+    expect(first.map((j) => j.id)).toEqual(ids.slice(0, 2));
+    expect(await lease(a, { tasks: ['q.step'], max: 10 })).toEqual([]);
+    expect((await lease(b, { tasks: ['q.step'], max: 10 })).map((j) => j.id)).toEqual([idsB[0]]);
+    // One completes: the next in enqueue order may start.
+    expect((await report(a, first[0].id, 'complete', { leaseId: first[0].leaseId })).statusCode).toBe(200);
+    const next = await lease(a, { tasks: ['q.step'], max: 10 });
+    expect(next.map((j) => j.id)).toEqual([ids[2]]);
+    // Paused: nothing more starts, though a slot frees up.
+    expect((await call(a, 'POST', '/queues/lanes/pause')).statusCode).toBe(200);
+    expect((await report(a, first[1].id, 'complete', { leaseId: first[1].leaseId })).statusCode).toBe(200);
+    expect(await lease(a, { tasks: ['q.step'], max: 10 })).toEqual([]);
+    await call(a, 'POST', '/queues/lanes/resume');
+    expect((await lease(a, { tasks: ['q.step'], max: 10 })).map((j) => j.id)).toEqual([ids[3]]);
   });
 });
 

@@ -76,6 +76,40 @@ export async function lease(
   return rows.sort((x, y) => y.priority - x.priority || x.id - y.id);
 }
 
+/** Does the collection have due jobs of the lane in named queues? (Saves the queue claim's lock.) */
+export async function hasQueuedInQueues(q: Queryable, lane: string, collectionId: string): Promise<boolean> {
+  const { rows } = await q.query(sql`
+    SELECT 1 AS one FROM jobs
+    WHERE collection_id = ${collectionId} AND queue_name IS NOT NULL AND lane = ${lane}
+      AND status IN ('queued', 'errored') AND run_at <= now()
+    LIMIT 1`);
+  return rows.length > 0;
+}
+
+/**
+ * The jobs a named-queue claim just took under `claimId` (queues.repository.ts, `claimQueued`,
+ * in the same transaction) become leases: each its own lease id and its task's lease length.
+ */
+export async function leaseClaimed(
+  q: Queryable,
+  collectionId: string,
+  claimId: string,
+  wanted: Wanted[],
+): Promise<LeasedRow[]> {
+  const { rows } = await q.query<LeasedRow>(sql`
+    WITH wanted AS (
+      SELECT * FROM unnest(${wanted.map((w) => w.task)}::text[], ${wanted.map((w) => w.leaseSeconds)}::integer[])
+        AS w(task, secs)
+    )
+    UPDATE jobs j SET locked_by = 'lease:' || gen_random_uuid()::text,
+      lock_expires_at = now() + make_interval(secs => w.secs)
+    FROM wanted w
+    WHERE j.collection_id = ${collectionId} AND j.locked_by = ${claimId} AND j.status = 'running' AND j.task = w.task
+    RETURNING j.collection_id, j.id, j.task, j.payload, j.priority, j.key, j.attempts, j.max_attempts, j.last_error,
+      j.created_at, j.locked_by, j.lock_expires_at, w.secs AS lease_seconds`);
+  return rows.sort((x, y) => x.id - y.id);
+}
+
 /** A job's state as far as a lease goes: why a lease was not honoured. */
 export interface LeaseState {
   lane: string;

@@ -1,8 +1,8 @@
 /**
  * Leases: an app's workers take the jobs of its declared tasks over HTTP (POST .../jobs/lease),
  * keep them (heartbeat, progress), and report how they ended (complete, fail). The rules:
- * - A lease takes due jobs of the collection's named tasks (each declared), outside named
- *   queues, most urgent first; it waits up to `waitSeconds` for one (lease-waits.ts).
+ * - A lease takes due jobs of the collection's named tasks (each declared), most urgent first,
+ *   then those its named queues let start (concurrency, rate, pause: queues.repository.ts); it waits up to `waitSeconds` for one (lease-waits.ts).
  * - A leased job is running, its attempt counted, under a lease id of its own that every later
  *   call names. The lease lasts the task's `leaseSeconds` unless extended; once it has expired
  *   the engine's sweep hands the job back to the queue (the attempt counts as failed), and a
@@ -12,6 +12,7 @@
  * Guarantee: at least once, as for every job: a worker that dies, or stops heartbeating, has its
  * job leased again.
  */
+import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
 import { AppError, conflict, notFound } from '../../platform/errors.ts';
 import {
@@ -32,6 +33,7 @@ import type { Job } from './jobs.schema.ts';
 import { APP_LANE } from './jobs.settings.ts';
 import type { LeaseWaits } from './lease-waits.ts';
 import * as repo from './leases.repository.ts';
+import * as queues from './queues.repository.ts';
 
 const lease = (r: repo.LeasedRow) => ({
   id: r.id,
@@ -78,6 +80,7 @@ export class LeasesService {
     const until = Date.now() + (body.waitSeconds ?? 0) * 1000;
     for (;;) {
       const rows = await repo.lease(this.db, APP_LANE, collectionId, wanted, max);
+      if (rows.length < max) rows.push(...(await this.leaseFromQueues(collectionId, wanted, max - rows.length)));
       if (rows.length > 0) {
         if (signal?.aborted) {
           await repo.release(
@@ -95,6 +98,23 @@ export class LeasesService {
       if (left <= 0 || signal?.aborted || this.waits.isClosed) return { items: [] };
       await this.waits.wait(left, signal);
     }
+  }
+
+  /**
+   * Jobs of the wanted tasks in the collection's named queues, with the queues' flow control
+   * (concurrency, rate, pause) as our own workers' claims have it: the same claim
+   * (queues.repository.ts), under the same lock, then each job given a lease of its own.
+   */
+  private async leaseFromQueues(collectionId: string, wanted: repo.Wanted[], max: number): Promise<repo.LeasedRow[]> {
+    if (!(await repo.hasQueuedInQueues(this.db, APP_LANE, collectionId))) return [];
+    const claimId = `lease-claim:${randomUUID()}`;
+    const longest = Math.max(...wanted.map((w) => w.leaseSeconds));
+    return this.db.transaction(async (tx) => {
+      await queues.lockQueueClaims(tx);
+      const tasks = wanted.map((w) => w.task);
+      const claimed = await queues.claimQueued(tx, claimId, longest * 1000, { tasks, collectionId }, max);
+      return claimed.length > 0 ? repo.leaseClaimed(tx, collectionId, claimId, wanted) : [];
+    });
   }
 
   /** Extends the lease by `leaseSeconds` (default the task's) from now. */
