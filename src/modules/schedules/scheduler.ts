@@ -69,6 +69,8 @@ export class Scheduler {
   private wake: (() => void) | undefined;
   /** A notice that came while no sleep was under way: the next sleep ends at once. */
   private woken = false;
+  /** Whether this process has written its system schedules (done once, by the first round). */
+  private synced = false;
   private loop: Promise<void> | undefined;
   private readonly maxSleepMs: number;
 
@@ -96,6 +98,23 @@ export class Scheduler {
   async start(): Promise<void> {
     if (this.life !== 'new') return;
     this.life = 'started';
+    this.subscription = new Subscription(
+      this.db,
+      repo.SCHEDULES_CHANNEL,
+      () => this.wakeUp(),
+      () => this.wakeUp(),
+    );
+    // Neither this nor the first round's upsert of the system schedules may fail the start: a
+    // database away now is one the loop waits for (the sleep's cap stands in for a notice).
+    await this.subscription
+      .start()
+      .catch((err: unknown) => this.log.warn({ err }, 'schedules: could not LISTEN; ticks are looked for every 30 s'));
+    this.loop = this.run();
+    this.log.info({ system: [...this.chores.keys()] }, 'schedules: scheduler started');
+  }
+
+  /** The system schedules as this process declares them (the first round's first step). */
+  private async syncSystem(): Promise<void> {
     await repo.syncSystemSchedules(
       this.db,
       [...this.chores.values()].map((h) => ({
@@ -105,15 +124,7 @@ export class Scheduler {
         everyMs: h.everyMs ?? null,
       })),
     );
-    this.subscription = new Subscription(
-      this.db,
-      repo.SCHEDULES_CHANNEL,
-      () => this.wakeUp(),
-      () => this.wakeUp(),
-    );
-    await this.subscription.start();
-    this.loop = this.run();
-    this.log.info({ system: [...this.chores.keys()] }, 'schedules: scheduler started');
+    this.synced = true;
   }
 
   async stop(): Promise<void> {
@@ -134,6 +145,7 @@ export class Scheduler {
       // What a notice would make this round read again, it reads anyway.
       this.woken = false;
       try {
+        if (!this.synced) await this.syncSystem();
         await this.runDue();
         const until = await repo.msUntilNext(this.db, [...this.chores.keys()]);
         // ≤ 0 after a round: the rows due are another worker's for the moment.
