@@ -346,6 +346,67 @@ describe('a tick', () => {
   });
 });
 
+describe('system schedules', () => {
+  it('are the modules’ housekeeping, without a collection', async () => {
+    // Written by the scheduler's first round.
+    const rows = await waitFor(async () => {
+      const { rows } = await t.testDb.db.query<{
+        id: string;
+        name: string;
+        cron: string | null;
+        every_ms: number | null;
+      }>(`SELECT id, name, cron, every_ms FROM schedules WHERE collection_id IS NULL ORDER BY name`);
+      return rows.length ? rows : undefined;
+    });
+    expect(rows).toEqual([
+      {
+        id: 'system:interactions.compactCounters',
+        name: 'interactions.compactCounters',
+        cron: null,
+        every_ms: 600_000,
+      },
+      { id: 'system:jobs.retention', name: 'jobs.retention', cron: '* * * * *', every_ms: null },
+      {
+        id: 'system:webhooks.forgetRetiredSecrets',
+        name: 'webhooks.forgetRetiredSecrets',
+        cron: '17 * * * *',
+        every_ms: null,
+      },
+      { id: 'system:webhooks.prune', name: 'webhooks.prune', cron: '17 * * * *', every_ms: null },
+    ]);
+    // Not in any collection's list.
+    expect((await call(a, 'GET')).json().items.some((s: { id: string }) => s.id.startsWith('system:'))).toBe(false);
+    expect((await call(a, 'GET', '/system:jobs.retention')).statusCode).toBe(404);
+  });
+
+  it('run the jobs’ retention when its tick comes: an old finished job is deleted', async () => {
+    const run = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/async/jobs`,
+      headers: a.auth,
+      payload: { task: 'sched.echo', payload: { n: 9 } },
+    });
+    const id = run.json().id as number;
+    await waitForStatus(t, a, id, ['completed']);
+    await t.testDb.db.query(`UPDATE jobs SET finished_at = now() - interval '8 days' WHERE id = $1`, [id]);
+    const { rows: before } = await t.testDb.db.query<{ last_run_at: Date | null }>(
+      `SELECT last_run_at FROM schedules WHERE id = 'system:jobs.retention'`,
+    );
+    await makeDue('system:jobs.retention', 1000);
+    await round();
+    await waitFor(async () => {
+      const res = await t.inject({ method: 'GET', url: `/admin/collection/${a.id}/jobs/${id}`, headers: a.auth });
+      return res.statusCode === 404 ? true : undefined;
+    });
+    const { rows } = await t.testDb.db.query<{ last_run_at: Date; last_error: string | null; next_run_at: Date }>(
+      `SELECT last_run_at, last_error, next_run_at FROM schedules WHERE id = 'system:jobs.retention'`,
+    );
+    expect(rows[0].last_error).toBeNull();
+    expect(rows[0].last_run_at.getTime()).toBeGreaterThan(before[0].last_run_at?.getTime() ?? 0);
+    expect(rows[0].next_run_at.getTime()).toBeGreaterThan(Date.now() - 1000);
+  });
+});
+
 describe('three schedulers on one database', () => {
   it('handle each due tick once between them, in concurrent rounds', async () => {
     // The app's own loop is stopped, so that every tick is handled by one of the three here

@@ -52,4 +52,14 @@ export const jobsModule = defineModule({
   provides: { queue: (service) => service.engine },
   // Workers run in ROLE=all and ROLE=worker; stop() releases what it could not finish.
   background: (service) => [{ roles: WORKING, start: () => service.start(), stop: () => service.stop() }],
+  // Retention once a minute in one worker of the deployment (a system schedule); the engines
+  // keep the lock-timeout reclaim on every poll (engine/housekeeping.ts).
+  housekeeping: (service) => [
+    {
+      name: 'jobs.retention',
+      cron: '* * * * *',
+      description: 'Deletes finished jobs older than JOBS_RETENTION_HOURS (and reclaims expired claims)',
+      run: () => service.engine.sweep(),
+    },
+  ],
 });
