@@ -407,8 +407,8 @@ describe('system schedules', () => {
   });
 });
 
-describe('three schedulers on one database', () => {
-  it('handle each due tick once between them, in concurrent rounds', async () => {
+describe('schedulers of their own on the database (the app’s loop stopped)', () => {
+  it('three handle each due tick once between them, in concurrent rounds', async () => {
     // The app's own loop is stopped, so that every tick is handled by one of the three here
     // and their counts add up to the ticks.
     await t.app.services.schedules.scheduler.stop();
@@ -425,6 +425,36 @@ describe('three schedulers on one database', () => {
         [schedules.map((s) => s.id)],
       );
       expect(rows[0].n).toBe(schedules.length);
+    }
+  });
+
+  it('one rides out a database that fails: the round is logged and tried again, then the tick is handled', async () => {
+    let down = true;
+    const warned: string[] = [];
+    // The real database behind a switch: while down, every statement fails as a lost connection does.
+    const flaky = new Proxy(t.testDb.db, {
+      get(target, prop) {
+        if (down && (prop === 'query' || prop === 'transaction'))
+          return async () => {
+            throw new Error('Connection terminated unexpectedly');
+          };
+        const value = Reflect.get(target, prop);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const log = { ...quiet, warn: (_: object, msg?: string) => void warned.push(msg ?? '') };
+    const scheduler = new Scheduler(flaky, t.app.services.jobs, log, { maxSleepMs: 200 });
+    const s = await create(a, { cron: '0 0 * * *' });
+    await makeDue(s.id, 1000);
+    await scheduler.start();
+    try {
+      await waitFor(async () => (warned.length >= 2 ? true : undefined), 10_000, 'two failed rounds');
+      expect(warned[0]).toMatch(/a round failed on the database; trying again/);
+      expect(await jobsOf(s.id)).toEqual([]);
+      down = false;
+      await waitFor(async () => ((await jobsOf(s.id)).length === 1 ? true : undefined), 10_000, 'the tick');
+    } finally {
+      await scheduler.stop();
     }
   });
 });

@@ -24,19 +24,11 @@ interface Log {
 }
 
 export function toSchedule(r: repo.ScheduleRow): Schedule {
+  const { nextRunAt, ...fields } = fieldsOf(r);
   return {
     id: r.id,
-    name: r.name,
-    cron: r.cron ?? '',
-    timezone: r.timezone,
-    task: r.task ?? '',
-    payload: r.payload ?? {},
-    priority: r.priority,
-    maxAttempts: r.max_attempts,
-    queueName: r.queue_name,
-    catchUp: r.catch_up,
-    enabled: r.enabled,
-    nextRunAt: r.next_run_at?.toISOString() ?? null,
+    ...fields,
+    nextRunAt: nextRunAt?.toISOString() ?? null,
     lastRunAt: r.last_run_at?.toISOString() ?? null,
     lastJobId: r.last_job_id,
     lastError: r.last_error,
@@ -108,19 +100,8 @@ export class SchedulesService {
     const row = await this.db.transaction(async (tx) => {
       const stored = await repo.getSchedule(tx, collectionId, id, true);
       if (!stored) throw notFound('Schedule');
-      const fields: repo.ScheduleFields = {
-        name: body.name ?? stored.name,
-        cron: body.cron ?? stored.cron ?? '',
-        timezone: body.timezone ?? stored.timezone,
-        task: body.task ?? stored.task ?? '',
-        payload: body.payload ?? stored.payload ?? {},
-        priority: body.priority ?? stored.priority,
-        maxAttempts: body.maxAttempts !== undefined ? body.maxAttempts : stored.max_attempts,
-        queueName: body.queueName !== undefined ? body.queueName : stored.queue_name,
-        catchUp: body.catchUp ?? stored.catch_up,
-        enabled: body.enabled ?? stored.enabled,
-        nextRunAt: null,
-      };
+      // The body's absent fields are absent (not undefined); null clears maxAttempts and queueName.
+      const fields: repo.ScheduleFields = { ...fieldsOf(stored), ...body, nextRunAt: null };
       const checked = await this.check(tx, collectionId, fields);
       if (fields.name !== stored.name) {
         await repo.lockCollection(tx, collectionId);
