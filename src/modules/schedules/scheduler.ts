@@ -169,14 +169,13 @@ export class Scheduler {
   private sleep(ms: number): Promise<void> {
     if (this.woken) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        resolve();
-      }
+      // Ended by the timer or a notice, whichever comes first; either way no waker is left set,
+      // so a notice during the next round is kept in `woken`.
+      const timer = setTimeout(() => this.wake?.(), ms);
       this.wake = () => {
+        clearTimeout(timer);
         this.wake = undefined;
-        done();
+        resolve();
       };
     });
   }
