@@ -24,6 +24,7 @@ import { jobsModule } from './modules/jobs/index.ts';
 import { journeysModule } from './modules/journeys/index.ts';
 import { linksModule } from './modules/links/index.ts';
 import { locationsModule } from './modules/locations/index.ts';
+import { schedulesModule } from './modules/schedules/index.ts';
 import { webhooksModule } from './modules/webhooks/index.ts';
 import { AuthFailureBudget, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
@@ -53,6 +54,7 @@ const MODULES = [
   collectionsModule,
   locationsModule,
   jobsModule,
+  schedulesModule,
   webhooksModule,
   httpTasksModule,
   linksModule,

@@ -49,7 +49,11 @@ async function bulk(c: TestCollection, jobs: Record<string, unknown>[]): Promise
 
 describe('fairness under a backlog', () => {
   it('with 100,000 http jobs of A queued, a job of B starts within 1 s (p99 over 100)', async () => {
-    for (let i = 0; i < 100; i++) await bulk(a, Array.from({ length: 1000 }, (_, j) => httpJob('/a', i * 1000 + j)));
+    for (let i = 0; i < 100; i++)
+      await bulk(
+        a,
+        Array.from({ length: 1000 }, (_, j) => httpJob('/a', i * 1000 + j)),
+      );
     const { rows } = await t.testDb.db.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1 AND status IN ('queued', 'running')",
       [a.id],

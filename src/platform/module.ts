@@ -17,11 +17,16 @@
  *   background(...) what it runs in the background, each piece with the roles it runs in:
  *                  started once the app is ready, stopped in reverse order before the database
  *                  closes, after the requests still running have finished (`closing()`, when a
- *                  piece has it, runs before that wait: long polls end at once).
+ *                  piece has it, runs before that wait: long polls end at once);
+ *   housekeeping(...) its periodic upkeep (pruning, retention, compaction): functions with a
+ *                  cadence, run by one process per tick among all the workers, not by a timer
+ *                  in each.
  *
  * The job queue is a port of the platform (`Platform.queue`, platform/tasks.ts): the module that
  * provides it (`provides.queue`) binds it when it is built; the modules built after it enqueue
- * through it without naming that module.
+ * through it without naming that module. Housekeeping is a port in the same way: the module that
+ * provides its runner (`provides.housekeeping`, the schedules module) is handed every module's
+ * declared housekeeping once all are built, whatever their order.
  */
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { Analytics, Db, Queryable } from '../db/index.ts';
@@ -75,6 +80,28 @@ export interface Background {
   stop(): Promise<void> | void;
 }
 
+/**
+ * Periodic upkeep a module declares (its manifest's `housekeeping`). The runner (the schedules
+ * module, as a system schedule) runs each in exactly one worker process per tick, at most once:
+ * a process that stops mid-run leaves the rest to the next tick, so a function must be
+ * idempotent and take up whatever a cut-off run left.
+ */
+export interface Housekeeping {
+  /** Dotted lowerCamel words, unique across modules, e.g. `webhooks.prune`. */
+  name: string;
+  /** A 5-field cron in UTC; or `everyMs` for a cadence a setting gives in milliseconds. One of the two. */
+  cron?: string;
+  everyMs?: number;
+  /** What it does, for the logs and docs/schedules.md. */
+  description: string;
+  run(): Promise<unknown>;
+}
+
+/** What runs the housekeeping (`provides.housekeeping`): given every module's once all are built. */
+export interface HousekeepingRunner {
+  register(list: readonly Housekeeping[]): void;
+}
+
 export interface ModuleManifest<Name extends string, Settings, Needs extends readonly AnyModule[], Service> {
   name: Name;
   /** The modules whose services `create` receives, by their names; they are built before this one. */
@@ -91,9 +118,14 @@ export interface ModuleManifest<Name extends string, Settings, Needs extends rea
    * that owns them): what its repositories' SQL and its migrations may name.
    */
   tables: { owns: readonly string[]; reads?: readonly string[] };
-  /** What the platform takes from it: the job queue every module enqueues on. */
-  provides?: { queue?(service: Service): JobQueue };
+  /**
+   * What the platform takes from it: the job queue every module enqueues on; the runner of
+   * every module's housekeeping.
+   */
+  provides?: { queue?(service: Service): JobQueue; housekeeping?(service: Service): HousekeepingRunner };
   background?(service: Service): readonly Background[];
+  /** Its periodic upkeep (see Housekeeping), run by the housekeeping runner's module. */
+  housekeeping?(service: Service): readonly Housekeeping[];
   /**
    * HTTP that is not a route of the vocabulary, as a Fastify plugin given the service: the
    * redirect (no guard hook, no context object on the hottest path, a 302) and the console's
@@ -168,6 +200,7 @@ export function buildModules<const Ms extends readonly AnyModule[]>(
   const background: Background[] = [];
   const routes: Route[] = [];
   const plugins: BuiltModules<Ms>['plugins'] = [];
+  let runner: HousekeepingRunner | undefined;
   for (const m of modules) {
     const deps: Record<string, unknown> = {};
     for (const need of m.needs as readonly AnyModule[]) {
@@ -179,11 +212,19 @@ export function buildModules<const Ms extends readonly AnyModule[]>(
     built.set(m.name, service);
     const provided = m.provides?.queue?.(service);
     if (provided) queue.bind(provided);
+    runner = m.provides?.housekeeping?.(service) ?? runner;
     background.push(...(m.background?.(service) ?? []).filter((b) => b.roles.includes(platform.role)));
     routes.push(...(m.routes?.(service) ?? []));
     if (m.plugin) plugins.push({ plugin: m.plugin, service });
   }
   for (const m of modules) for (const task of m.tasks?.(built.get(m.name)) ?? []) queue.registerTask(task);
+  const chores = modules.flatMap((m) => m.housekeeping?.(built.get(m.name)) ?? []);
+  const names = chores.map((c) => c.name);
+  const twice = names.filter((n, i) => names.indexOf(n) !== i);
+  if (twice.length) throw new Error(`Housekeeping declared twice: ${twice.join(', ')}`);
+  if (chores.length && !runner)
+    throw new Error(`Housekeeping (${names.join(', ')}) is declared but no module runs it (provides.housekeeping)`);
+  runner?.register(chores);
   // The one place the loop's map becomes the typed record: each entry was made by the
   // manifest of that name, whose `create` the type reads.
   return { services: Object.fromEntries(built) as ServicesOf<Ms>, background, routes, plugins };

@@ -520,6 +520,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The collection’s schedules, by name, each with its next tick and its last run */
+        get: operations["schedules_listSchedules"];
+        put?: never;
+        /** Create a schedule: a job of a task enqueued on every tick of a cron (at most 100 per collection); the task and payload are checked as an enqueue is */
+        post: operations["schedules_createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get a schedule */
+        get: operations["schedules_getSchedule"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule (the jobs it enqueued stay) */
+        delete: operations["schedules_deleteSchedule"];
+        options?: never;
+        head?: never;
+        /** Change any fields of a schedule; checked as a new one is, its next tick counted again from now */
+        patch: operations["schedules_updateSchedule"];
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/schedules/{scheduleId}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Enqueue the schedule’s job now (202), as a tick would; its next tick stays where it is */
+        post: operations["schedules_runSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2253,6 +2307,96 @@ export interface components {
             error: string;
             /** @description Try again not before this time (default: the service’s backoff); ignored once attempts are spent. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
             retryAt?: string;
+        };
+        CreateScheduleRequest: {
+            /** @description Unique in the collection */
+            name: string;
+            /** @description Five fields: minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5" (docs/schedules.md); read in `timezone` */
+            cron: string;
+            /**
+             * @description An IANA time zone the cron is read in, e.g. "Europe/Berlin"
+             * @default UTC
+             */
+            timezone?: string;
+            /** @description A task POST .../async/jobs takes */
+            task: string;
+            /** @description The job’s payload, checked by the task when the schedule is saved */
+            payload?: {
+                [key: string]: unknown;
+            };
+            /** @default true */
+            enabled?: boolean;
+            /**
+             * @description Of each job; higher runs first
+             * @default 0
+             */
+            priority?: number;
+            /** @description Of each job; default the task’s */
+            maxAttempts?: number;
+            /** @description Each job goes on this named queue (one at a time, in order); no ':' */
+            queueName?: string;
+            /**
+             * @description After a time when no worker ran: `latest` enqueues one job for the most recent missed tick, `none` skips missed ticks (a tick is missed when it is more than a minute old)
+             * @default latest
+             */
+            catchUp?: "latest" | "none";
+        };
+        Schedule: {
+            id: string;
+            name: string;
+            cron: string;
+            timezone: string;
+            task: string;
+            /** @description As each job gets it */
+            payload: unknown;
+            priority: number;
+            maxAttempts: number | null;
+            queueName: string | null;
+            /** @description After a time when no worker ran: `latest` enqueues one job for the most recent missed tick, `none` skips missed ticks (a tick is missed when it is more than a minute old) */
+            catchUp: "latest" | "none";
+            enabled: boolean;
+            nextRunAt: string | null;
+            lastRunAt: string | null;
+            lastJobId: number | null;
+            lastError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ScheduleList: {
+            /** @description By name */
+            items: components["schemas"]["Schedule"][];
+        };
+        UpdateScheduleRequest: {
+            /** @description Unique in the collection */
+            name?: string;
+            /** @description Five fields: minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5" (docs/schedules.md); read in `timezone` */
+            cron?: string;
+            /** @description An IANA time zone the cron is read in, e.g. "Europe/Berlin" */
+            timezone?: string;
+            /** @description A task POST .../async/jobs takes */
+            task?: string;
+            /** @description The job’s payload, checked by the task when the schedule is saved */
+            payload?: {
+                [key: string]: unknown;
+            };
+            enabled?: boolean;
+            /** @description Of each job; higher runs first */
+            priority?: number;
+            maxAttempts?: number | null;
+            queueName?: string | null;
+            /** @description After a time when no worker ran: `latest` enqueues one job for the most recent missed tick, `none` skips missed ticks (a tick is missed when it is more than a minute old) */
+            catchUp?: "latest" | "none";
+        };
+        ScheduleRun: {
+            /** @description The job enqueued */
+            id: number;
+            task: string;
+            /** Format: date-time */
+            runAt: string;
+            /** @description `schedule:<id>:run:<time>` */
+            key: string;
         };
         CreateWebhookBody: {
             /** @description Absolute http(s) address of the receiver */
@@ -5948,6 +6092,392 @@ export interface operations {
             };
             /** @description The lease is not the job’s any more: it expired and the job was leased again or went back to the queue, or the job has finished (details.reason says which) */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_listSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description A schedule of this name exists in the collection */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_updateSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Another schedule of the collection has this name */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    schedules_runSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRun"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -37,7 +37,7 @@
  * its rebuild task.
  */
 
-import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
+import { defineModule, EVERY_ROLE } from '../../platform/module.ts';
 import { OutboundHttp } from '../../platform/outbound-http.ts';
 import { appObjectsModule } from '../app-objects/index.ts';
 import { webhooksModule } from '../webhooks/index.ts';
@@ -93,7 +93,7 @@ export const interactionsModule = defineModule({
     // The parts, each given the others it uses: events are written for types and counted;
     // reads look types up.
     const types = new InteractionTypes(db);
-    const counters = new InteractionCounters(db, settings, log);
+    const counters = new InteractionCounters(db, settings);
     const events = new InteractionEventWriter(db, settings, types, counters, log, {
       events: deps.webhooks,
       jobs: queue,
@@ -105,13 +105,8 @@ export const interactionsModule = defineModule({
   routes: interactionsRoutes,
   events: interactionEvents,
   tasks: (service) => [exportTask(), ...service.effectTask()],
-  // Counter compaction in worker processes (any number of them may run it at once).
-  background: (service) => [
-    { roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() },
-    {
-      roles: WORKING,
-      start: () => service.counters.startHousekeeping(),
-      stop: () => service.counters.stopHousekeeping(),
-    },
-  ],
+  background: (service) => [{ roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() }],
+  // Counter compaction in one worker of the deployment per tick (a system schedule); any
+  // number of runs at once would still be safe (repo.compactCounters).
+  housekeeping: (service) => [service.counters.housekeeping()],
 });

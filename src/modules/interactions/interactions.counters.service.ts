@@ -2,8 +2,8 @@
  * The counters the module keeps itself: each interaction's total, which milestones are judged
  * on, and the housekeeping of the striped counters the triggers keep (migrations 0201, 0203).
  */
-import type { FastifyBaseLogger } from 'fastify';
 import type { Db, Queryable } from '../../db/index.ts';
+import type { Housekeeping } from '../../platform/module.ts';
 import * as repo from './interactions.counters.repository.ts';
 import type { InteractionsSettings } from './interactions.settings.ts';
 
@@ -13,12 +13,9 @@ const COMPACT_AFTER_MS = 2 * 3600_000;
 const COMPACT_BATCH = 5000;
 
 export class InteractionCounters {
-  private compactTimer: NodeJS.Timeout | undefined;
-
   constructor(
     private readonly db: Db,
     private readonly settings: InteractionsSettings,
-    private readonly log?: Pick<FastifyBaseLogger, 'warn'>,
   ) {}
 
   /**
@@ -37,27 +34,17 @@ export class InteractionCounters {
     return repo.compactCounters(this.db, new Date(now - COMPACT_AFTER_MS), COMPACT_BATCH);
   }
 
-  /** In worker processes (see the manifest): compaction every INTERACTIONS_COMPACT_EVERY_MS. */
-  startHousekeeping(): void {
-    if (this.compactTimer) return;
-    let running = false;
-    this.compactTimer = setInterval(() => {
-      // One run at a time in a process: a slow one is not joined by the next.
-      if (running) return;
-      running = true;
-      void this.compact()
-        .catch((err: unknown) =>
-          this.log?.warn({ err }, 'interactions: compacting the counters failed (tried again next time)'),
-        )
-        .finally(() => {
-          running = false;
-        });
-    }, this.settings.compactEveryMs);
-    this.compactTimer.unref();
-  }
-
-  stopHousekeeping(): void {
-    clearInterval(this.compactTimer);
-    this.compactTimer = undefined;
+  /**
+   * Compaction every INTERACTIONS_COMPACT_EVERY_MS in one worker of the deployment (a system
+   * schedule, see the manifest). Idempotent: a run cut off leaves the rest to the next.
+   */
+  housekeeping(): Housekeeping {
+    return {
+      name: 'interactions.compactCounters',
+      everyMs: this.settings.compactEveryMs,
+      description:
+        'Folds the striped counters of hours more than two hours past into one row each (INTERACTIONS_COMPACT_EVERY_MS)',
+      run: () => this.compact(),
+    };
   }
 }

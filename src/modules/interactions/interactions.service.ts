@@ -47,13 +47,7 @@ export class InteractionsService implements InteractionParts {
     return this.counters.compact(now);
   }
 
-  /** In worker processes (see the manifest): counter compaction every INTERACTIONS_COMPACT_EVERY_MS. */
-  startHousekeeping(): void {
-    this.counters.startHousekeeping();
-  }
-
   close(): void {
-    this.counters.stopHousekeeping();
     this.events.close();
   }
 }

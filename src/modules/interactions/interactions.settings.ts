@@ -2,7 +2,7 @@
 import { type Env, intFrom } from '../../platform/settings.ts';
 
 export interface InteractionsSettings {
-  /** How often a worker process folds the counters' slots of past hours (see compactCounters). */
+  /** How often one worker process folds the counters' slots of past hours (a system schedule; see compactCounters). */
   compactEveryMs: number;
   /**
    * Attempts of one effect's job (docs/interactions.md, Effects): a webhook effect without a 2xx

@@ -82,4 +82,14 @@ export const jobsModule = defineModule({
       stop: () => service.app.leases.waits.stop(),
     },
   ],
+  // Retention once a minute in one worker of the deployment (a system schedule); the engines
+  // keep the lock-timeout reclaim on every poll (engine/housekeeping.ts).
+  housekeeping: (service) => [
+    {
+      name: 'jobs.retention',
+      cron: '* * * * *',
+      description: 'Deletes finished jobs older than JOBS_RETENTION_HOURS (and reclaims expired claims)',
+      run: () => service.engine.sweep(),
+    },
+  ],
 });

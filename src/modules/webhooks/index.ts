@@ -11,7 +11,7 @@
  * - catalogue: every event type of every module (their manifests' `events`), with the JSON
  *   Schema of its data; registrations subscribe to types, families (`case.*`) or `*`.
  */
-import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
+import { defineModule, EVERY_ROLE } from '../../platform/module.ts';
 import { EventCatalogue } from './catalogue.ts';
 import { deliveriesRoutes } from './deliveries.routes.ts';
 import { WebhookDelivery } from './delivery.ts';
@@ -51,14 +51,26 @@ export const webhooksModule = defineModule({
     });
     const delivery = new WebhookDelivery(settings, log, sender, outbox);
     const registrations = new WebhookRegistrations(db, settings, outbox, catalogue);
-    return new WebhooksService(settings, log, catalogue, registrations, outbox, delivery);
+    return new WebhooksService(settings, catalogue, registrations, outbox, delivery);
   },
   routes: (service) => [...webhooksRoutes(service), ...deliveriesRoutes(service)],
   events: webhookEvents,
   tasks: (service) => [service.delivery.deliverTask()],
-  // Housekeeping in worker processes; every process closes the sender's connections.
-  background: (service) => [
-    { roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() },
-    { roles: WORKING, start: () => service.startHousekeeping(), stop: () => service.stopHousekeeping() },
+  // Every process closes the sender's connections.
+  background: (service) => [{ roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() }],
+  // Hourly, in one worker of the deployment (system schedules); both are idempotent.
+  housekeeping: (service) => [
+    {
+      name: 'webhooks.prune',
+      cron: '17 * * * *',
+      description: 'Deletes events older than WEBHOOK_LOG_RETENTION_DAYS whose deliveries are all final',
+      run: () => service.prune(),
+    },
+    {
+      name: 'webhooks.forgetRetiredSecrets',
+      cron: '17 * * * *',
+      description: 'Erases replaced signing secrets whose grace period is over',
+      run: () => service.forgetRetiredSecrets(),
+    },
   ],
 });

@@ -5,7 +5,8 @@
  * - the outbox (outbox.ts): events written in the transaction of a change, and every
  *   delivery job queued;
  * - delivery (delivery.ts): the `webhooks.deliver` task, retries, disabling.
- * Here: the event publisher other modules are given, and hourly housekeeping.
+ * Here: the event publisher other modules are given, and the housekeeping the manifest
+ * declares (hourly system schedules, docs/schedules.md).
  */
 import type { Queryable } from '../../db/index.ts';
 import type { EventCatalogue } from './catalogue.ts';
@@ -14,16 +15,9 @@ import type { NewEvent, WebhookOutbox } from './outbox.ts';
 import type { WebhookRegistrations } from './registrations.ts';
 import type { WebhooksSettings } from './webhooks.settings.ts';
 
-interface Log {
-  warn(obj: object, msg?: string): void;
-}
-
 export class WebhooksService {
-  private pruneTimer: NodeJS.Timeout | undefined;
-
   constructor(
     readonly settings: WebhooksSettings,
-    private readonly log: Log,
     /** Every event type published (buildApp adds each module's). */
     readonly catalogue: EventCatalogue,
     readonly registrations: WebhookRegistrations,
@@ -59,31 +53,7 @@ export class WebhooksService {
     return this.registrations.forgetRetiredSecrets();
   }
 
-  /**
-   * Hourly (in worker processes, see the manifest): delete finished deliveries past the
-   * retention, and forget secrets whose grace period after a rotation is over.
-   */
-  startHousekeeping(): void {
-    if (this.pruneTimer) return;
-    const run = () => {
-      void this.prune().catch((err: unknown) => this.log.warn({ err }, 'webhooks: pruning the delivery log failed'));
-      void this.forgetRetiredSecrets().catch((err: unknown) =>
-        this.log.warn({ err }, 'webhooks: forgetting retired secrets failed'),
-      );
-    };
-    this.pruneTimer = setInterval(run, 3_600_000);
-    this.pruneTimer.unref();
-    run();
-  }
-
-  stopHousekeeping(): void {
-    clearInterval(this.pruneTimer);
-    this.pruneTimer = undefined;
-  }
-
   async close(): Promise<void> {
-    clearInterval(this.pruneTimer);
-    this.pruneTimer = undefined;
     await this.delivery.close();
   }
 }

@@ -1,35 +1,33 @@
 /**
- * Housekeeping: the lock-timeout sweep and retention (one engine of a process does it on each
- * poll: `housekeeping`, EngineOptions; `sweep()` runs it on demand).
+ * Housekeeping: the lock-timeout reclaim on every poll (one engine of a process does it:
+ * `housekeeping`, EngineOptions), and `sweep()`, the reclaim and retention together, run by the
+ * `jobs.retention` system schedule (the jobs module's manifest, `housekeeping`) and by tests.
  *
  * Design
  * - Liveness: a job whose claim has expired (`lock_expires_at`: its worker stopped
- *   heart-beating, runner.ts) belonged to a dead worker: the sweep makes it claimable again
- *   (the lost attempt counts), or failed if its attempts are spent. The sweep's reclaim is
- *   cheap (a partial index) and runs on every poll and every failed round's retry (wakeup.ts);
- *   retention (finished jobs deleted after `retentionMs`, 1000 at a time) at most once a
- *   minute (SWEEP_EVERY_MS).
+ *   heart-beating, runner.ts) belonged to a dead worker: the reclaim makes it claimable again
+ *   (the lost attempt counts), or failed if its attempts are spent. It is cheap (a partial
+ *   index) and runs on every poll and every failed round's retry (wakeup.ts), in every worker.
+ * - Retention (finished jobs deleted after `retentionMs`, 1000 at a time) is upkeep, not
+ *   liveness: once a minute in one worker of the deployment, on the schedules module's
+ *   system schedule (docs/schedules.md), no longer on each worker's poll. Idempotent: a run cut
+ *   off leaves the rest to the next minute.
  * - Events: with a publisher, the reclaim is a transaction that publishes `job.failed` for the
  *   visible tasks' jobs whose last attempt it gives up on (completions.ts, "Events").
- * - States: none of its own but the time of the last retention (`lastSweep`); a failed sweep
- *   throws, and the round it belongs to is tried again (wakeup.ts).
+ * - States: none; a failed reclaim throws, and the round it belongs to is tried again
+ *   (wakeup.ts).
  */
 import { failedEvent } from '../jobs.events.ts';
 import * as repo from '../jobs.repository.ts';
 import { publishOutcomes } from './completions.ts';
 import type { EngineCore } from './core.ts';
 
-const SWEEP_EVERY_MS = 60_000;
-
 export class Housekeeping {
-  private lastSweep = 0;
-
   constructor(private readonly core: EngineCore) {}
 
   /** Runs the housekeeping now: lock-timeout reclaim and retention. Returns what it did. */
   async sweep(): Promise<{ reclaimed: number; deleted: number }> {
     const { core } = this;
-    this.lastSweep = Date.now();
     const reclaimed = await core.retrying(() => this.reclaimExpired());
     if (reclaimed > 0) core.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
     let deleted = 0;
@@ -41,12 +39,10 @@ export class Housekeeping {
     return { reclaimed, deleted };
   }
 
-  /** The lock-timeout sweep, and retention now and then (a round's; throws when it fails). */
+  /** The lock-timeout reclaim of a round (throws when it fails). */
   async housekeep(): Promise<void> {
-    // The sweep's reclaim is cheap (a partial index); retention runs at most once a minute.
     const reclaimed = await this.core.retrying(() => this.reclaimExpired());
     if (reclaimed > 0) this.core.log.warn({ reclaimed }, 'jobs: reclaimed jobs of unresponsive workers');
-    if (Date.now() - this.lastSweep >= SWEEP_EVERY_MS) await this.sweep();
   }
 
   /**
