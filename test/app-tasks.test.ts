@@ -520,4 +520,21 @@ describe('an expired lease', () => {
     const done = await report(a, job.id, 'complete', { leaseId: second.leaseId, result: 'on time' });
     expect(done.json()).toMatchObject({ status: 'completed', attempts: 2, result: 'on time' });
   }, 30_000);
+
+  it('on the last attempt fails the job by the sweep, with job.failed', async () => {
+    await declare(a, { name: 'lease.last', leaseSeconds: 5, maxAttempts: 1 });
+    const job = await enqueue(t, a, { task: 'lease.last' });
+    const [only] = await lease(a, { tasks: ['lease.last'] });
+    expect(only.id).toBe(job.id);
+    const failed = await waitFor(
+      async () => {
+        const j = await getJob(t, a, job.id);
+        return j.status === 'failed' ? j : undefined;
+      },
+      20_000,
+      'the sweep to fail the job',
+    );
+    expect(failed.lastError).toContain('stopped responding');
+    await waitFor(async () => (eventsOf('/a', job.id).some((e) => e.body.type === 'job.failed') ? true : undefined));
+  }, 30_000);
 });

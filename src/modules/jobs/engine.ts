@@ -21,7 +21,8 @@
  *     backoff, and the heartbeat that keeps the claims alive.
  *   - engine/completions.ts: outcomes written in batches that also claim (states idle,
  *     afterClaim, writing), retried until written; `job.completed` / `job.failed` events.
- *   - engine/housekeeping.ts: the lock-timeout sweep and retention.
+ *   - engine/housekeeping.ts: the lock-timeout reclaim, and retention (run by the
+ *     `jobs.retention` system schedule through `sweep()`).
  *   - engine/core.ts: what they share: the engine's identity, its life (new → started →
  *     stopping → stopped), the claims it holds (`Held`: ready → running → returned).
  * - Shutdown: stop() stops claiming, waits for running handlers up to a timeout, then aborts
@@ -58,7 +59,7 @@ export interface EngineOptions {
   lane?: string;
   /** Shared by the engines of one process, so that any of them enqueues any task. */
   registry?: Map<string, TaskDefinition>;
-  /** The lock-timeout sweep and retention (default true; one engine per process is enough). */
+  /** The lock-timeout reclaim on every poll (default true; one engine per process is enough). */
   housekeeping?: boolean;
 }
 

@@ -427,13 +427,22 @@ export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promi
       run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     FROM picked WHERE j.collection_id = picked.collection_id AND j.id = picked.id
     RETURNING j.collection_id, j.id, j.task, j.queue_name, j.attempts, j.max_attempts, j.status, j.last_error,
-      j.finished_at`);
+      j.finished_at, j.visible`);
   return rows;
 }
 
 export type ReclaimedJob = Pick<
   JobRow,
-  'collection_id' | 'id' | 'task' | 'queue_name' | 'attempts' | 'max_attempts' | 'status' | 'last_error' | 'finished_at'
+  | 'collection_id'
+  | 'id'
+  | 'task'
+  | 'queue_name'
+  | 'attempts'
+  | 'max_attempts'
+  | 'status'
+  | 'last_error'
+  | 'finished_at'
+  | 'visible'
 >;
 
 /** Retention: finished jobs older than the period are removed (reads then answer 404). */

@@ -56,7 +56,9 @@ export class Housekeeping {
     if (!publisher) return (await repo.reclaimExpired(core.db, core.settings.lockTimeoutMs)).length;
     return core.db.transaction(async (tx) => {
       const rows = await repo.reclaimExpired(tx, core.settings.lockTimeoutMs);
-      const failed = rows.filter((r) => r.status === 'failed' && core.tasks.get(r.task)?.visible);
+      // The job's own `visible`, not the registry: an app's task (leased over HTTP, app lane) is
+      // visible and in no registry.
+      const failed = rows.filter((r) => r.status === 'failed' && r.visible);
       await publishOutcomes(
         tx,
         publisher,

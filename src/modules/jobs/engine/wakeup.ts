@@ -10,7 +10,7 @@
  *   its way sends it in its INSERT instead (delivered at commit, a round trip sooner). Every
  *   engine LISTENs and claims at once, or arms a timer for a future `runAt`. A slow poll
  *   (JOBS_POLL_INTERVAL_MS) is the safety net (a process that dies between commit and NOTIFY)
- *   and also runs the lock-timeout sweep, retention (housekeeping.ts) and arms the timer for
+ *   and also runs the lock-timeout reclaim (housekeeping.ts; retention is a system schedule) and arms the timer for
  *   the next future job. A LISTEN connection that comes back looks at once (jobs announced
  *   while it was down were announced to nobody).
  * - NOTIFY coalescing, states (`NotifyState`, with `pending`: the due times asked for and not
@@ -153,7 +153,7 @@ export class Wakeup {
     }
   }
 
-  /** A full round: the lock-timeout sweep (and retention now and then), claims, the timer. */
+  /** A full round: the lock-timeout reclaim, claims, the timer. */
   async tick(): Promise<void> {
     if (this.core.stopping) return;
     if (this.housekeeping) {
