@@ -8,14 +8,15 @@ import { paging } from '../../platform/schemas.ts';
 import type { EnqueueOptions, QueuedJob, TaskDefinition } from '../../platform/tasks.ts';
 import type { AppTasksService } from './app-tasks.service.ts';
 import type { JobEngine } from './engine.ts';
+import * as repo from './job-admin.repository.ts';
 import type { EventPublisher } from './jobs.events.ts';
-import * as repo from './jobs.repository.ts';
+import type { JobRow, JobStatus } from './jobs.repository.ts';
 import type { EnqueueAsyncJobRequest, EnqueueAsyncJobResponse, Job, JobsQuery, JobTask } from './jobs.schema.ts';
 import type { LeasesService } from './leases.service.ts';
 import type { RetryJobsRequest, RetryJobsResponse } from './queues.schema.ts';
 import { QueuesService } from './queues.service.ts';
 
-export function toJob(r: repo.JobRow): Job {
+export function toJob(r: JobRow): Job {
   return {
     id: r.id,
     task: r.task,
@@ -207,7 +208,7 @@ export class JobsService {
   async list(collectionId: string, q: JobsQuery): Promise<{ items: Job[]; limit: number; offset: number }> {
     const { limit, offset } = paging(q, 20);
     if (q.from && q.to && Date.parse(q.from) > Date.parse(q.to)) throw badRequest('from must not be after to');
-    const state = q.state as repo.JobStatus | undefined;
+    const state = q.state as JobStatus | undefined;
     const rows = await repo.listVisible(this.db, collectionId, { ...q, state, limit, offset });
     return { items: rows.map(toJob), limit, offset };
   }

@@ -27,8 +27,9 @@ import {
 } from './app-tasks.schema.ts';
 import type { AppTasksService } from './app-tasks.service.ts';
 import { JOBS_CHANNEL, type JobEngine } from './engine.ts';
+import { findVisible } from './job-admin.repository.ts';
 import { completedEvent, type EventPublisher, failedEvent } from './jobs.events.ts';
-import { findVisible, type JobProgress, type JobRow } from './jobs.repository.ts';
+import type { JobProgress, JobRow } from './jobs.repository.ts';
 import type { Job } from './jobs.schema.ts';
 import { APP_LANE } from './jobs.settings.ts';
 import type { LeaseWaits } from './lease-waits.ts';
