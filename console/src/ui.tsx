@@ -301,3 +301,41 @@ export function CopyButton({ text, what }: { text: string; what: string }) {
     </button>
   );
 }
+
+/** A description as the service writes it: names between backticks shown as `code`, as the docs do. */
+export const withCode = (text: string) =>
+  text.split('`').map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part));
+
+/**
+ * Delete, asked twice in the page (no `window.confirm`): the first click asks "Delete …?" with
+ * **Yes, delete** and **No** beside it; only Yes calls `onConfirm`.
+ */
+export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: () => void }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" onClick={() => setAsking(true)} aria-label={`Delete ${what}`}>
+        Delete
+      </button>
+    );
+  }
+  return (
+    <span class="confirm">
+      <span>Delete?</span>
+      <button
+        type="button"
+        class="danger"
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+        aria-label={`Yes, delete ${what}`}
+      >
+        Yes, delete
+      </button>
+      <button type="button" onClick={() => setAsking(false)} aria-label={`No, keep ${what}`}>
+        No
+      </button>
+    </span>
+  );
+}
