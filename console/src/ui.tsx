@@ -58,6 +58,7 @@ export function ErrorNote({ error, doing }: { error: unknown; doing?: string }) 
         <p>
           {lead}
           {error.message}
+          {fieldErrors(error)}
         </p>
         <p class="meta">
           {error.status} {error.errorCode}
@@ -80,6 +81,21 @@ export function ErrorNote({ error, doing }: { error: unknown; doing?: string }) 
       </p>
     </div>
   );
+}
+
+/**
+ * What a request's validation names (`details.errors` of a 400 VALIDATION_FAILED, e.g.
+ * `body.cron must NOT have fewer than 9 characters`): the message alone says only that it failed.
+ */
+function fieldErrors(error: ServiceError): string {
+  const errors = error.details?.errors;
+  if (!Array.isArray(errors)) return '';
+  const said = errors
+    .filter(
+      (e): e is { path: string; message: string } => typeof e?.path === 'string' && typeof e?.message === 'string',
+    )
+    .map((e) => `${e.path} ${e.message}`);
+  return said.length ? `: ${said.join('; ')}` : '';
 }
 
 export const Loading = ({ what }: { what: string }) => (

@@ -312,9 +312,10 @@ function CreateSchedule({
           </select>
         </label>
         <p class="meta wide" id="cron-hint">
-          Five fields: minute hour day-of-month month day-of-week, read in the time zone. <code>*/5 * * * *</code> every
-          five minutes; <code>0 9 * * 1-5</code> weekdays at 9:00; <code>0 3 * * *</code> daily at 3:00;{' '}
-          <code>0 0 1 * *</code> on the first of the month.
+          Five fields: minute hour day-of-month month day-of-week, read in the time zone.{' '}
+          <code class="nowrap">*/5 * * * *</code> every five minutes; <code class="nowrap">0 9 * * 1-5</code> weekdays
+          at 9:00; <code class="nowrap">0 3 * * *</code> daily at 3:00; <code class="nowrap">0 0 1 * *</code> on the
+          first of the month.
         </p>
         <label>
           Task
