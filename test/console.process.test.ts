@@ -9,7 +9,8 @@
  * chart's table and the breakdowns; read the event catalogue; register a webhook (a family, a
  * filter) to a receiver that fails, read the failed attempts and the disabled state, be asked to
  * enable it first, recover once it answers again, read the log's rows, opened and filtered;
- * enqueue a records.import job and follow its progress to done; read a funnel built from known
+ * enqueue a records.import job and follow its progress to done; declare an app task and see it
+ * offered; create, disable, enable, run now and delete a schedule; read a funnel built from known
  * events; read the case summary; sign out, and as collection B see nothing of A.
  *
  * Screenshots of each page go to test-results/console/ (git-ignored). The first load's
@@ -676,6 +677,187 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     await shot('queues');
   });
 
+  it('declares an app task on the Tasks page, shows its template and worker, and offers it to the Jobs page', async () => {
+    await nav('Tasks');
+    // The service's own tasks, read-only, beside the app's (none yet).
+    const service = page.getByRole('table', { name: 'The service’s tasks' });
+    await service.waitFor();
+    expect((await rows(service)).map((r) => r[0])).toEqual(
+      expect.arrayContaining(['records.import', 'cases.bulkStatus']),
+    );
+    await page.getByText('No tasks of the app’s own yet').waitFor();
+
+    const form = page.getByRole('region', { name: 'Declare a task' });
+    await form.getByLabel('Name').fill('orders.ship');
+    await form.getByLabel('Description').fill('Books the courier for an order');
+    await form.getByLabel('Max attempts').fill('3');
+    await form.getByLabel('Lease seconds').fill('120');
+    // JSON that does not parse is refused in the page, before any call.
+    await form.getByLabel('Payload schema').fill('{"type": "object",');
+    const before = requested.length;
+    await form.getByRole('button', { name: 'Declare' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    expect(await text(refusal)).toMatch(/^Could not declare the task: The payload schema is not valid JSON: /);
+    expect(requested.slice(before).filter((u) => u.endsWith(`/collection/${A}/tasks`))).toEqual([]);
+
+    const schema = {
+      type: 'object',
+      required: ['orderId'],
+      properties: { orderId: { type: 'string', maxLength: 40 }, rush: { type: 'boolean' } },
+      additionalProperties: false,
+    };
+    await form.getByLabel('Payload schema').fill(JSON.stringify(schema));
+    await form.getByLabel('Example payload').fill('{"orderId": "o-1"}');
+    await form.getByRole('button', { name: 'Declare' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Task orders.ship is declared: 3 attempts, leases of 120 s.' })
+      .waitFor();
+    expect(await call('GET', `/admin/collection/${A}/tasks/orders.ship`, undefined, keys.a)).toMatchObject({
+      maxAttempts: 3,
+      leaseSeconds: 120,
+      payloadSchema: schema,
+      example: { orderId: 'o-1' },
+    });
+    const table = page.getByRole('table', { name: 'The app’s tasks, by name' });
+    await table.waitFor();
+    const [row] = await rows(table);
+    expect(row.slice(0, 4)).toEqual(['orders.ship', 'Books the courier for an order', '3', '120 s']);
+    // The template: the example, and the schema folded under it.
+    expect(row[4]).toContain('"orderId": "o-1"');
+    expect(row[4]).toContain('"additionalProperties": false');
+    // How a worker runs it: the typed client's runWorker for this task, with a Copy button.
+    await table.getByText('The typed client’s runWorker').click();
+    const snippet = await text(table.locator('pre[data-worker-snippet="orders.ship"]'));
+    expect(snippet).toContain('runWorker({');
+    expect(snippet).toContain(`collectionId: "${A}"`);
+    expect(snippet).toContain('tasks: ["orders.ship"]');
+    expect(snippet).toContain(`baseUrl: "${api}"`);
+    await table.getByText('Schema', { exact: true }).click();
+    await table.getByRole('button', { name: 'Copy the worker of orders.ship' }).waitFor();
+    await shot('tasks');
+
+    // The Jobs page's picker offers it, with its example as the payload.
+    await nav('Jobs');
+    const enqueue = page.getByRole('region', { name: 'Enqueue a job' });
+    const picker = enqueue.locator('select[name="task"]');
+    await picker.locator('option', { hasText: 'orders.ship' }).waitFor({ state: 'attached' });
+    await picker.selectOption('orders.ship');
+    expect(JSON.parse(await enqueue.getByLabel('Payload (JSON').inputValue())).toEqual({ orderId: 'o-1' });
+  });
+
+  it('creates a schedule, shows its next run, disables and enables it, runs it now, refuses a bad cron and deletes it', async () => {
+    // One that stays (for the app's task, in another zone), for the screenshots and for B's check.
+    await call(
+      'POST',
+      `/admin/collection/${A}/schedules`,
+      {
+        name: 'ship on weekdays',
+        cron: '0 9 * * 1-5',
+        timezone: 'Europe/Berlin',
+        task: 'orders.ship',
+        payload: { orderId: 'o-2' },
+      },
+      keys.a,
+    );
+    await nav('Schedules');
+    const form = page.getByRole('region', { name: 'New schedule' });
+    const picker = form.locator('select[name="task"]');
+    // Both kinds of tasks are offered: the app's declared one, the service's.
+    await picker.locator('option', { hasText: 'orders.ship' }).waitFor({ state: 'attached' });
+    await picker.selectOption('records.import');
+    expect(JSON.parse(await form.getByLabel('Payload (JSON').inputValue())).toMatchObject({ appId: 'desk' });
+    await form.getByLabel('Name').fill('nightly import');
+
+    // A cron too short for the request's schema: the field the service names is shown.
+    await form.getByLabel('Cron').fill('0 3 * *');
+    await form.getByRole('button', { name: 'Create schedule' }).click();
+    const refusal = page.getByRole('alert');
+    await refusal.waitFor();
+    expect(await text(refusal)).toMatch(
+      /^Could not create the schedule: Request validation failed: body\.cron must NOT have fewer than 9 characters 400 VALIDATION_FAILED · request id \S+$/,
+    );
+    // A cron with a seconds field (six fields): refused with the service's message.
+    await form.getByLabel('Cron').fill('0 0 3 * * *');
+    await form.getByRole('button', { name: 'Create schedule' }).click();
+    await until(
+      'the six-field refusal',
+      () => text(refusal),
+      (v) =>
+        /^Could not create the schedule: cron "0 0 3 \* \* \*" must have five fields: .* 400 BAD_REQUEST · request id \S+$/.test(
+          v,
+        ),
+      { timeoutMs: 10_000 },
+    );
+
+    await form.getByLabel('Cron').fill('0 3 * * *');
+    expect(await form.getByLabel('Time zone').inputValue()).toBe('UTC');
+    await form.getByRole('button', { name: 'Create schedule' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: /^Schedule nightly import is created: next run \d{4}-\d\d-\d\d 03:00:00 UTC\.$/ })
+      .waitFor();
+    const table = page.getByRole('table', { name: 'Schedules by name' });
+    const row = table.locator('tbody tr').filter({ hasText: 'nightly import' });
+    await row.waitFor();
+    const cells = (await rows(table)).find((r) => r[0] === 'nightly import') ?? [];
+    expect(cells.slice(0, 4)).toEqual(['nightly import', '0 3 * * * UTC', 'records.import', 'enabled']);
+    expect(cells[4]).toMatch(/^\d{4}-\d\d-\d\d 03:00:00 UTC$/);
+    expect((await rows(table)).find((r) => r[0] === 'ship on weekdays')?.[1]).toBe('0 9 * * 1-5 Europe/Berlin');
+    const id = (
+      (
+        (await call('GET', `/admin/collection/${A}/schedules`, undefined, keys.a)).items as {
+          id: string;
+          name: string;
+        }[]
+      ).find((s) => s.name === 'nightly import') ?? { id: '' }
+    ).id;
+    expect(id).toMatch(/^sch_/);
+
+    // Disabled: no next run; enabled: its next run again.
+    await row.getByRole('button', { name: 'Disable nightly import' }).click();
+    await row.locator('[data-schedule-state="disabled"]').waitFor();
+    expect(await call('GET', `/admin/collection/${A}/schedules/${id}`, undefined, keys.a)).toMatchObject({
+      enabled: false,
+      nextRunAt: null,
+    });
+    expect(await text(row.locator('[data-next-run]'))).toBe('—');
+    await row.getByRole('button', { name: 'Enable nightly import' }).click();
+    await row.locator('[data-schedule-state="enabled"]').waitFor();
+    expect(await text(row.locator('[data-next-run]'))).toMatch(/^\d{4}-\d\d-\d\d 03:00:00 UTC$/);
+
+    // Run now: a job of the task, listed with the others, and the schedule's last job.
+    await row.getByRole('button', { name: 'Run nightly import now' }).click();
+    const queued = page.getByRole('status').filter({ hasText: /^Job \d+ is queued\.$/ });
+    await queued.waitFor();
+    const jobId = /Job (\d+)/.exec(await text(queued))?.[1];
+    const job = await call('GET', `/admin/collection/${A}/jobs/${jobId}`, undefined, keys.a);
+    expect(job).toMatchObject({ task: 'records.import', payload: { appId: 'desk' } });
+    expect(job.key).toMatch(new RegExp(`^schedule:${id}:run:`));
+    await row.locator(`[data-last-job="${jobId}"]`).waitFor();
+    expect(await text(row.locator('td').nth(5))).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+    await shot('schedules');
+
+    // Delete asks first, in the page; only Yes deletes.
+    await row.getByRole('button', { name: 'Delete nightly import' }).click();
+    expect(((await call('GET', `/admin/collection/${A}/schedules`, undefined, keys.a)).items as unknown[]).length).toBe(
+      2,
+    );
+    await row.getByRole('button', { name: 'Yes, delete nightly import' }).click();
+    await page.getByRole('status').filter({ hasText: 'Schedule nightly import is deleted' }).waitFor();
+    await until(
+      'only the weekday schedule listed',
+      async () => (await rows(table)).map((r) => r[0]),
+      (names) => names.join() === 'ship on weekdays',
+    );
+    expect(
+      ((await call('GET', `/admin/collection/${A}/schedules`, undefined, keys.a)).items as { name: string }[]).map(
+        (s) => s.name,
+      ),
+    ).toEqual(['ship on weekdays']);
+  });
+
   it('reads the funnel of a journey built from known events, and the recipients of a step', async () => {
     await nav('Journeys');
     const steps = page.getByRole('table', { name: 'Steps', exact: true });
@@ -739,6 +921,8 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
       ['webhooks/event-types', 'Event catalogue', 'event-types'],
       ['jobs', 'Jobs', 'jobs'],
       ['queues', 'Queues', 'queues'],
+      ['schedules', 'Schedules', 'schedules'],
+      ['tasks', 'Tasks', 'tasks'],
       ['journeys', 'Journeys', 'journeys'],
       ['cases', 'Cases', 'cases'],
     ];
@@ -765,6 +949,16 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     await page.getByText('No registrations yet').waitFor();
     await nav('Jobs');
     await page.getByText('No jobs yet.').waitFor();
+    // A's task is not offered to B.
+    await page
+      .locator('select[name="task"] option', { hasText: 'records.import' })
+      .first()
+      .waitFor({ state: 'attached' });
+    expect(await page.locator('select[name="task"] option').allTextContents()).not.toContain('orders.ship');
+    await nav('Schedules');
+    await page.getByText('No schedules yet').waitFor();
+    await nav('Tasks');
+    await page.getByText('No tasks of the app’s own yet').waitFor();
     await nav('Journeys');
     await page.getByText('No journeys yet.').waitFor();
     await nav('Cases');

@@ -25,6 +25,8 @@ const PAGES: Record<string, { title: string; load: () => Promise<PageModule> }> 
   webhooks: { title: 'Webhooks', load: () => import('./pages/webhooks.tsx') },
   jobs: { title: 'Jobs', load: () => import('./pages/jobs.tsx') },
   queues: { title: 'Queues', load: () => import('./pages/queues.tsx') },
+  schedules: { title: 'Schedules', load: () => import('./pages/schedules.tsx') },
+  tasks: { title: 'Tasks', load: () => import('./pages/tasks.tsx') },
   journeys: { title: 'Journeys', load: () => import('./pages/journeys.tsx') },
   cases: { title: 'Cases', load: () => import('./pages/cases.tsx') },
 };

@@ -58,6 +58,7 @@ export function ErrorNote({ error, doing }: { error: unknown; doing?: string }) 
         <p>
           {lead}
           {error.message}
+          {fieldErrors(error)}
         </p>
         <p class="meta">
           {error.status} {error.errorCode}
@@ -80,6 +81,21 @@ export function ErrorNote({ error, doing }: { error: unknown; doing?: string }) 
       </p>
     </div>
   );
+}
+
+/**
+ * What a request's validation names (`details.errors` of a 400 VALIDATION_FAILED, e.g.
+ * `body.cron must NOT have fewer than 9 characters`): the message alone says only that it failed.
+ */
+function fieldErrors(error: ServiceError): string {
+  const errors = error.details?.errors;
+  if (!Array.isArray(errors)) return '';
+  const said = errors
+    .filter(
+      (e): e is { path: string; message: string } => typeof e?.path === 'string' && typeof e?.message === 'string',
+    )
+    .map((e) => `${e.path} ${e.message}`);
+  return said.length ? `: ${said.join('; ')}` : '';
 }
 
 export const Loading = ({ what }: { what: string }) => (
@@ -299,5 +315,43 @@ export function CopyButton({ text, what }: { text: string; what: string }) {
     <button type="button" class="copy" onClick={copy} aria-label={`Copy ${what}`}>
       {said ?? 'Copy'}
     </button>
+  );
+}
+
+/** A description as the service writes it: names between backticks shown as `code`, as the docs do. */
+export const withCode = (text: string) =>
+  text.split('`').map((part, i) => (i % 2 ? <code key={i}>{part}</code> : part));
+
+/**
+ * Delete, asked twice in the page (no `window.confirm`): the first click asks "Delete …?" with
+ * **Yes, delete** and **No** beside it; only Yes calls `onConfirm`.
+ */
+export function ConfirmDelete({ what, onConfirm }: { what: string; onConfirm: () => void }) {
+  const [asking, setAsking] = useState(false);
+  if (!asking) {
+    return (
+      <button type="button" onClick={() => setAsking(true)} aria-label={`Delete ${what}`}>
+        Delete
+      </button>
+    );
+  }
+  return (
+    <span class="confirm">
+      <span>Delete?</span>
+      <button
+        type="button"
+        class="danger"
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+        aria-label={`Yes, delete ${what}`}
+      >
+        Yes, delete
+      </button>
+      <button type="button" onClick={() => setAsking(false)} aria-label={`No, keep ${what}`}>
+        No
+      </button>
+    </span>
   );
 }
