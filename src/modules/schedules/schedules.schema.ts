@@ -15,8 +15,10 @@ const Name = Type.String({
   maxLength: SCHEDULE_LIMITS.nameLength,
   description: 'Unique in the collection',
 });
+// No minLength: a short cron gets the cron check's message (how many fields, an example),
+// not the validator's "must NOT have fewer than 9 characters".
 const CronExpression = Type.String({
-  minLength: 9,
+  minLength: 1,
   maxLength: SCHEDULE_LIMITS.cronLength,
   description:
     'Five fields: minute hour day-of-month month day-of-week, e.g. "0 9 * * 1-5" (docs/schedules.md); read in `timezone`',
