@@ -1,6 +1,9 @@
 /**
- * The jobs API's rules: what may be enqueued through the API (visible tasks, payload checked
- * by the task), which jobs a collection sees (its visible ones), and cancellation.
+ * The jobs API's rules: what may be enqueued (the service's visible tasks and the collection's
+ * declared app tasks, payload checked by the task; one job, a bulk of up to 1,000, or a
+ * schedule's tick in its transaction), which jobs a collection sees (its visible ones),
+ * cancellation and retries. Named queues' flow control is QueuesService's, app tasks and their
+ * leases the `app` services'.
  */
 import type { Db, Queryable } from '../../db/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
