@@ -176,3 +176,16 @@ describe('delivery', () => {
     if (v6) expect(v6.connections).toBe(0);
   });
 });
+
+describe('the sender', () => {
+  it('closes once however often it is asked (a second close of the agent used to reject, unhandled)', async () => {
+    const { WebhookSender } = await import('../src/modules/webhooks/index.ts');
+    const sender = new WebhookSender({ allowPrivateNetworks: false, timeoutMs: 1000, responseExcerptBytes: 100 });
+    await sender.close();
+    let error: unknown;
+    await Promise.all([sender.close(), sender.close()]).catch((err) => {
+      error = err;
+    });
+    expect(error).toBeUndefined();
+  });
+});

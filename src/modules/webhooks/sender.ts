@@ -26,6 +26,7 @@ export interface SenderOptions {
 
 export class WebhookSender {
   private readonly agent: Agent;
+  private closed: Promise<void> | undefined;
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
@@ -121,7 +122,13 @@ export class WebhookSender {
     }
   }
 
+  /**
+   * Closes the connections, once: delivery closes it when it stops and again when its last
+   * attempt in flight ends, and undici's second `close()` of a closed agent rejects
+   * (ClientDestroyedError), which the caller that does not wait would leave unhandled.
+   */
   close(): Promise<void> {
-    return this.agent.close();
+    this.closed ??= this.agent.close().catch(() => {});
+    return this.closed;
   }
 }
