@@ -7,7 +7,8 @@
  * `concurrency` pending jobs in enqueue order, less those running, and of those the ones due;
  * a paused queue has none; a rate-limited queue no more than its pace allows now (a GCRA on
  * `next_start_at`: the theoretical time of its next start; `burst` starts, a tenth of a
- * second's worth and at least one, may go together). The statement advances the pace of the
+ * second's worth and at least one, may go together; a claim late by less than one interval
+ * keeps the grid, so the lag of wake-ups does not slow the pace). The statement advances the pace of the
  * queues it took jobs from. Callers hold QUEUE_CLAIM_LOCK for the transaction: with the lock
  * taken first, the statement's snapshot sees every earlier queue claim as committed, so no
  * two workers start more of one queue than its concurrency allows, or faster than its rate.
@@ -89,7 +90,12 @@ export async function claimQueued(
     ),
     paced AS (
       UPDATE job_queues s
-      SET next_start_at = greatest(coalesce(s.next_start_at, now()), now())
+      -- From the planned time when this claim is late by less than one interval (the pace keeps
+      -- its grid: a wake-up's lag is not added to every start), else from now (an idle queue
+      -- does not bank starts).
+      SET next_start_at = CASE
+          WHEN s.next_start_at >= now() - make_interval(secs => 1 / s.rate_per_second) THEN s.next_start_at
+          ELSE now() END
         + make_interval(secs => c.started / s.rate_per_second)
       FROM (SELECT collection_id, queue_name, count(*)::float8 AS started FROM claimed GROUP BY 1, 2) c
       WHERE s.collection_id = c.collection_id AND s.name = c.queue_name AND s.rate_per_second IS NOT NULL

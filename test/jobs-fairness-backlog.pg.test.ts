@@ -3,9 +3,11 @@
  * collection A queued (through the bulk route) and running against a slow receiver, jobs of
  * collection B start within a second, p99 over 100 of them. A start is the moment the receiver
  * sees B's request; each of B's jobs is enqueued alone, 50 ms apart, as an app would.
+ * PostgreSQL only (a scale test: on PGlite it passed too, p99 188 ms, but took 47 s of CI).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { onPostgres } from './helpers/db.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { sleep, waitFor } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
@@ -16,6 +18,7 @@ let b: CollectionWithUser;
 let rx: Receiver;
 
 beforeAll(async () => {
+  if (!onPostgres) return;
   t = await createTestApp({
     WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
     JOBS_CONCURRENCY: '8',
@@ -47,7 +50,7 @@ async function bulk(c: TestCollection, jobs: Record<string, unknown>[]): Promise
   expect(res.statusCode, res.body).toBe(202);
 }
 
-describe('fairness under a backlog', () => {
+describe.skipIf(!onPostgres)('fairness under a backlog (skipped unless TEST_DATABASE_URL is set)', () => {
   it('with 100,000 http jobs of A queued, a job of B starts within 1 s (p99 over 100)', async () => {
     for (let i = 0; i < 100; i++)
       await bulk(
