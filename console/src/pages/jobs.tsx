@@ -6,6 +6,7 @@
 import { useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import type { PageProps } from '../main.tsx';
+import { payloadObject, useTaskPayload } from '../task-payload.ts';
 import { type Async, DataTable, Empty, ErrorNote, json, Loading, useAsync, usePolling, when } from '../ui.tsx';
 
 type Job = Schemas['Job'];
@@ -265,9 +266,6 @@ const truncated = (text: string, max = 4000) =>
 
 type JobTask = Schemas['JobTask'];
 
-/** A task's example payload as the textarea shows it. */
-const template = (t: JobTask | undefined) => (t ? JSON.stringify(t.example ?? {}, null, 2) : '{}');
-
 function Enqueue({
   api,
   collectionId,
@@ -279,24 +277,16 @@ function Enqueue({
   tasks: Async<{ items: JobTask[] }>;
   onEnqueued: () => void;
 }) {
-  const [picked, setPicked] = useState('');
-  const task = picked || tasks.data?.items[0]?.name || '';
-  const def = tasks.data?.items.find((t) => t.name === task);
-  // The payload as typed; undefined until typed (then the picked task's example is shown).
-  const [typed, setTyped] = useState<string>();
-  const payload = typed ?? template(def);
+  const { task, def, payload, edited, pick, type, backToExample } = useTaskPayload(tasks.data?.items);
   const [error, setError] = useState<unknown>();
   const [queued, setQueued] = useState<string>();
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
     setQueued(undefined);
-    let body: Record<string, unknown>;
-    try {
-      body = payload.trim() ? JSON.parse(payload) : {};
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('a JSON object is needed');
-    } catch (err) {
-      setError(new Error(`The payload is not a JSON object: ${err instanceof Error ? err.message : String(err)}`));
+    const body = payloadObject(payload);
+    if (body instanceof Error) {
+      setError(body);
       return;
     }
     try {
@@ -322,8 +312,7 @@ function Enqueue({
             required
             value={task}
             onChange={(e) => {
-              setPicked(e.currentTarget.value);
-              setTyped(undefined); // the new task's example replaces the old one's
+              pick(e.currentTarget.value);
             }}
           >
             {(tasks.data?.items ?? []).map((t) => (
@@ -346,7 +335,7 @@ function Enqueue({
             rows={6}
             spellcheck={false}
             value={payload}
-            onInput={(e) => setTyped(e.currentTarget.value)}
+            onInput={(e) => type(e.currentTarget.value)}
           />
         </label>
         {def ? (
@@ -359,7 +348,7 @@ function Enqueue({
           <button type="submit" disabled={!task}>
             Enqueue
           </button>
-          <button type="button" disabled={!def || typed === undefined} onClick={() => setTyped(undefined)}>
+          <button type="button" disabled={!def || !edited} onClick={backToExample}>
             Back to the example
           </button>
         </div>

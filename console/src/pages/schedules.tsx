@@ -8,6 +8,7 @@
 import { useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import type { PageProps } from '../main.tsx';
+import { payloadObject, useTaskPayload } from '../task-payload.ts';
 import {
   type Async,
   ConfirmDelete,
@@ -193,9 +194,6 @@ export default function SchedulesPage({ api, collectionId }: PageProps) {
   );
 }
 
-/** A task's example payload as the textarea shows it. */
-const template = (t: JobTask | undefined) => (t ? JSON.stringify(t.example ?? {}, null, 2) : '{}');
-
 function CreateSchedule({
   api,
   collectionId,
@@ -213,13 +211,8 @@ function CreateSchedule({
     timezone: 'UTC',
     catchUp: 'latest',
   });
-  const [picked, setPicked] = useState('');
   const all = tasks.data?.items ?? [];
-  const task = picked || all[0]?.name || '';
-  const def = all.find((t) => t.name === task);
-  // The payload as typed; undefined until typed (then the picked task's example is shown).
-  const [typed, setTyped] = useState<string>();
-  const payload = typed ?? template(def);
+  const { task, def, payload, edited, pick, type, backToExample } = useTaskPayload(all);
   const [error, setError] = useState<unknown>();
   const [created, setCreated] = useState<string>();
 
@@ -227,12 +220,9 @@ function CreateSchedule({
     e.preventDefault();
     setError(undefined);
     setCreated(undefined);
-    let body: Record<string, unknown>;
-    try {
-      body = payload.trim() ? JSON.parse(payload) : {};
-      if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new Error('a JSON object is needed');
-    } catch (err) {
-      setError(new Error(`The payload is not a JSON object: ${err instanceof Error ? err.message : String(err)}`));
+    const body = payloadObject(payload);
+    if (body instanceof Error) {
+      setError(body);
       return;
     }
     try {
@@ -324,8 +314,7 @@ function CreateSchedule({
             required
             value={task}
             onChange={(e) => {
-              setPicked(e.currentTarget.value);
-              setTyped(undefined); // the new task's example replaces the old one's
+              pick(e.currentTarget.value);
             }}
           >
             <optgroup label="The service’s tasks">
@@ -359,7 +348,7 @@ function CreateSchedule({
             rows={5}
             spellcheck={false}
             value={payload}
-            onInput={(e) => setTyped(e.currentTarget.value)}
+            onInput={(e) => type(e.currentTarget.value)}
           />
         </label>
         {def ? (
@@ -372,7 +361,7 @@ function CreateSchedule({
           <button type="submit" disabled={!task}>
             Create schedule
           </button>
-          <button type="button" disabled={!def || typed === undefined} onClick={() => setTyped(undefined)}>
+          <button type="button" disabled={!def || !edited} onClick={backToExample}>
             Back to the example
           </button>
         </div>
