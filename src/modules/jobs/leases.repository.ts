@@ -76,16 +76,6 @@ export async function lease(
   return rows.sort((x, y) => y.priority - x.priority || x.id - y.id);
 }
 
-/** Does the collection have due jobs of the lane in named queues? (Saves the queue claim's lock.) */
-export async function hasQueuedInQueues(q: Queryable, lane: string, collectionId: string): Promise<boolean> {
-  const { rows } = await q.query(sql`
-    SELECT 1 AS one FROM jobs
-    WHERE collection_id = ${collectionId} AND queue_name IS NOT NULL AND lane = ${lane}
-      AND status IN ('queued', 'errored') AND run_at <= now()
-    LIMIT 1`);
-  return rows.length > 0;
-}
-
 /**
  * The jobs a named-queue claim just took under `claimId` (queues.repository.ts, `claimQueued`,
  * in the same transaction) become leases: each its own lease id and its task's lease length.

@@ -107,7 +107,7 @@ export class LeasesService {
    * (queues.repository.ts), under the same lock, then each job given a lease of its own.
    */
   private async leaseFromQueues(collectionId: string, wanted: repo.Wanted[], max: number): Promise<repo.LeasedRow[]> {
-    if (!(await repo.hasQueuedInQueues(this.db, APP_LANE, collectionId))) return [];
+    if (!(await queues.hasQueuedInQueues(this.db, { lane: APP_LANE, collectionId }))) return [];
     const claimId = `lease-claim:${randomUUID()}`;
     const longest = Math.max(...wanted.map((w) => w.leaseSeconds));
     return this.db.transaction(async (tx) => {

@@ -104,10 +104,18 @@ export async function claimQueued(
   return rows;
 }
 
-/** Any due pending job in a named queue at all? Lets workers skip the queue claim when there is none. */
-export async function hasQueuedInQueues(q: Queryable): Promise<boolean> {
+/**
+ * Any due pending job in a named queue at all (of one lane and collection, when given: an app's
+ * lease)? Lets a claim skip the queue claim and its lock when there is none.
+ */
+export async function hasQueuedInQueues(
+  q: Queryable,
+  only: { lane: string; collectionId: string } | undefined = undefined,
+): Promise<boolean> {
   const { rows } = await q.query<{ one: number }>(sql`
-    SELECT 1 AS one FROM jobs WHERE queue_name IS NOT NULL AND status IN ('queued', 'errored') AND run_at <= now() LIMIT 1`);
+    SELECT 1 AS one FROM jobs WHERE queue_name IS NOT NULL AND status IN ('queued', 'errored') AND run_at <= now()
+      ${only === undefined ? sql`` : sql`AND collection_id = ${only.collectionId} AND lane = ${only.lane}`}
+    LIMIT 1`);
   return rows.length > 0;
 }
 
