@@ -381,7 +381,7 @@ try {
           inserted += perStatement;
         }
       }
-      return { rps: inserted / SECONDS, p50: 0, p99: 0, unexpected: 0 };
+      return { rps: inserted / SECONDS, p50: 0, p99: 0, unexpected: 0, answered: inserted };
     };
     let n = 0;
     const append = () =>

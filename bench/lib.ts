@@ -1,10 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { spawnTs as spawnProcess } from '../support/service-process.ts';
+import { ROOT, spawnTs as spawnProcess } from '../support/service-process.ts';
 
 export { freePort, ROOT } from '../support/service-process.ts';
 export const SUPER_KEY = 'bench-super-admin-key-0123456789';
@@ -100,6 +101,8 @@ export interface LoadResult {
   p50: number;
   p99: number;
   unexpected: number;
+  /** Requests answered with the expected status (2xx when none is given). */
+  answered: number;
 }
 
 export async function load(o: LoadOptions): Promise<LoadResult> {
@@ -126,7 +129,11 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     unexpected = result.non2xx;
   }
   unexpected += result.errors + result.timeouts;
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, unexpected };
+  const counts = (result.statusCodeStats ?? {}) as unknown as Record<string, { count: number }>;
+  const answered = Object.entries(counts)
+    .filter(([code]) => (expected === undefined ? code.startsWith('2') : Number(code) === expected))
+    .reduce((n, [, { count }]) => n + count, 0);
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, unexpected, answered };
 }
 
 /**
@@ -153,6 +160,7 @@ export async function interleaved<K extends string>(
       p50: median(rs.map((x) => x.p50)),
       p99: median(rs.map((x) => x.p99)),
       unexpected: rs.reduce((n, x) => n + x.unexpected, 0),
+      answered: median(rs.map((x) => x.answered)),
     };
   }
   return out;
@@ -237,4 +245,50 @@ export function comparedRow(scenario: string, ours: LoadResult, baseline: LoadRe
   out.ratio = ours.p99 / baseline.p99;
   out.note = [`p99 ratio; p50 ratio ${(ours.p50 / baseline.p50).toFixed(2)}`, out.note].filter(Boolean).join('; ');
   return out;
+}
+
+/**
+ * This repository at `ref`, checked out detached into a temporary folder that borrows this
+ * checkout's node_modules (an earlier commit's dependencies are a subset of today's), so that
+ * a bench runs the code before a change beside the change itself. `remove` deletes it.
+ */
+export function checkoutAt(ref: string): { dir: string; commit: string; remove(): void } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+  const dir = mkdtempSync(join(tmpdir(), `bench-${ref.replace(/[^\w.-]/g, '_')}-`));
+  rmSync(dir, { recursive: true, force: true });
+  git('worktree', 'add', '--detach', dir, ref);
+  symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return {
+    dir,
+    commit: git('rev-parse', '--short', ref),
+    remove: () => {
+      if (existsSync(dir)) git('worktree', 'remove', '--force', dir);
+    },
+  };
+}
+
+/** CPU time (user + system) a process has used so far, in µs (Linux: /proc/<pid>/stat, ticks of 10 ms). */
+export function processCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/**
+ * CPU time (µs) used so far by every process of a name (`postgres`, `redis-server`): a server's
+ * backends and helpers together. Processes that ended in between are not counted, so take it
+ * over a span in which the server's connections stay open.
+ */
+export function processesCpuUs(name: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
+      total += processCpuUs(Number(entry));
+    } catch {
+      // Ended while we looked.
+    }
+  }
+  return total;
 }

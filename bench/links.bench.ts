@@ -13,7 +13,6 @@
  *   load generator, the service and PostgreSQL share the machine's cores.
  * Backend: PostgreSQL by default; BENCH_BACKEND=pglite for the embedded database.
  */
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { openDatabase } from '../src/db/index.ts';
@@ -24,6 +23,7 @@ import {
   interleaved,
   load,
   printTable,
+  processCpuUs,
   type Row,
   row,
   seedCollection,
@@ -68,12 +68,6 @@ async function waitUntil(check: () => boolean, timeoutMs: number, what: string) 
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
     await sleep(5);
   }
-}
-
-/** CPU time of a local process in µs, from /proc (clock ticks of 10 ms). */
-function processCpuUs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
 /** Stores STORAGE_BATCHES batches of clicks through the service's own repository function. */

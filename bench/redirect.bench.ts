@@ -1,0 +1,275 @@
+/**
+ * The public redirect at the depth of issue 28, against the redirect before it and against
+ * Kutt, in one run on PostgreSQL:
+ *
+ * - before: the service at BENCH_BASELINE_REF (default e678e14, the last commit before issue
+ *   28), one plain link; and its clicks spread over BENCH_SPREAD_LINKS (1,000) links.
+ * - now: this checkout, the same plain link and the same spread; and a link with everything on
+ *   (routing rules, A/B variants, a custom domain reached by its Host, a `link.clicked`
+ *   subscriber at a receiver in this process), when this checkout has those features.
+ * - Kutt (bench/kutt.ts), one link, every visit stored through its Redis queue.
+ *
+ * Each subject runs in its own process and PostgreSQL schema (Kutt: database), loaded in
+ * turns (A, B, C, A, B, C, …; BENCH_ROUNDS, default 3), medians shown. A round is load for
+ * BENCH_SECONDS (8) from autocannon (20 connections) after one unmeasured warm-up round of
+ * BENCH_WARMUP_SECONDS (3) per subject, then the wait until every answered
+ * redirect is stored: "stored/s" is the redirects answered over the time from the first
+ * request until the last of them was stored, the figure that counts for a shortener whose
+ * analytics must be complete. CPU per click is the subject's process plus every PostgreSQL
+ * process (and Redis for Kutt) over the round, per stored click: the machine's cores are
+ * shared by the load generator, the service and the database, so CPU per click is what decides
+ * throughput when they are all busy.
+ */
+import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { type Kutt, startKutt } from './kutt.ts';
+import {
+  benchDatabase,
+  call,
+  checkoutAt,
+  type LoadResult,
+  load,
+  processCpuUs,
+  processesCpuUs,
+  ROOT,
+  type RunningProcess,
+  seedCollection,
+  startServiceAt,
+} from './lib.ts';
+
+const BASELINE_REF = process.env.BENCH_BASELINE_REF ?? 'e678e14';
+const SPREAD = Number(process.env.BENCH_SPREAD_LINKS ?? 1000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+const DESTINATION = 'https://example.com/landing?utm_source=bench';
+const BROWSER =
+  'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Target {
+  /** The paths loaded, one picked at random per request (one path: always that one). */
+  paths: string[];
+  headers?: Record<string, string>;
+}
+
+interface Subject {
+  name: string;
+  url: string;
+  /** CPU used so far by the subject and its servers (µs). */
+  cpuUs(): number;
+  /** Clicks stored so far. */
+  stored(): Promise<number>;
+  stop(): Promise<unknown>;
+}
+
+interface Measured extends LoadResult {
+  storedPerSecond: number;
+  cpuUsPerClick: number;
+}
+
+/** A receiver for `link.clicked` deliveries: answers 200 at once. */
+async function receiver() {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(200).end('ok');
+    });
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** One of our services (at `root`), with its own schema; clicks counted in its link_clicks. */
+async function ours(
+  name: string,
+  root: string,
+): Promise<Subject & { key: string; collection: string; drop(): Promise<void> }> {
+  const database = await benchDatabase('postgres');
+  const service: RunningProcess = await startServiceAt(root, {
+    ...database.env,
+    LOG_LEVEL: 'warn',
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  });
+  const c = await seedCollection(service.url, 'bench');
+  const db = new pg.Client({ connectionString: database.url });
+  await db.connect();
+  return {
+    name,
+    url: service.url,
+    key: c.key,
+    collection: c.id,
+    cpuUs: () => processCpuUs(service.child.pid as number) + processesCpuUs('postgres'),
+    stored: async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM link_clicks')).rows[0].n),
+    stop: async () => {
+      await db.end();
+      await service.stop();
+    },
+    drop: () => database.drop(),
+  };
+}
+
+async function links(
+  s: { url: string; key: string; collection: string },
+  n: number,
+  body: Record<string, unknown> = {},
+) {
+  const codes: string[] = [];
+  for (let i = 0; i < n; i += 50) {
+    const made = await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, (_, j) =>
+        call<{ code: string }>(
+          s.url,
+          'POST',
+          `/admin/collection/${s.collection}/links`,
+          { url: `${DESTINATION}&n=${i + j}`, ...body },
+          s.key,
+        ),
+      ),
+    );
+    codes.push(...made.map((l) => l.code));
+  }
+  return codes;
+}
+
+async function measure(s: Subject, t: Target, durationSeconds?: number): Promise<Measured> {
+  const before = await s.stored();
+  const cpu0 = s.cpuUs();
+  const t0 = performance.now();
+  const { paths } = t;
+  const r = await load({
+    url: `${s.url}${paths[0]}`,
+    headers: { 'user-agent': BROWSER, ...t.headers },
+    expectStatus: 302,
+    durationSeconds,
+    setupRequest:
+      paths.length > 1 ? (req) => ({ ...req, path: paths[Math.floor(Math.random() * paths.length)] }) : undefined,
+  });
+  const deadline = Date.now() + 300_000;
+  while ((await s.stored()) - before < r.answered) {
+    if (Date.now() > deadline)
+      throw new Error(`${s.name}: ${r.answered} redirects answered, not all stored after 300 s`);
+    await sleep(20);
+  }
+  const seconds = (performance.now() - t0) / 1000;
+  const cpu = s.cpuUs() - cpu0;
+  await sleep(500);
+  return { ...r, storedPerSecond: r.answered / seconds, cpuUsPerClick: cpu / r.answered };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits));
+
+const baseline = checkoutAt(BASELINE_REF);
+const current = {
+  commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
+};
+const started: { stop(): Promise<unknown>; drop?(): Promise<void> }[] = [];
+const rx = await receiver();
+try {
+  const before = await ours(`before (${baseline.commit})`, baseline.dir);
+  started.push(before);
+  const now = await ours(`now (${current.commit})`, ROOT);
+  started.push(now);
+  const runs: { key: string; subject: Subject; target: Target }[] = [];
+
+  const [beforeOne] = await links(before, 1);
+  const [nowOne] = await links(now, 1);
+  const beforeSpread = await links(before, SPREAD);
+  const nowSpread = await links(now, SPREAD);
+  runs.push({ key: 'before: one link', subject: before, target: { paths: [`/l/${beforeOne}`] } });
+  runs.push({ key: 'now: one link', subject: now, target: { paths: [`/l/${nowOne}`] } });
+  runs.push({ key: `before: ${SPREAD} links`, subject: before, target: { paths: beforeSpread.map((c) => `/l/${c}`) } });
+  runs.push({ key: `now: ${SPREAD} links`, subject: now, target: { paths: nowSpread.map((c) => `/l/${c}`) } });
+
+  const kutt: Kutt | { missing: string } = await startKutt();
+  if ('missing' in kutt) console.error(`Kutt skipped: ${kutt.missing}`);
+  else {
+    started.push(kutt);
+    const address = await kutt.createLink(DESTINATION);
+    const probe = await fetch(`${kutt.url}/${address}`, { redirect: 'manual', headers: { 'user-agent': BROWSER } });
+    if (probe.status !== 302) throw new Error(`Kutt probe: ${probe.status}`);
+    runs.push({
+      key: `${kutt.name}: one link`,
+      subject: {
+        name: kutt.name,
+        url: kutt.url,
+        cpuUs: () => processCpuUs(kutt.pid) + processesCpuUs('postgres') + processesCpuUs('redis-server'),
+        stored: () => kutt.storedVisits(),
+        stop: () => kutt.stop(),
+      },
+      target: { paths: [`/${address}`] },
+    });
+  }
+  for (const r of runs) {
+    const probe = await fetch(`${r.subject.url}${r.target.paths[0]}`, {
+      redirect: 'manual',
+      headers: r.target.headers,
+    });
+    if (probe.status !== 302) throw new Error(`${r.key}: probe answered ${probe.status}`);
+  }
+
+  // Warm-up, not counted: each subject's code paths compiled, its pools and caches filled.
+  for (const r of runs) await measure(r.subject, r.target, WARMUP_SECONDS);
+  const results = new Map<string, Measured[]>();
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const r of runs) {
+      const m = await measure(r.subject, r.target);
+      results.set(r.key, [...(results.get(r.key) ?? []), m]);
+      console.error(
+        `round ${round + 1}: ${r.key}: ${fmt(m.rps)} req/s, ${fmt(m.storedPerSecond)} stored/s, ${fmt(m.cpuUsPerClick, 1)} µs CPU a click`,
+      );
+    }
+  }
+  const of = (key: string) => {
+    const rs = results.get(key) ?? [];
+    return {
+      rps: median(rs.map((x) => x.rps)),
+      stored: median(rs.map((x) => x.storedPerSecond)),
+      cpu: median(rs.map((x) => x.cpuUsPerClick)),
+      p50: median(rs.map((x) => x.p50)),
+      p99: median(rs.map((x) => x.p99)),
+      unexpected: rs.reduce((n, x) => n + x.unexpected, 0),
+    };
+  };
+  console.log(
+    `\n## Redirect: ${current.commit} against ${baseline.commit} and Kutt (PostgreSQL, medians of ${ROUNDS} interleaved rounds)\n`,
+  );
+  console.log('| scenario | req/s | stored/s | p50 ms | p99 ms | CPU µs a click (process + PostgreSQL) | note |');
+  console.log('|---|---:|---:|---:|---:|---:|---|');
+  for (const r of runs) {
+    const m = of(r.key);
+    console.log(
+      `| ${r.key} | ${fmt(m.rps)} | ${fmt(m.stored)} | ${fmt(m.p50, 1)} | ${fmt(m.p99, 1)} | ${fmt(m.cpu, 1)} | ${m.unexpected ? `${m.unexpected} unexpected` : ''} |`,
+    );
+  }
+  const ratio = (a: string, b: string, field: 'rps' | 'stored' | 'cpu') =>
+    results.has(a) && results.has(b) ? fmt(of(a)[field] / of(b)[field], 2) : '';
+  console.log('\n| ratio | value |');
+  console.log('|---|---:|');
+  console.log(`| now / before, one link, req/s | ${ratio('now: one link', 'before: one link', 'rps')} |`);
+  console.log(
+    `| now / before, ${SPREAD} links, req/s | ${ratio(`now: ${SPREAD} links`, `before: ${SPREAD} links`, 'rps')} |`,
+  );
+  console.log(
+    `| now: CPU a click, ${SPREAD} links / one link | ${ratio(`now: ${SPREAD} links`, 'now: one link', 'cpu')} |`,
+  );
+  const kuttKey = runs.find((r) => r.key.startsWith('Kutt'))?.key;
+  if (kuttKey) console.log(`| now (one link) / Kutt, stored/s | ${ratio('now: one link', kuttKey, 'stored')} |`);
+  console.log(`\n(link.clicked deliveries received: ${rx.received()})`);
+} finally {
+  for (const s of started.reverse()) {
+    await s.stop().catch((err) => console.error(err));
+    await s.drop?.().catch((err) => console.error(err));
+  }
+  await rx.close();
+  baseline.remove();
+}
