@@ -160,7 +160,11 @@ describe('queues: rate limit', () => {
     expect(set.json()).toMatchObject({ ratePerSecond: 10, concurrency: 5 });
     const ids = await bulk(
       a,
-      Array.from({ length: 100 }, () => ({ task: 'test.step', payload: { ms: 0, claimedAt: true }, queueName: 'paced' })),
+      Array.from({ length: 100 }, () => ({
+        task: 'test.step',
+        payload: { ms: 0, claimedAt: true },
+        queueName: 'paced',
+      })),
     );
     await allDone(a, ids, 40_000);
     const spanOf = (at: (id: number) => number) => {

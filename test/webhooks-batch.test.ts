@@ -46,7 +46,7 @@ describe('batches', () => {
     const clicks = 120;
     // Jobs made from here on (a completed delivery job leaves no row: migration 0504).
     const jobIds = async () =>
-      (await t.testDb.db.query<{ last: number }>("SELECT last_value::int AS last FROM jobs_id_seq")).rows[0].last;
+      (await t.testDb.db.query<{ last: number }>('SELECT last_value::int AS last FROM jobs_id_seq')).rows[0].last;
     const firstJobs = await jobIds();
     for (let i = 0; i < clicks; i++) {
       const res = await t.inject({ method: 'GET', url: `/l/${link.code}` });
