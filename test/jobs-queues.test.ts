@@ -12,7 +12,7 @@ let t: TestApp;
 let a: CollectionWithUser;
 let b: CollectionWithUser;
 /** Per job id: when it started and ended (ms). */
-const runs = new Map<number, { start: number; end?: number }>();
+const runs = new Map<number, { start: number; end?: number; claimedAt?: number }>();
 const failUntil = new Map<number, boolean>();
 const holdMs = 0;
 
@@ -24,6 +24,14 @@ beforeAll(async () => {
     visible: true,
     async handler(ctx) {
       runs.set(ctx.job.id, { start: Date.now() });
+      if ((ctx.job.payload as { claimedAt?: boolean })?.claimedAt) {
+        // When the claim started it, by the database's clock (the pace's own clock).
+        const { rows } = await ctx.db.query<{ at: number }>(
+          'SELECT (extract(epoch FROM locked_at) * 1000)::float8 AS at FROM jobs WHERE id = $1',
+          [ctx.job.id],
+        );
+        (runs.get(ctx.job.id) as { claimedAt?: number }).claimedAt = rows[0].at;
+      }
       await sleep((ctx.job.payload as { ms?: number })?.ms ?? holdMs);
       (runs.get(ctx.job.id) as { end?: number }).end = Date.now();
       return { ok: true };
@@ -152,15 +160,27 @@ describe('queues: rate limit', () => {
     expect(set.json()).toMatchObject({ ratePerSecond: 10, concurrency: 5 });
     const ids = await bulk(
       a,
-      Array.from({ length: 100 }, () => ({ task: 'test.step', payload: { ms: 0 }, queueName: 'paced' })),
+      Array.from({ length: 100 }, () => ({
+        task: 'test.step',
+        payload: { ms: 0, claimedAt: true },
+        queueName: 'paced',
+      })),
     );
     await allDone(a, ids, 40_000);
-    const starts = ids.map((id) => runs.get(id)?.start as number).sort((x, y) => x - y);
-    const span = starts[99] - starts[0];
-    console.log(`a queue at 10 a second: 100 jobs started over ${span} ms`);
-    expect(span).toBeGreaterThanOrEqual(9_900);
+    const spanOf = (at: (id: number) => number) => {
+      const xs = ids.map(at).sort((x, y) => x - y);
+      return xs[99] - xs[0];
+    };
+    // The pace decides the claims' times (the database's now() at each claim); the handlers
+    // start a few ms after their claim, and that lag varies with the machine's load (9,894 ms
+    // measured at the handlers once, under load, over claims 9.9 s apart), so the bound is on
+    // the claims and the handlers' span is shown beside it.
+    const claims = spanOf((id) => runs.get(id)?.claimedAt as number);
+    const handlers = spanOf((id) => runs.get(id)?.start as number);
+    console.log(`a queue at 10 a second: 100 jobs claimed over ${claims} ms, handlers started over ${handlers} ms`);
+    expect(claims).toBeGreaterThanOrEqual(9_900);
     // Nor much slower than the rate: the pace is kept by a timer, not the poll.
-    expect(span).toBeLessThan(20_000);
+    expect(handlers).toBeLessThan(20_000);
   }, 60_000);
 
   it('null removes the limit; bad settings are refused naming the field', async () => {

@@ -44,6 +44,10 @@ describe('batches', () => {
     const one = await register('/batch-1', ['link.clicked']);
     const two = await register('/batch-2', ['link.clicked']);
     const clicks = 120;
+    // Jobs made from here on (a completed delivery job leaves no row: migration 0504).
+    const jobIds = async () =>
+      (await t.testDb.db.query<{ last: number }>('SELECT last_value::int AS last FROM jobs_id_seq')).rows[0].last;
+    const firstJobs = await jobIds();
     for (let i = 0; i < clicks; i++) {
       const res = await t.inject({ method: 'GET', url: `/l/${link.code}` });
       expect(res.statusCode).toBe(302);
@@ -66,11 +70,8 @@ describe('batches', () => {
       expect(log.items.every((d: { attemptCount: number }) => d.attemptCount === 1)).toBe(true);
     }
     // Fewer jobs than deliveries: the clicks of a batch went to each registration in shared jobs.
-    const { rows } = await t.testDb.db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM jobs WHERE collection_id = $1 AND task = 'webhooks.deliver' AND payload ? 'more'",
-      [c.id],
-    );
-    expect(rows[0].n).toBeGreaterThan(0);
+    // (An upper bound: every job made meanwhile counts, deliveries or not.)
+    expect((await jobIds()) - firstJobs).toBeLessThan(2 * clicks);
   });
 
   it('reuses kept-alive connections: 300 deliveries to one receiver open at most twice WEBHOOK_MAX_IN_FLIGHT (8) connections', async () => {

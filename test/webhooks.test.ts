@@ -590,8 +590,9 @@ describe('redelivery and duplicates', () => {
     });
     await waitFor(
       async () => {
+        // Completed: an internal task's job is deleted by its completion (a failure would stay).
         const { rows } = await t.testDb.db.query<{ status: string }>('SELECT status FROM jobs WHERE id = $1', [job.id]);
-        return rows[0]?.status === 'completed' ? true : undefined;
+        return rows.length === 0 ? true : undefined;
       },
       10_000,
       'the duplicate job',

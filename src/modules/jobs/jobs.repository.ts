@@ -240,11 +240,15 @@ export async function claimFree(
   return rows;
 }
 
-/** When the earliest pending job due after `after` falls due (epoch ms), if there is one. */
+/**
+ * When the earliest pending job due after `after` falls due (epoch ms), if there is one. Only
+ * jobs due after they were made (`run_at > created_at`, the predicate of `jobs_due`, 0504):
+ * a job due when it was made and made after `after` is announced by its insert's NOTIFY.
+ */
 export async function nextDue(q: Queryable, after: Date): Promise<number | undefined> {
   const { rows } = await q.query<{ due: number | null }>(sql`
     SELECT (extract(epoch FROM min(run_at)) * 1000)::float8 AS due FROM jobs
-    WHERE status IN ('queued', 'errored') AND run_at > ${after}::timestamptz`);
+    WHERE status IN ('queued', 'errored') AND run_at > created_at AND run_at > ${after}::timestamptz`);
   return rows[0]?.due ?? undefined;
 }
 
