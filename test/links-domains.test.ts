@@ -6,12 +6,15 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import jsQR from 'jsqr';
+import jsqrModule from 'jsqr';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DomainChecks, defaultDomainChecks } from '../src/modules/links/index.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, subscribe, twoCollections } from './helpers/fixtures.ts';
+
+// jsqr is CommonJS with an `exports.default`: Node hands its module object as the default import.
+const jsQR = ((jsqrModule as unknown as { default?: unknown }).default ?? jsqrModule) as typeof jsqrModule.default;
 
 let t: TestApp;
 let a: CollectionWithUser;

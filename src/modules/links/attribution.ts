@@ -13,13 +13,9 @@ import { randomUUID } from 'node:crypto';
 import sql from 'sql-template-tag';
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
-import { guard } from '../../platform/auth.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
-import { defineRoute } from '../../platform/routes.ts';
 import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
 import * as repo from './links.repository.ts';
-import { CollectionParams, LinkParams } from './links.schema.ts';
-import type { LinksService } from './links.service.ts';
 
 /** The query parameter the destination receives the click id in. */
 export const CLICK_ID_PARAM = 'pl_cid';
@@ -58,7 +54,7 @@ const DEFAULT_WINDOW_MS = 30 * 86_400_000;
 
 export const ConversionsQuery = Closed({
   from: Type.Optional(Instant('Inclusive start of the window (the events’ time); default `to` minus 30 days')),
-  to: Type.Optional(Instant('Exclusive end of the window; default now', 'end')),
+  to: Type.Optional(Instant('Exclusive end of the window; default the next whole minute (now included)', 'end')),
 });
 export type ConversionsQuery = Type.Static<typeof ConversionsQuery>;
 
@@ -128,8 +124,12 @@ async function conversionRows(
   return rows;
 }
 
+/**
+ * The window asked for. Without `to` it ends at the next whole minute: the events of this minute
+ * count, and two requests a moment apart answer the same window.
+ */
 function conversionWindow(q: ConversionsQuery, now: Date): { from: Date; to: Date } {
-  const to = q.to ? new Date(q.to) : now;
+  const to = q.to ? new Date(q.to) : new Date(Math.ceil((now.getTime() + 1) / 60_000) * 60_000);
   const from = q.from ? new Date(q.from) : new Date(to.getTime() - DEFAULT_WINDOW_MS);
   if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) throw badRequest('from and to must be timestamps');
   if (from.getTime() >= to.getTime()) throw badRequest('from must be before to', { field: 'from' });
@@ -183,36 +183,3 @@ export async function collectionConversions(
     items,
   };
 }
-
-const tags = ['links'];
-
-export const attributionRoutes = (service: LinksService) => [
-  defineRoute({
-    method: 'GET',
-    url: '/admin/collection/:collectionId/links/conversions',
-    operationId: 'links_collectionConversions',
-    tags,
-    summary:
-      'Conversions of every link of the collection: events carrying their click ids, by link, interaction and outcome',
-    guard: guard.admin,
-    params: CollectionParams,
-    query: ConversionsQuery,
-    response: CollectionConversions,
-    handler: ({ scope, query }) => service.collectionConversions(scope.collectionId, query),
-  }),
-  defineRoute({
-    method: 'GET',
-    url: '/admin/collection/:collectionId/links/:linkId/conversions',
-    operationId: 'links_conversions',
-    tags,
-    summary: 'A link’s conversions: interaction events carrying its click ids (pl_cid), by interaction and outcome',
-    description:
-      'Counts the events in the window (their time) whose `clickId` is the id of one of the link’s clicks; deleted events do not count. ' +
-      'Click ids are given only while the link has trackConversions on.',
-    guard: guard.admin,
-    params: LinkParams,
-    query: ConversionsQuery,
-    response: LinkConversions,
-    handler: ({ scope, query }) => service.conversions(scope.collectionId, scope.linkId, query),
-  }),
-];

@@ -90,6 +90,10 @@ export interface CompactNote {
 
 export type NotedBatch = SpanNote | CompactNote;
 
+/** A click's link as noted: the domain only when it is a custom one (the own domain notes as before). */
+const notedLink = (raw: RawClick): NotedLink =>
+  raw.domain ? [raw.linkId, raw.code, raw.destinationUrl, raw.domain] : [raw.linkId, raw.code, raw.destinationUrl];
+
 /** Notes stored clicks (`stored`: the rows written, geo and device resolved) for their events. */
 export function noteBatch(clicks: { raw: RawClick; stored: repo.NewClick }[]): NotedBatch {
   const links = new Map<string, NotedLink>();
@@ -101,7 +105,7 @@ export function noteBatch(clicks: { raw: RawClick; stored: repo.NewClick }[]): N
     if (seen && (seen[1] !== raw.code || seen[2] !== raw.destinationUrl || (seen[3] ?? null) !== domain)) {
       return compactNote(clicks);
     }
-    if (!seen) links.set(raw.linkId, [raw.linkId, raw.code, raw.destinationUrl, domain]);
+    if (!seen) links.set(raw.linkId, notedLink(raw));
     const at = raw.at.getTime();
     if (at < from) from = at;
     if (at > to) to = at;
@@ -117,7 +121,7 @@ function compactNote(clicks: { raw: RawClick; stored: repo.NewClick }[]): Compac
     const linkKey = `${raw.linkId}\u0000${raw.code}\u0000${raw.destinationUrl}\u0000${raw.domain ?? ''}`;
     let link = links.get(linkKey);
     if (link === undefined) {
-      link = batch.links.push([raw.linkId, raw.code, raw.destinationUrl, raw.domain ?? null]) - 1;
+      link = batch.links.push(notedLink(raw)) - 1;
       links.set(linkKey, link);
     }
     let agent = agents.get(stored.userAgent);

@@ -21,7 +21,7 @@
  */
 import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { webhooksModule } from '../webhooks/index.ts';
-import { attributionRoutes } from './attribution.ts';
+import { attributionRoutes } from './attribution.routes.ts';
 import { ClickEventPublisher } from './click-events.ts';
 import { ClickRecorder } from './click-recorder.ts';
 import { defaultDomainChecks } from './domains.checks.ts';

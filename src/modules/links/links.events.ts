@@ -103,9 +103,13 @@ export const linkEvents = [
         country: Nullable(Type.String()),
         city: Nullable(Type.String()),
         device_type: Nullable(Type.String()),
-        trigger: Type.String({ description: 'link (the short address followed) | qr (its QR code scanned)' }),
-        click_id: Nullable(
-          Type.String({ description: 'The click id appended to the destination (trackConversions), else null' }),
+        trigger: Type.Optional(
+          Type.String({ description: 'link (the short address followed) | qr (its QR code scanned)' }),
+        ),
+        click_id: Type.Optional(
+          Nullable(
+            Type.String({ description: 'The click id appended to the destination (trackConversions), else null' }),
+          ),
         ),
       }),
     }),

@@ -12,6 +12,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { clientAddress, proxyGeo } from '../../platform/client-address.ts';
+import { AppError } from '../../platform/errors.ts';
+import { MAX_PARAM_LENGTH } from '../../platform/http-server.ts';
 import { errorResponse } from '../../platform/routes.ts';
 import { errorResponses } from '../../platform/schemas.ts';
 import { visitTrigger, withClickId } from './attribution.ts';
@@ -19,6 +21,7 @@ import * as S from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
 
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
+const routePath = (url: string) => url.split('?')[0].replace(/(.)\/$/, '$1');
 
 export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }> = async (app, { service }) => {
   const follow = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -68,8 +71,9 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
           'Answers only on a verified custom domain of a collection; on any other host this path is 404 as an unknown route. ' +
           'With BASE_PATH set, the route is under it: a proxy maps the domain’s root onto it (docs/links.md, Domains).',
         security: [],
-        // Unbounded here: on the deployment's own host any path keeps its 404, never a 400.
-        params: Type.Object({ code: Type.String() }),
+        // Bounded as every path segment is (longer: 414), not as codes are: on the deployment's
+        // own host any path keeps its 404, never a 400.
+        params: Type.Object({ code: Type.String({ maxLength: MAX_PARAM_LENGTH }) }),
         response: {
           302: Type.Null({ description: 'Redirect; the destination is in Location' }),
           ...errorResponses,
@@ -81,7 +85,8 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       const host = req.hostname.toLowerCase();
       let custom = service.domains.cachedHost(host);
       if (custom === undefined) custom = await service.domains.lookupHost(host);
-      if (!custom) return reply.callNotFound();
+      // The not-found handler's answer (with or without a trailing slash, as every route).
+      if (!custom) throw new AppError(404, 'NOT_FOUND', `Route ${req.method} ${routePath(req.url)} not found`);
       return follow(req, reply);
     },
   );
