@@ -281,6 +281,8 @@ describe('clicks', () => {
         country: 'DE',
         city: 'München',
         device_type: 'mobile',
+        trigger: 'link',
+        click_id: null,
       },
     });
   });

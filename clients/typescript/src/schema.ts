@@ -4,6 +4,26 @@
  * regenerate; test/client/schema.test.ts fails while this file is stale.
  */
 export interface paths {
+    "/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a short link at the root of its custom domain (Host: the domain): as GET /l/{code}
+         * @description Answers only on a verified custom domain of a collection; on any other host this path is 404 as an unknown route. With BASE_PATH set, the route is under it: a proxy maps the domain’s root onto it (docs/links.md, Domains).
+         */
+        get: operations["links_redirectOnDomain"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/l/{code}": {
         parameters: {
             query?: never;
@@ -11,7 +31,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired) */
+        /**
+         * Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired)
+         * @description The Host picks the domain: on a verified custom domain, that domain’s codes; on any other host, the deployment’s own. `?qr=1` (the QR code’s address) records the click with trigger qr. A link with trackConversions gets `pl_cid=<click id>` appended to its destination.
+         */
         get: operations["links_redirect"];
         put?: never;
         post?: never;
@@ -830,6 +853,126 @@ export interface paths {
          * @description Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets (hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. Breakdowns give the `top` values with the most clicks and the rest as `other`.
          */
         get: operations["links_clickStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the collection’s domains, oldest first */
+        get: operations["links_listDomains"];
+        put?: never;
+        /**
+         * Register a domain for the collection’s links (verify it before use)
+         * @description Answers how to prove the collection controls it: a DNS TXT record, or a token served over HTTP. A domain belongs to one collection: another collection’s (verified, or registered in the last LINK_DOMAIN_CLAIM_TTL_MS) is 409.
+         */
+        post: operations["links_createDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/domains/{domain}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One domain: whether it is verified, and how to verify it */
+        get: operations["links_getDomain"];
+        put?: never;
+        post?: never;
+        /** Remove a domain; refused (409) while live links are on it */
+        delete: operations["links_deleteDomain"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Look for the domain’s proof now (DNS TXT record or HTTP token) and record the result
+         * @description Answers the domain: `verified` true once a proof was found (it stays so), else `checkError` says what was found instead.
+         */
+        post: operations["links_verifyDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/{linkId}/qr": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The link’s QR code, SVG or PNG (size, colours, margin, error correction, logo)
+         * @description The image encodes the link’s short address with `?qr=1`: a scan is recorded as a click with trigger `qr`. A logo is a PNG data URI (never an address to fetch); use POST to send one larger than a few KiB.
+         */
+        get: operations["links_qr"];
+        put?: never;
+        /**
+         * The link’s QR code, with the options in a JSON body (for a logo too large for a query string)
+         * @description The image encodes the link’s short address with `?qr=1`: a scan is recorded as a click with trigger `qr`. A logo is a PNG data URI (never an address to fetch); use POST to send one larger than a few KiB.
+         */
+        post: operations["links_qrWithBody"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/conversions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Conversions of every link of the collection: events carrying their click ids, by link, interaction and outcome */
+        get: operations["links_collectionConversions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/{linkId}/conversions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A link’s conversions: interaction events carrying its click ids (pl_cid), by interaction and outcome
+         * @description Counts the events in the window (their time) whose `clickId` is the id of one of the link’s clicks; deleted events do not count. Click ids are given only while the link has trackConversions on.
+         */
+        get: operations["links_conversions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1715,8 +1858,8 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * Someone followed a short link (a GET of /l/{code}; a HEAD is not a click)
-         * @description Someone followed a short link (a GET of /l/{code}; a HEAD is not a click). Sent a moment after the visit, once the click is stored (CLICK_FLUSH_MS).
+         * Someone followed a short link (a GET of /l/{code}, or /{code} on its custom domain; a HEAD is not a click); `click.trigger` is `qr` when the address came from its QR code
+         * @description Someone followed a short link (a GET of /l/{code}, or /{code} on its custom domain; a HEAD is not a click); `click.trigger` is `qr` when the address came from its QR code. Sent a moment after the visit, once the click is stored (CLICK_FLUSH_MS).
          */
         post: operations["event_link_clicked"];
         delete?: never;
@@ -2569,6 +2712,10 @@ export interface components {
             expiresAt?: string;
             /** @description Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten */
             clickMilestones?: number[];
+            /** @description A verified domain of the collection (…/domains) the link lives on: its address is https://<domain>/<code>. Absent or null: the deployment’s own (PUBLIC_BASE_URL) */
+            domain?: string;
+            /** @description Append a click id (`pl_cid`) to the destination on every visit, for attribution (default false) */
+            trackConversions?: boolean;
         };
         Link: {
             id: string;
@@ -2585,6 +2732,8 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+            domain: string | null;
+            trackConversions: boolean;
         };
         LinkPage: {
             items: components["schemas"]["Link"][];
@@ -2601,6 +2750,9 @@ export interface components {
             tags?: string[];
             expiresAt?: string | null;
             clickMilestones?: number[] | null;
+            domain?: string | null;
+            /** @description Append a click id (`pl_cid`) to the destination on every visit, for attribution (default false) */
+            trackConversions?: boolean;
         };
         ClickPage: {
             items: components["schemas"]["Click"][];
@@ -2620,6 +2772,9 @@ export interface components {
             city: string;
             /** @description desktop | mobile | tablet | smarttv | wearable | console | bot | ... or empty */
             deviceType: string;
+            /** @description link (the short address followed) | qr (its QR code scanned) */
+            trigger: string;
+            clickId: string | null;
         };
         ClickStats: {
             linkId: string;
@@ -2669,6 +2824,142 @@ export interface components {
                 /** @description Clicks of every value beyond the top ones */
                 other: number;
             };
+        };
+        CreateLinkDomainBody: {
+            /** @description A host name such as `go.example.com`: no scheme, port or path; stored lower-case (Unicode names as punycode) */
+            domain: string;
+        };
+        LinkDomain: {
+            domain: string;
+            /** @description Links may use the domain only once it is verified */
+            verified: boolean;
+            verifiedAt: string | null;
+            /** @description How to prove the collection controls the domain (either proof) */
+            verification: {
+                /** @description The value the proofs carry */
+                token: string;
+                /** @description Proof 1: a TXT record */
+                dns: {
+                    /** @enum {string} */
+                    type: "TXT";
+                    /** @description `_platform-verify.<domain>` */
+                    name: string;
+                    /** @description `platform-verify=<token>` */
+                    value: string;
+                };
+                /** @description Proof 2: a file served on the domain */
+                http: {
+                    /** @description `http://<domain>/.well-known/platform-verify.txt` */
+                    url: string;
+                    /** @description The token: what that address must answer with status 200 */
+                    body: string;
+                };
+            };
+            checkedAt: string | null;
+            checkError: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        LinkDomainList: {
+            items: {
+                domain: string;
+                /** @description Links may use the domain only once it is verified */
+                verified: boolean;
+                verifiedAt: string | null;
+                /** @description How to prove the collection controls the domain (either proof) */
+                verification: {
+                    /** @description The value the proofs carry */
+                    token: string;
+                    /** @description Proof 1: a TXT record */
+                    dns: {
+                        /** @enum {string} */
+                        type: "TXT";
+                        /** @description `_platform-verify.<domain>` */
+                        name: string;
+                        /** @description `platform-verify=<token>` */
+                        value: string;
+                    };
+                    /** @description Proof 2: a file served on the domain */
+                    http: {
+                        /** @description `http://<domain>/.well-known/platform-verify.txt` */
+                        url: string;
+                        /** @description The token: what that address must answer with status 200 */
+                        body: string;
+                    };
+                };
+                checkedAt: string | null;
+                checkError: string | null;
+                /** Format: date-time */
+                createdAt: string;
+            }[];
+        };
+        VerifyLinkDomainBody: {
+            /**
+             * @description Which proof to look for: the DNS TXT record, the HTTP token, or either (DNS first)
+             * @default any
+             */
+            method?: "dns" | "http" | "any";
+        };
+        LinkQrBody: {
+            /**
+             * @description Image format
+             * @default png
+             */
+            format?: "svg" | "png";
+            /**
+             * @description Width and height in pixels
+             * @default 512
+             */
+            size?: number;
+            /** @description The modules’ colour: RRGGBB or RRGGBBAA hex, with or without # (default 000000) */
+            fg?: string;
+            /** @description The background colour: RRGGBB or RRGGBBAA hex, with or without # (default ffffff) */
+            bg?: string;
+            /**
+             * @description The quiet zone around the code, in modules
+             * @default 4
+             */
+            margin?: number;
+            /** @description Error correction: L 7 %, M 15 %, Q 25 %, H 30 % (default M; H with a logo, where L and M are refused) */
+            level?: "L" | "M" | "Q" | "H";
+            /** @description A PNG as a data URI (data:image/png;base64,…), at most 32 KiB and 1024 pixels a side, drawn in the middle. Never fetched from an address. Larger than a few KiB: send it with POST …/qr */
+            logo?: string;
+        };
+        CollectionConversions: {
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Events in the window carrying a click id of any of the collection’s links */
+            total: number;
+            /** @description By link, interaction and outcome, most first (at most 1000 rows) */
+            items: {
+                linkId: string;
+                interactionId: string;
+                outcome: string | null;
+                /** @description Events of this interaction and outcome carrying a click id of the link */
+                count: number;
+                /** @description Distinct clicks (click ids) among them */
+                clicks: number;
+            }[];
+        };
+        LinkConversions: {
+            linkId: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description Events in the window carrying a click id of the link */
+            total: number;
+            /** @description By interaction and outcome, most first */
+            items: {
+                interactionId: string;
+                outcome: string | null;
+                /** @description Events of this interaction and outcome carrying a click id of the link */
+                count: number;
+                /** @description Distinct clicks (click ids) among them */
+                clicks: number;
+            }[];
         };
         /** @description The apps that hold live cases, by id */
         CaseApps: {
@@ -3312,6 +3603,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /** @description The click id a short link with trackConversions gave the destination (`pl_cid`): the event counts as a conversion of that link (docs/links.md, Attribution) */
+            clickId?: string;
             userId?: string;
             contactId?: string;
             anonId?: string;
@@ -3372,6 +3665,8 @@ export interface components {
             /** @description The free-text source tag sent with the event */
             source?: string;
             eventType?: string;
+            /** @description The click id of the short-link visit the event follows (pl_cid) */
+            clickId?: string;
             /**
              * @description How the event arrived: admin (append) or public (submit)
              * @enum {string}
@@ -3554,6 +3849,8 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
+            /** @description The click id a short link with trackConversions gave the destination (`pl_cid`): the event counts as a conversion of that link (docs/links.md, Attribution) */
+            clickId?: string;
             /** @description Must equal the token’s user when given */
             userId?: string;
             /** @description Must equal the token’s contact when given */
@@ -3744,6 +4041,71 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    links_redirectOnDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Redirect; the destination is in Location */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The link has expired */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     links_redirect: {
         parameters: {
             query?: never;
@@ -7797,6 +8159,600 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClickStats"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_listDomains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkDomainList"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_createDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateLinkDomainBody"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkDomain"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The domain is already registered (by this collection or another) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_getDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkDomain"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_deleteDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        success: boolean;
+                    };
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Live links are on the domain: move them (PATCH domain) or delete them first */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_verifyDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                domain: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerifyLinkDomainBody"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkDomain"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_qr: {
+        parameters: {
+            query?: {
+                /** @description Image format */
+                format?: "svg" | "png";
+                /** @description Width and height in pixels */
+                size?: number;
+                /** @description The modules’ colour: RRGGBB or RRGGBBAA hex, with or without # (default 000000) */
+                fg?: string;
+                /** @description The background colour: RRGGBB or RRGGBBAA hex, with or without # (default ffffff) */
+                bg?: string;
+                /** @description The quiet zone around the code, in modules */
+                margin?: number;
+                /** @description Error correction: L 7 %, M 15 %, Q 25 %, H 30 % (default M; H with a logo, where L and M are refused) */
+                level?: "L" | "M" | "Q" | "H";
+                /** @description A PNG as a data URI (data:image/png;base64,…), at most 32 KiB and 1024 pixels a side, drawn in the middle. Never fetched from an address. Larger than a few KiB: send it with POST …/qr */
+                logo?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The image: image/png or image/svg+xml */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_qrWithBody: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LinkQrBody"];
+            };
+        };
+        responses: {
+            /** @description The image: image/png or image/svg+xml */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_collectionConversions: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window (the events’ time); default `to` minus 30 days. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window; default the next whole minute (now included). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionConversions"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_conversions: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window (the events’ time); default `to` minus 30 days. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window; default the next whole minute (now included). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LinkConversions"];
                 };
             };
             /** @description Bad request: validation failed or a malformed body */
@@ -12451,7 +13407,9 @@ export interface operations {
                  *           "referer": "https://news.example/post",
                  *           "country": "DE",
                  *           "city": "Munich",
-                 *           "device_type": "mobile"
+                 *           "device_type": "mobile",
+                 *           "trigger": "qr",
+                 *           "click_id": null
                  *         }
                  *       }
                  *     }
@@ -12476,6 +13434,9 @@ export interface operations {
                             country: string | null;
                             city: string | null;
                             device_type: string | null;
+                            /** @description link (the short address followed) | qr (its QR code scanned) */
+                            trigger?: string;
+                            click_id?: string | null;
                         };
                     };
                 };
@@ -12563,6 +13524,7 @@ export interface operations {
                  *         "short_url": "https://sho.rt/l/aZ3k9Qp",
                  *         "destination_url": "https://example.com/spring",
                  *         "code": "aZ3k9Qp",
+                 *         "domain": null,
                  *         "title": "Spring sale",
                  *         "tags": [
                  *           "sale"
@@ -12581,10 +13543,11 @@ export interface operations {
                     created_at: string;
                     data: {
                         link_id: string;
-                        /** @description The short address, on the service’s public address */
+                        /** @description The short address: on the link’s custom domain (https://<domain>/<code>), else the service’s public address */
                         short_url: string;
                         destination_url: string;
                         code: string;
+                        domain: string | null;
                         title: string | null;
                         tags: string[];
                         expires_at: string | null;
@@ -12622,6 +13585,7 @@ export interface operations {
                  *         "short_url": "https://sho.rt/l/aZ3k9Qp",
                  *         "destination_url": "https://example.com/spring",
                  *         "code": "aZ3k9Qp",
+                 *         "domain": null,
                  *         "title": "Spring sale",
                  *         "tags": [
                  *           "sale"
@@ -12640,10 +13604,11 @@ export interface operations {
                     created_at: string;
                     data: {
                         link_id: string;
-                        /** @description The short address, on the service’s public address */
+                        /** @description The short address: on the link’s custom domain (https://<domain>/<code>), else the service’s public address */
                         short_url: string;
                         destination_url: string;
                         code: string;
+                        domain: string | null;
                         title: string | null;
                         tags: string[];
                         expires_at: string | null;
@@ -12681,6 +13646,7 @@ export interface operations {
                  *         "short_url": "https://sho.rt/l/aZ3k9Qp",
                  *         "destination_url": "https://example.com/summer",
                  *         "code": "aZ3k9Qp",
+                 *         "domain": null,
                  *         "title": "Spring sale",
                  *         "tags": [
                  *           "sale"
@@ -12704,10 +13670,11 @@ export interface operations {
                     created_at: string;
                     data: {
                         link_id: string;
-                        /** @description The short address, on the service’s public address */
+                        /** @description The short address: on the link’s custom domain (https://<domain>/<code>), else the service’s public address */
                         short_url: string;
                         destination_url: string;
                         code: string;
+                        domain: string | null;
                         title: string | null;
                         tags: string[];
                         expires_at: string | null;

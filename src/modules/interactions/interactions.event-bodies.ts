@@ -68,6 +68,7 @@ const STORED_AS_IS = [
   'variantId',
   'batchId',
   'eventType',
+  'clickId',
 ] as const;
 type EventBody = AppendInteractionBody | SubmitInteractionBody;
 type StoredAsIs = { [K in (typeof STORED_AS_IS)[number]]: NonNullable<EventBody[K]> | null };

@@ -34,6 +34,8 @@ export interface EventRow {
   source_tag: string | null;
   /** Fields of the body that have no column, returned with the event. */
   extra: Record<string, unknown> | null;
+  /** The short-link click it follows (links' attribution, migration 0600). */
+  click_id: string | null;
 }
 
 const EVENT_COLUMN_NAMES = [
@@ -61,6 +63,7 @@ const EVENT_COLUMN_NAMES = [
   'event_type',
   'source_tag',
   'extra',
+  'click_id',
 ];
 export const EVENT_COLUMNS = raw(EVENT_COLUMN_NAMES.join(', '));
 /** The same columns of `interaction_events e` (reads that join it). */
@@ -88,6 +91,7 @@ export interface NewEvent {
   eventType: string | null;
   sourceTag: string | null;
   extra: Record<string, unknown> | null;
+  clickId?: string | null;
 }
 
 const jsonb = (v: Record<string, unknown> | null) => (v === null ? null : JSON.stringify(v));
@@ -97,12 +101,12 @@ export async function insertEvent(db: Queryable, collectionId: string, e: NewEve
   const { rows } = await db.query<EventRow>(sql`
     INSERT INTO interaction_events (collection_id, event_id, interaction_id, app_id, occurred_at, user_id, contact_id,
       anon_id, outcome, scope, broadcast_id, journey_id, metadata, source,
-      org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra)
+      org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra, click_id)
     VALUES (${collectionId}, ${e.eventId}, ${e.interactionId}, ${e.appId}, coalesce(${e.occurredAt}::timestamptz, now()),
       ${e.userId}, ${e.contactId}, ${e.anonId}, ${e.outcome}, ${e.scope}, ${e.broadcastId}, ${e.journeyId},
       ${jsonb(e.metadata)}::jsonb, ${e.channel},
       ${e.orgId}, ${e.productId}, ${e.proofId}, ${e.variantId}, ${e.batchId}, ${e.eventType}, ${e.sourceTag},
-      ${jsonb(e.extra)}::jsonb)
+      ${jsonb(e.extra)}::jsonb, ${e.clickId ?? null})
     RETURNING ${EVENT_COLUMNS}`);
   return rows[0];
 }

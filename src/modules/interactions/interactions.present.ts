@@ -22,6 +22,7 @@ const OPTIONAL_FIELDS = [
   ['batchId', 'batch_id'],
   ['source', 'source_tag'],
   ['eventType', 'event_type'],
+  ['clickId', 'click_id'],
 ] as const satisfies readonly (readonly [keyof InteractionEventRow, keyof repo.EventRow])[];
 
 /** Every field a row has by name; an extra of the same name never shows in its place. */

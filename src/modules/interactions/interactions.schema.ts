@@ -159,6 +159,14 @@ const eventFields = {
   source: Type.Optional(Text(200, 'Free-text tag of where the event came from, e.g. mobile, email-link')),
   eventType: Type.Optional(Text(200, 'Free-text event type')),
   metadata: Type.Optional(OpenObject({ description: '`metadata.anonId` is read as `anonId` when that is absent' })),
+  clickId: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9_-]{1,100}$',
+      maxLength: 100,
+      description:
+        'The click id a short link with trackConversions gave the destination (`pl_cid`): the event counts as a conversion of that link (docs/links.md, Attribution)',
+    }),
+  ),
 };
 
 /** Serialised size of an event's extra fields: they are repeated on every read of the event. */
@@ -315,6 +323,7 @@ export const InteractionEventRow = Type.Object(
     batchId: optionalText(),
     source: optionalText('The free-text source tag sent with the event'),
     eventType: optionalText(),
+    clickId: optionalText('The click id of the short-link visit the event follows (pl_cid)'),
     // An enum rather than a union of literals: the serializer picks a union's branch by
     // validating each value, on every row of a 10,000-row answer.
     channel: Type.Unsafe<'admin' | 'public'>({

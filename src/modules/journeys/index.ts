@@ -44,7 +44,8 @@ export const journeysModule = defineModule({
       'journey_progress_dirty',
       'journey_milestones',
     ],
-    reads: ['collections', 'interaction_events'],
+    // link_clicks: a journey may begin with a link's clicks (journeys.link-steps.ts).
+    reads: ['collections', 'interaction_events', 'link_clicks'],
   },
   // Progress rebuilds queue on the job queue; milestones are published through the webhooks outbox.
   create: ({ db, log, queue, analytics }, settings, deps) =>

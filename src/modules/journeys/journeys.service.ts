@@ -12,6 +12,7 @@ import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { isObject, paging } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
+import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
 import { followSteps, queueRebuild } from './journeys.progress.ts';
 import * as repo from './journeys.repository.ts';
@@ -125,7 +126,10 @@ export function resolveSteps(
 /** The steps maintained progress follows: the journey's own, fully mapped; null when it cannot. */
 function keptSteps(data: Record<string, unknown>): repo.KeptStep[] | null {
   try {
-    return resolveSteps(data, undefined).map((s) => ({ interactionId: s.interactionId, outcome: s.outcome }));
+    const steps = resolveSteps(data, undefined);
+    // A journey from a link's clicks is counted from the clicks, never kept by the events' triggers.
+    if (beginsWithLink(steps)) return null;
+    return steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome }));
   } catch (err) {
     if (err instanceof AppError) return null;
     throw err;
@@ -339,6 +343,12 @@ export class JourneysService {
     const journey = await this.row(collectionId, journeyId);
     const steps = resolveSteps(journey.data, w.stepMappings, w.outcome ?? DEFAULT_OUTCOME);
     check?.(steps);
+    if (beginsWithLink(steps)) {
+      // A funnel from a link's clicks to conversions (journeys.link-steps.ts): from the clicks.
+      const f = { journeyId, steps, idField: w.idField, start: w.start, end: w.end };
+      const counts = await this.analytics((tx) => linkFunnelCounts(tx, collectionId, f));
+      return { steps, counts, source: 'events' };
+    }
     const { answer: counts, source } = await this.funnelCounts(collectionId, {
       journeyId,
       steps,
@@ -429,6 +439,14 @@ export class JourneysService {
     checkWindow(q.from, q.to);
     const journey = await this.row(collectionId, journeyId);
     const defined = definedSteps(journey.data);
+    if (
+      defined[0]?.interactionId &&
+      beginsWithLink([{ stepId: defined[0].stepId, interactionId: defined[0].interactionId }])
+    ) {
+      throw badRequest(
+        'Step recipients are not answered for a journey that begins with a link’s clicks (its recipients are clicks); use the funnel report or stats',
+      );
+    }
     const index = defined.findIndex((s) => s.stepId === stepId);
     if (defined.length > 0 && index < 0) throw notFound('Journey step');
     const own = defined[index] as DefinedStep | undefined;

@@ -30,8 +30,29 @@ import type { EventPublisher, NewEvent } from '../../platform/events.ts';
 import type { RawClick } from './clicks.ts';
 import * as repo from './links.repository.ts';
 
-/** A click as its event tells it: link id, code, destination, time, ip, user agent, referer, country, city, device. */
-type NotedClick = [string, string, string, string, string, string, string, string, string, string];
+/**
+ * A click as its event tells it: link id, code, destination, time, ip, user agent, referer,
+ * country, city, device; then (issue 28) the trigger, the click id and the link's domain, absent
+ * from notes written before them.
+ */
+type NotedClick = [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string?,
+  (string | null)?,
+  (string | null)?,
+];
+
+/** [link id, code, destination, custom domain (issue 28; absent: the deployment's own)] */
+type NotedLink = [string, string, string, (string | null)?];
 
 /**
  * A batch's clicks as noted (format 3): the links (with the code and destination their clicks
@@ -42,8 +63,8 @@ type NotedClick = [string, string, string, string, string, string, string, strin
  */
 export interface SpanNote {
   v: 3;
-  /** [link id, code, destination]: each link once. */
-  links: [string, string, string][];
+  /** [link id, code, destination, domain]: each link once. */
+  links: NotedLink[];
   /** The first and the last click's time (ms since the epoch). */
   from: number;
   to: number;
@@ -57,27 +78,34 @@ export interface SpanNote {
  */
 export interface CompactNote {
   v: 2;
-  /** [link id, code, destination]; a link changed while its clicks waited appears twice. */
-  links: [string, string, string][];
+  /** [link id, code, destination, domain]; a link changed while its clicks waited appears twice. */
+  links: NotedLink[];
   /** [user agent, device type] of each distinct user agent. */
   agents: [string, string][];
   /** The first click's time (ms since the epoch). */
   t0: number;
-  /** [link index, ms after t0, ip, agent index, referer, country, city] */
-  clicks: [number, number, string, number, string, string, string][];
+  /** [link index, ms after t0, ip, agent index, referer, country, city, trigger, click id] */
+  clicks: [number, number, string, number, string, string, string, string?, (string | null)?][];
 }
 
 export type NotedBatch = SpanNote | CompactNote;
 
+/** A click's link as noted: the domain only when it is a custom one (the own domain notes as before). */
+const notedLink = (raw: RawClick): NotedLink =>
+  raw.domain ? [raw.linkId, raw.code, raw.destinationUrl, raw.domain] : [raw.linkId, raw.code, raw.destinationUrl];
+
 /** Notes stored clicks (`stored`: the rows written, geo and device resolved) for their events. */
 export function noteBatch(clicks: { raw: RawClick; stored: repo.NewClick }[]): NotedBatch {
-  const links = new Map<string, [string, string, string]>();
+  const links = new Map<string, NotedLink>();
   let from = Number.POSITIVE_INFINITY;
   let to = Number.NEGATIVE_INFINITY;
   for (const { raw } of clicks) {
     const seen = links.get(raw.linkId);
-    if (seen && (seen[1] !== raw.code || seen[2] !== raw.destinationUrl)) return compactNote(clicks);
-    if (!seen) links.set(raw.linkId, [raw.linkId, raw.code, raw.destinationUrl]);
+    const domain = raw.domain ?? null;
+    if (seen && (seen[1] !== raw.code || seen[2] !== raw.destinationUrl || (seen[3] ?? null) !== domain)) {
+      return compactNote(clicks);
+    }
+    if (!seen) links.set(raw.linkId, notedLink(raw));
     const at = raw.at.getTime();
     if (at < from) from = at;
     if (at > to) to = at;
@@ -90,10 +118,10 @@ function compactNote(clicks: { raw: RawClick; stored: repo.NewClick }[]): Compac
   const agents = new Map<string, number>();
   const batch: CompactNote = { v: 2, links: [], agents: [], t0: clicks[0]?.raw.at.getTime() ?? 0, clicks: [] };
   for (const { raw, stored } of clicks) {
-    const linkKey = `${raw.linkId}\u0000${raw.code}\u0000${raw.destinationUrl}`;
+    const linkKey = `${raw.linkId}\u0000${raw.code}\u0000${raw.destinationUrl}\u0000${raw.domain ?? ''}`;
     let link = links.get(linkKey);
     if (link === undefined) {
-      link = batch.links.push([raw.linkId, raw.code, raw.destinationUrl]) - 1;
+      link = batch.links.push(notedLink(raw)) - 1;
       links.set(linkKey, link);
     }
     let agent = agents.get(stored.userAgent);
@@ -101,8 +129,18 @@ function compactNote(clicks: { raw: RawClick; stored: repo.NewClick }[]): Compac
       agent = batch.agents.push([stored.userAgent, stored.deviceType]) - 1;
       agents.set(stored.userAgent, agent);
     }
-    const { ipAddress, referer, country, city } = stored;
-    batch.clicks.push([link, raw.at.getTime() - batch.t0, ipAddress, agent, referer, country, city]);
+    const { ipAddress, referer, country, city, trigger, clickId } = stored;
+    batch.clicks.push([
+      link,
+      raw.at.getTime() - batch.t0,
+      ipAddress,
+      agent,
+      referer,
+      country,
+      city,
+      trigger,
+      clickId ?? null,
+    ]);
   }
   return batch;
 }
@@ -120,28 +158,29 @@ async function clicksOf(tx: Queryable, collectionId: string, { clicks: noted, xm
       xmin,
     });
     return written.map((c): NotedClick => {
-      const [linkId, code, destination] = links.get(c.link_id) ?? [c.link_id, '', ''];
+      const [linkId, code, destination, domain] = links.get(c.link_id) ?? [c.link_id, '', ''];
       const at = c.clicked_at.toISOString();
-      return [linkId, code, destination, at, c.ip_address, c.user_agent, c.referer, c.country, c.city, c.device_type];
+      const { ip_address: ip, user_agent: agent, referer, country, city, device_type: device } = c;
+      return [linkId, code, destination, at, ip, agent, referer, country, city, device, c.trigger, c.click_id, domain];
     });
   }
-  return b.clicks.map(([link, dt, ip, agent, referer, country, city]): NotedClick => {
-    const [linkId, code, destination] = b.links[link];
+  return b.clicks.map(([link, dt, ip, agent, referer, country, city, trigger, clickId]): NotedClick => {
+    const [linkId, code, destination, domain] = b.links[link];
     const [userAgent, device] = b.agents[agent];
     const at = new Date(b.t0 + dt).toISOString();
-    return [linkId, code, destination, at, ip, userAgent, referer, country, city, device];
+    return [linkId, code, destination, at, ip, userAgent, referer, country, city, device, trigger, clickId, domain];
   });
 }
 
 /** The event of a noted click (the catalogue's link.clicked, links.events.ts). */
 const clickedEvent = (
-  [linkId, code, destination, at, ip, userAgent, referer, country, city, device]: NotedClick,
-  shortUrl: (code: string) => string,
+  [linkId, code, destination, at, ip, userAgent, referer, country, city, device, trigger, clickId, domain]: NotedClick,
+  shortUrl: ShortUrl,
 ): NewEvent => ({
   type: 'link.clicked',
   data: {
     link_id: linkId,
-    short_url: shortUrl(code),
+    short_url: shortUrl(code, domain ?? null),
     destination_url: destination,
     clicked_at: at,
     click: {
@@ -151,19 +190,21 @@ const clickedEvent = (
       country,
       city,
       device_type: device,
+      trigger: trigger ?? 'link',
+      click_id: clickId ?? null,
     },
   },
   scope: { linkId },
 });
 
+/** A code's short address on its domain (null: the deployment's own). */
+export type ShortUrl = (code: string, domain: string | null) => string;
+
 /** Noted batches published per transaction. */
 const BATCH = 10;
 
 /** The noted batches as a drain's work: taken (removed), then published, in one transaction. */
-const clickEventSource = (
-  events: EventPublisher,
-  shortUrl: (code: string) => string,
-): DrainSource<repo.TakenClickEvents> => ({
+const clickEventSource = (events: EventPublisher, shortUrl: ShortUrl): DrainSource<repo.TakenClickEvents> => ({
   channel: repo.CLICK_EVENTS_CHANNEL,
   name: 'links: click events',
   batch: BATCH,
@@ -182,7 +223,7 @@ const clickEventSource = (
 
 /** Publishes the noted click events in each process that runs jobs (see the top). */
 export class ClickEventPublisher extends NotifiedDrain<repo.TakenClickEvents> {
-  constructor(db: Db, events: EventPublisher, log: DrainLog, pollMs: number, shortUrl: (code: string) => string) {
+  constructor(db: Db, events: EventPublisher, log: DrainLog, pollMs: number, shortUrl: ShortUrl) {
     super(db, clickEventSource(events, shortUrl), log, pollMs);
   }
 }

@@ -8,7 +8,7 @@
  */
 import type { Db, Queryable } from '../../db/index.ts';
 import type { NewEvent } from '../../platform/events.ts';
-import { noteBatch } from './click-events.ts';
+import { noteBatch, type ShortUrl } from './click-events.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
 import { type EventPublisher, milestonesCrossed } from './links.events.ts';
 import * as repo from './links.repository.ts';
@@ -47,8 +47,8 @@ export class ClickRecorder {
     private readonly log: Log,
     /** Where `link.clicked` events go: the webhooks module's outbox. */
     private readonly events: EventPublisher,
-    /** The short address of a code, which the events carry. */
-    private readonly shortUrl: (code: string) => string,
+    /** The short address of a code on its domain, which the events carry. */
+    private readonly shortUrl: ShortUrl,
   ) {}
 
   /** Opens the GeoIP database, if one is configured. */
@@ -150,7 +150,7 @@ export class ClickRecorder {
         for (const [collectionId, list] of clicked) await repo.noteClickEvents(tx, collectionId, noteBatch(list));
         // Thresholds crossed by this batch: each is crossed by exactly one batch (row locks);
         // rare, so published here, in the batch's transaction.
-        const codes = new Map(batch.map((raw) => [raw.linkId, raw.code]));
+        const codes = new Map(batch.map((raw) => [raw.linkId, raw]));
         const at = new Date().toISOString();
         const reached = new Map<string, NewEvent[]>();
         for (const link of counted) {
@@ -160,7 +160,7 @@ export class ClickRecorder {
               type: 'link.clicks.milestone',
               data: {
                 link_id: link.id,
-                short_url: this.shortUrl(codes.get(link.id) ?? ''),
+                short_url: this.shortUrl(codes.get(link.id)?.code ?? '', codes.get(link.id)?.domain ?? null),
                 milestone,
                 clicks: link.clicks,
                 reached_at: at,

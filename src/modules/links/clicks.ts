@@ -25,6 +25,12 @@ export interface RawClick {
   /** From a trusted proxy's geo headers; empty when untrusted or absent. */
   proxyCountry: string;
   proxyCity: string;
+  /** The link's custom domain (its events' short_url); null or absent: the deployment's own. */
+  domain?: string | null;
+  /** 'link' (absent: the same), or 'qr' for a visit of the QR code's address (qr.ts). */
+  trigger?: string;
+  /** The click id appended to the destination (attribution.ts), else null or absent. */
+  clickId?: string | null;
 }
 
 const BOT = /bot|crawl|spider|slurp|facebookexternalhit|preview|curl|wget|python-requests|httpclient|headless/i;
@@ -75,5 +81,7 @@ export function enrich(raw: RawClick, geo: GeoIp | undefined): NewClick {
     country: fromDb.country || raw.proxyCountry,
     city: fromDb.city || (fromDb.country ? '' : raw.proxyCity),
     deviceType: deviceType(raw.userAgent),
+    trigger: raw.trigger ?? 'link',
+    clickId: raw.clickId ?? null,
   };
 }

@@ -1,8 +1,16 @@
 /**
  * Links: short addresses of a collection that redirect to a destination.
- * - link: `code` → `destinationUrl`, optional `expiresAt`; `shortUrl` = PUBLIC_BASE_URL/l/{code}.
- * - redirect: `GET /l/{code}`: 302 (404 unknown or deleted, 410 expired), served from an
- *   in-process cache dropped on change in every process (LISTEN/NOTIFY `links_changed`).
+ * - link: `code` → `destinationUrl`, optional `expiresAt`; `shortUrl` = PUBLIC_BASE_URL/l/{code},
+ *   or https://{domain}/{code} for a link on a custom domain.
+ * - domain: a collection's own host name for its links, verified (DNS TXT or HTTP token)
+ *   before use; codes are unique per domain (domains.service.ts).
+ * - redirect: `GET /l/{code}` (and `GET /{code}` on a custom domain): the request's Host and the
+ *   code → 302 (404 unknown or deleted, 410 expired), served from an in-process cache dropped on
+ *   change in every process (LISTEN/NOTIFY `links_changed`).
+ * - QR code: SVG or PNG of a link's address marked `?qr=1`, so a scan is a click with trigger
+ *   `qr` (qr.ts).
+ * - attribution: a link with `trackConversions` gets a click id (`pl_cid`) appended to its
+ *   destination; interaction events carrying it are that link's conversions (attribution.ts).
  * - click: one visit, captured off the response path (ip via TRUSTED_PROXIES, user agent,
  *   referer, country/city via GEOIP_DB or trusted proxy headers, device type), stored in
  *   batches with the link's counter and a `link.clicked` event.
@@ -13,16 +21,23 @@
  */
 import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { webhooksModule } from '../webhooks/index.ts';
+import { attributionRoutes } from './attribution.routes.ts';
 import { ClickEventPublisher } from './click-events.ts';
 import { ClickRecorder } from './click-recorder.ts';
+import { defaultDomainChecks } from './domains.checks.ts';
+import { domainsRoutes } from './domains.routes.ts';
+import { DomainsService } from './domains.service.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService } from './links.service.ts';
 import { linksSettings } from './links.settings.ts';
+import { qrRoutes } from './qr.ts';
 import { redirectRoute } from './redirect.routes.ts';
 
 export { ClickRecorder } from './click-recorder.ts';
 export { deviceType } from './clicks.ts';
+export type { DomainChecks } from './domains.checks.ts';
+export { defaultDomainChecks } from './domains.checks.ts';
 export { RedirectCache } from './links.cache.ts';
 export type { EventPublisher } from './links.events.ts';
 export { LinksService } from './links.service.ts';
@@ -32,14 +47,34 @@ export const linksModule = defineModule({
   name: 'links',
   needs: [webhooksModule],
   settings: linksSettings,
-  tables: { owns: ['links', 'link_codes', 'link_clicks', 'link_click_events'], reads: ['collections'] },
+  tables: {
+    owns: ['links', 'link_codes', 'link_clicks', 'link_click_events', 'link_domains', 'link_domain_codes'],
+    // Conversions count the interaction events that carry a click id (attribution.ts).
+    reads: ['collections', 'interaction_events'],
+  },
   create: ({ db, log, publicBaseUrl }, settings, deps) => {
-    const short = (code: string) => shortUrl(publicBaseUrl, code);
+    const short = (code: string, domain: string | null) => shortUrl(publicBaseUrl, code, domain);
     const recorder = new ClickRecorder(db, settings, log, deps.webhooks, short);
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
-    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
+    const domains = new DomainsService(
+      db,
+      {
+        domainsMax: settings.domainsMax,
+        claimTtlMs: settings.domainClaimTtlMs,
+        cacheTtlMs: settings.cacheTtlMs,
+        cacheMaxEntries: settings.cacheMaxEntries,
+      },
+      publicBaseUrl,
+      defaultDomainChecks({ allowPrivateNetworks: settings.allowPrivateNetworks }),
+    );
+    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents, domains);
   },
-  routes: linksRoutes,
+  routes: (service) => [
+    ...linksRoutes(service),
+    ...domainsRoutes(service.domains),
+    ...qrRoutes(service),
+    ...attributionRoutes(service),
+  ],
   plugin: redirectRoute,
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered

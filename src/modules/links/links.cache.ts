@@ -1,5 +1,5 @@
 /**
- * The redirect cache: code → where to send the visitor (platform/ttl-cache.ts), so a redirect
+ * The redirect cache: (domain,) code → where to send the visitor (platform/ttl-cache.ts), so a redirect
  * costs no database round trip. Entries are dropped when their link changes (directly in this
  * process, and through LISTEN/NOTIFY in every other); unknown codes are cached as null, so a
  * flood of bad codes does not become a flood of queries.
@@ -13,7 +13,17 @@ export interface CachedLink {
   destinationUrl: string;
   /** epoch ms, or null for never */
   expiresAt: number | null;
+  /** The custom domain it lives on; null: the deployment's own. */
+  domain: string | null;
+  /** Whether the redirect appends a click id to the destination (attribution.ts). */
+  trackConversions: boolean;
 }
+
+/**
+ * A link's key in the cache and in change notices: its code on the deployment's own domain (as
+ * before domains), `<domain>/<code>` on a custom one (a code has no "/", so keys never clash).
+ */
+export const cacheKey = (domain: string | null, code: string): string => (domain === null ? code : `${domain}/${code}`);
 
 /** undefined from `get`: not cached; null: cached as unknown/deleted. */
 export class RedirectCache extends TtlCache<string, CachedLink | null> {}

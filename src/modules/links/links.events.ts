@@ -9,15 +9,22 @@ import { Closed, Nullable, Timestamp } from '../../platform/schemas.ts';
 
 export type { EventPublisher } from '../../platform/events.ts';
 
-/** The short address of a code, on the service's public address (BASE_PATH included). */
-export const shortUrl = (publicBaseUrl: string, code: string): string =>
-  `${publicBaseUrl}/l/${encodeURIComponent(code)}`;
+/**
+ * The short address of a code: on the service's public address (BASE_PATH included) under
+ * /l/, or at the root of the link's custom domain, over https.
+ */
+export const shortUrl = (publicBaseUrl: string, code: string, domain: string | null = null): string =>
+  domain === null ? `${publicBaseUrl}/l/${encodeURIComponent(code)}` : `https://${domain}/${encodeURIComponent(code)}`;
 
 const linkFields = {
   link_id: Type.String(),
-  short_url: Type.String({ description: 'The short address, on the service’s public address' }),
+  short_url: Type.String({
+    description:
+      'The short address: on the link’s custom domain (https://<domain>/<code>), else the service’s public address',
+  }),
   destination_url: Type.String(),
   code: Type.String(),
+  domain: Nullable(Type.String({ description: 'The link’s custom domain; null: the deployment’s own' })),
   title: Nullable(Type.String()),
   tags: Type.Array(Type.String()),
   expires_at: Nullable(Timestamp),
@@ -27,6 +34,7 @@ const linkExample = {
   short_url: 'https://sho.rt/l/aZ3k9Qp',
   destination_url: 'https://example.com/spring',
   code: 'aZ3k9Qp',
+  domain: null,
   title: 'Spring sale',
   tags: ['sale'],
   expires_at: null,
@@ -82,7 +90,7 @@ export const linkEvents = [
   defineEvent({
     type: 'link.clicked',
     description:
-      'Someone followed a short link (a GET of /l/{code}; a HEAD is not a click). Sent a moment after the visit, once the click is stored (CLICK_FLUSH_MS).',
+      'Someone followed a short link (a GET of /l/{code}, or /{code} on its custom domain; a HEAD is not a click); `click.trigger` is `qr` when the address came from its QR code. Sent a moment after the visit, once the click is stored (CLICK_FLUSH_MS).',
     data: Closed({
       link_id: Type.String(),
       short_url: Type.String(),
@@ -95,6 +103,14 @@ export const linkEvents = [
         country: Nullable(Type.String()),
         city: Nullable(Type.String()),
         device_type: Nullable(Type.String()),
+        trigger: Type.Optional(
+          Type.String({ description: 'link (the short address followed) | qr (its QR code scanned)' }),
+        ),
+        click_id: Type.Optional(
+          Nullable(
+            Type.String({ description: 'The click id appended to the destination (trackConversions), else null' }),
+          ),
+        ),
       }),
     }),
     example: {
@@ -109,6 +125,8 @@ export const linkEvents = [
         country: 'DE',
         city: 'Munich',
         device_type: 'mobile',
+        trigger: 'qr',
+        click_id: null,
       },
     },
     filterable,

@@ -19,6 +19,9 @@ export interface LinkRow {
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
+  /** The custom domain it lives on (migration 0600); null: the deployment's own. */
+  domain: string | null;
+  track_conversions: boolean;
   total?: number;
 }
 
@@ -31,6 +34,9 @@ export interface ClickRow {
   country: string;
   city: string;
   device_type: string;
+  /** 'link' or 'qr' (migration 0600). */
+  trigger: string;
+  click_id: string | null;
   total?: number;
 }
 
@@ -44,10 +50,14 @@ export interface NewClick {
   country: string;
   city: string;
   deviceType: string;
+  /** 'link' (absent: the same) or 'qr' (a scan of the QR code's address). */
+  trigger?: string;
+  /** The click id given to the destination (links that track conversions), else null or absent. */
+  clickId?: string | null;
 }
 
 const COLUMNS = raw(
-  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at',
+  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at, domain, track_conversions',
 );
 
 /** Inserts a link unless its code is taken (then undefined: the caller decides). */
@@ -63,14 +73,18 @@ export async function insertLink(
     expiresAt: Date | null;
     clickMilestones: number[] | null;
     createdBy: string;
+    domain?: string | null;
+    trackConversions?: boolean;
   },
 ): Promise<LinkRow | undefined> {
   const milestones = l.clickMilestones ? JSON.stringify(l.clickMilestones) : null;
+  // No conflict target: the code is unique per domain, by one of two partial indexes (0600).
   const { rows } = await db.query<LinkRow>(sql`
-    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by)
+    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by,
+      domain, track_conversions)
     VALUES (${collectionId}, ${l.id}, ${l.code}, ${l.destinationUrl}, ${l.title}, ${JSON.stringify(l.tags)}::jsonb,
-      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy})
-    ON CONFLICT (code) DO NOTHING
+      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy}, ${l.domain ?? null}, ${l.trackConversions ?? false})
+    ON CONFLICT DO NOTHING
     RETURNING ${COLUMNS}`);
   return rows[0];
 }
@@ -87,9 +101,20 @@ export async function findLink(
   return rows[0];
 }
 
-/** By code, deleted ones included (the redirect tells "deleted" from "never existed" only by 404). */
-export async function findByCode(db: Queryable, code: string): Promise<LinkRow | undefined> {
-  const { rows } = await db.query<LinkRow>(sql`SELECT ${COLUMNS} FROM links WHERE code = ${code}`);
+/**
+ * By code on a domain (null: the deployment's own), deleted ones included (the redirect tells
+ * "deleted" from "never existed" only by 404).
+ */
+export async function findByCode(
+  db: Queryable,
+  code: string,
+  domain: string | null = null,
+): Promise<LinkRow | undefined> {
+  const { rows } = await db.query<LinkRow>(
+    domain === null
+      ? sql`SELECT ${COLUMNS} FROM links WHERE code = ${code} AND domain IS NULL`
+      : sql`SELECT ${COLUMNS} FROM links WHERE domain = ${domain} AND code = ${code}`,
+  );
   return rows[0];
 }
 
@@ -109,10 +134,9 @@ export async function claimCode(db: Queryable, collectionId: string, code: strin
   return rows.length > 0;
 }
 
-/** Whether a link (live or deleted, of any collection) holds the code now. */
-export async function codeTaken(db: Queryable, code: string): Promise<boolean> {
-  const { rows } = await db.query(sql`SELECT 1 FROM links WHERE code = ${code}`);
-  return rows.length > 0;
+/** Whether a link (live or deleted, of any collection) holds the code on the domain now (null: the own). */
+export async function codeTaken(db: Queryable, code: string, domain: string | null = null): Promise<boolean> {
+  return (await findByCode(db, code, domain)) !== undefined;
 }
 
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
@@ -149,6 +173,8 @@ export async function updateLink(
     tags?: string[];
     expiresAt?: Date | null;
     clickMilestones?: number[] | null;
+    domain?: string | null;
+    trackConversions?: boolean;
   },
 ): Promise<LinkRow> {
   const sets = setList(
@@ -160,6 +186,8 @@ export async function updateLink(
     patch.clickMilestones !== undefined &&
       sql`click_milestones = ${patch.clickMilestones ? JSON.stringify(patch.clickMilestones) : null}::jsonb`,
     patch.expiresAt !== undefined && sql`expires_at = ${patch.expiresAt}`,
+    patch.domain !== undefined && sql`domain = ${patch.domain}`,
+    patch.trackConversions !== undefined && sql`track_conversions = ${patch.trackConversions}`,
   );
   const { rows } = await db.query<LinkRow>(sql`
     UPDATE links SET ${sets}
@@ -237,10 +265,12 @@ export async function insertClicks(
   // Times go as ISO strings: the driver's own Date formatting is several times slower.
   const col = <K extends keyof NewClick>(k: K) => kept.map((c) => c[k]);
   await db.query(sql`
-    INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type)
+    INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type,
+      trigger, click_id)
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[],
       ${kept.map((c) => c.clickedAt.toISOString())}::timestamptz[], ${col('ipAddress')}::text[], ${col('userAgent')}::text[],
-      ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[])`);
+      ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[],
+      ${kept.map((c) => c.trigger ?? 'link')}::text[], ${kept.map((c) => c.clickId ?? null)}::text[])`);
   return { stored, counted };
 }
 
@@ -257,7 +287,7 @@ export async function listClicks(
     q.to && sql`clicked_at < ${q.to}`,
   );
   return pageWithTotal<ClickRow>(db, {
-    columns: raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type'),
+    columns: raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type, trigger, click_id'),
     from: sql`FROM link_clicks WHERE ${where}`,
     orderBy: sql`clicked_at DESC, id DESC`,
     limit: q.limit,
@@ -376,7 +406,7 @@ export async function clicksWrittenBy(
   q: { linkIds: string[]; from: Date; to: Date; xmin: string },
 ): Promise<WrittenClick[]> {
   const { rows } = await db.query<WrittenClick>(sql`
-    SELECT link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type
+    SELECT link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type, trigger, click_id
     FROM link_clicks
     WHERE collection_id = ${collectionId} AND link_id = ANY(${q.linkIds}::text[])
       AND clicked_at BETWEEN ${q.from} AND ${q.to} AND xmin = ${q.xmin}::xid

@@ -21,6 +21,17 @@ const ClickMilestones = Type.Array(Type.Integer({ minimum: 1, maximum: 1_000_000
     'Click counts at which a `link.clicks.milestone` event is sent; without it (or null) 10, 100, 1,000 and every further power of ten',
 });
 
+/** A link's custom domain and conversion tracking (issue 28; domains.ts, attribution.ts). */
+const LinkDomainField = Type.String({
+  minLength: 1,
+  maxLength: 253,
+  description:
+    'A verified domain of the collection (…/domains) the link lives on: its address is https://<domain>/<code>. Absent or null: the deployment’s own (PUBLIC_BASE_URL)',
+});
+const TrackConversions = Type.Boolean({
+  description: 'Append a click id (`pl_cid`) to the destination on every visit, for attribution (default false)',
+});
+
 export const LinkParams = inCollection({ linkId: IdParam(100) });
 export { CollectionParams } from '../../platform/routes.ts';
 export const RedirectParams = Type.Object({ code: IdParam(64) });
@@ -33,6 +44,8 @@ export const CreateLinkBody = Closed(
     tags: Type.Optional(Tags),
     expiresAt: Type.Optional(Instant('From this time on the short address answers 410', 'end')),
     clickMilestones: Type.Optional(ClickMilestones),
+    domain: Type.Optional(LinkDomainField),
+    trackConversions: Type.Optional(TrackConversions),
   },
   { $id: 'CreateLinkBody' },
 );
@@ -48,6 +61,8 @@ export const UpdateLinkBody = Closed(
       Nullable(Instant('From this time on the short address answers 410; null removes the expiry', 'end')),
     ),
     clickMilestones: Type.Optional(Nullable(ClickMilestones)),
+    domain: Type.Optional(Nullable(LinkDomainField)),
+    trackConversions: Type.Optional(TrackConversions),
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -67,6 +82,8 @@ export const Link = Closed(
     createdBy: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    domain: Nullable(Type.String({ description: 'The custom domain it lives on; null: the deployment’s own' })),
+    trackConversions: Type.Boolean(),
   },
   { $id: 'Link' },
 );
@@ -93,6 +110,8 @@ export const Click = Closed(
     deviceType: Type.String({
       description: 'desktop | mobile | tablet | smarttv | wearable | console | bot | ... or empty',
     }),
+    trigger: Type.String({ description: 'link (the short address followed) | qr (its QR code scanned)' }),
+    clickId: Nullable(Type.String({ description: 'The click id given to the destination (trackConversions)' })),
   },
   { $id: 'Click' },
 );

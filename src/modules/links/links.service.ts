@@ -13,10 +13,20 @@ import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
 import { Subscription } from '../../platform/subscription.ts';
 import { httpUrl } from '../../platform/urls.ts';
+import {
+  type CollectionConversions,
+  type ConversionsQuery,
+  collectionConversions,
+  type LinkConversions,
+  linkConversions,
+  newClickId,
+} from './attribution.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import type { RawClick } from './clicks.ts';
-import { type CachedLink, RedirectCache } from './links.cache.ts';
+import { claimDomainCode } from './domains.repository.ts';
+import type { DomainsService } from './domains.service.ts';
+import { type CachedLink, cacheKey, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
 import {
@@ -79,27 +89,34 @@ export class LinksService {
     readonly clickRecorder: ClickRecorder,
     /** Publishes the link.clicked events the batches note, in processes that run jobs. */
     readonly clickEvents: ClickEventPublisher,
+    /** The collection's own domains (domains.service.ts). */
+    readonly domains: DomainsService,
   ) {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;
     this.changes = new Subscription(
       db,
       repo.LINKS_CHANNEL,
-      (code) => this.cache.invalidate(code),
+      // A link's cache key (links.cache.ts), or `@<domain>` when a domain was verified or removed.
+      (key) => (key.startsWith('@') ? this.domains.changed(key.slice(1)) : this.cache.invalidate(key)),
       // Changes made elsewhere while the LISTEN connection was down were never announced.
-      () => this.cache.clear(),
+      () => {
+        this.cache.clear();
+        this.domains.clear();
+      },
     );
   }
 
-  shortUrl(code: string): string {
-    return shortUrl(this.publicBaseUrl, code);
+  /** A code's short address: on its custom domain (https, at the root), else PUBLIC_BASE_URL/l/{code}. */
+  shortUrl(code: string, domain: string | null = null): string {
+    return shortUrl(this.publicBaseUrl, code, domain);
   }
 
   private toLink(r: repo.LinkRow): Link {
     return {
       id: r.id,
       code: r.code,
-      shortUrl: this.shortUrl(r.code),
+      shortUrl: this.shortUrl(r.code, r.domain),
       destinationUrl: r.destination_url,
       title: r.title,
       tags: r.tags,
@@ -109,6 +126,8 @@ export class LinksService {
       createdBy: r.created_by,
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
+      domain: r.domain,
+      trackConversions: r.track_conversions,
     };
   }
 
@@ -116,9 +135,10 @@ export class LinksService {
   private eventData(r: repo.LinkRow): Record<string, unknown> {
     return {
       link_id: r.id,
-      short_url: this.shortUrl(r.code),
+      short_url: this.shortUrl(r.code, r.domain),
       destination_url: r.destination_url,
       code: r.code,
+      domain: r.domain,
       title: r.title,
       tags: r.tags,
       expires_at: r.expires_at ? r.expires_at.toISOString() : null,
@@ -129,8 +149,17 @@ export class LinksService {
     await this.events.publish(q, collectionId, events);
   }
 
-  private changed(codes: string[]): void {
-    for (const c of codes) this.cache.invalidate(c);
+  /** Drops links' cache keys (links.cache.ts `cacheKey`) from this process's redirect cache. */
+  private changed(keys: string[]): void {
+    for (const k of keys) this.cache.invalidate(k);
+  }
+
+  /**
+   * Claims a code on a domain for the collection (null: the own domain, migration 0403's
+   * claims; a custom domain's in link_domain_codes): false when another collection has held it.
+   */
+  private claim(tx: Queryable, collectionId: string, code: string, domain: string | null): Promise<boolean> {
+    return domain === null ? repo.claimCode(tx, collectionId, code) : claimDomainCode(tx, collectionId, domain, code);
   }
 
   async create(collectionId: string, actorId: string, body: CreateLinkBody): Promise<Link> {
@@ -139,11 +168,12 @@ export class LinksService {
     if (expiresAt && expiresAt.getTime() <= Date.now())
       throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
     const row = await this.db.transaction(async (tx) => {
+      const domain = body.domain === undefined ? null : await this.domains.usable(tx, collectionId, body.domain);
       let inserted: repo.LinkRow | undefined;
       for (let i = 0; i < 5 && !inserted; i++) {
         const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
         // Another collection's code, even one its link gave up by rename, is never handed on.
-        if (!(await repo.claimCode(tx, collectionId, code))) {
+        if (!(await this.claim(tx, collectionId, code, domain))) {
           if (body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
           continue;
         }
@@ -156,6 +186,8 @@ export class LinksService {
           expiresAt,
           clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
           createdBy: actorId,
+          domain,
+          trackConversions: body.trackConversions ?? false,
         });
         if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
       }
@@ -167,11 +199,11 @@ export class LinksService {
           scope: { linkId: inserted.id },
         },
       ]);
-      await repo.notifyChanged(tx, [inserted.code]);
+      await repo.notifyChanged(tx, [cacheKey(inserted.domain, inserted.code)]);
       return inserted;
     });
     // A negative cache entry for this code (someone tried it before it existed) must go.
-    this.changed([row.code]);
+    this.changed([cacheKey(row.domain, row.code)]);
     return this.toLink(row);
   }
 
@@ -198,14 +230,21 @@ export class LinksService {
     const { before, after } = await this.db.transaction(async (tx) => {
       const before = await repo.findLink(tx, collectionId, linkId, true);
       if (!before) throw notFound('Link');
+      const domain =
+        body.domain === undefined
+          ? before.domain
+          : body.domain === null
+            ? null
+            : await this.domains.usable(tx, collectionId, body.domain);
+      const code = body.code ?? before.code;
       // The old code stays claimed by this collection (repo.claimCode): it may come back to
-      // one of its links, never to another collection's.
+      // one of its links, never to another collection's. A move to another domain is a new
+      // address too: claimed and checked on that domain.
       if (
-        body.code !== undefined &&
-        body.code !== before.code &&
-        (!(await repo.claimCode(tx, collectionId, body.code)) || (await repo.codeTaken(tx, body.code)))
+        (code !== before.code || domain !== before.domain) &&
+        (!(await this.claim(tx, collectionId, code, domain)) || (await repo.codeTaken(tx, code, domain)))
       ) {
-        throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
+        throw conflict(`The code "${code}" is already taken${domain ? ` on ${domain}` : ''}`, { field: 'code' });
       }
       const after = await repo.updateLink(tx, collectionId, linkId, {
         code: body.code,
@@ -214,9 +253,12 @@ export class LinksService {
         tags: body.tags,
         expiresAt,
         clickMilestones: body.clickMilestones === null ? null : sortedMilestones(body.clickMilestones),
+        domain: domain !== before.domain ? domain : undefined,
+        trackConversions: body.trackConversions,
       });
       const fields: string[] = [];
       if (before.code !== after.code) fields.push('code');
+      if (before.domain !== after.domain) fields.push('domain');
       if (before.destination_url !== after.destination_url) fields.push('destination_url');
       if (before.title !== after.title) fields.push('title');
       if (JSON.stringify(before.tags) !== JSON.stringify(after.tags)) fields.push('tags');
@@ -231,10 +273,11 @@ export class LinksService {
           scope: { linkId: after.id },
         },
       ]);
-      await repo.notifyChanged(tx, [...new Set([before.code, after.code])]);
+      const keys = [...new Set([cacheKey(before.domain, before.code), cacheKey(after.domain, after.code)])];
+      await repo.notifyChanged(tx, keys);
       return { before, after };
     });
-    this.changed([before.code, after.code]);
+    this.changed([cacheKey(before.domain, before.code), cacheKey(after.domain, after.code)]);
     return this.toLink(after);
   }
 
@@ -249,10 +292,10 @@ export class LinksService {
           scope: { linkId: row.id },
         },
       ]);
-      await repo.notifyChanged(tx, [row.code]);
+      await repo.notifyChanged(tx, [cacheKey(row.domain, row.code)]);
       return row;
     });
-    this.changed([row.code]);
+    this.changed([cacheKey(row.domain, row.code)]);
     return { success: true };
   }
 
@@ -274,6 +317,8 @@ export class LinksService {
       country: r.country,
       city: r.city,
       deviceType: r.device_type,
+      trigger: r.trigger,
+      clickId: r.click_id,
     }));
     return { items, limit, offset, total };
   }
@@ -338,12 +383,21 @@ export class LinksService {
 
   // --- the redirect ------------------------------------------------------------------------
 
-  /** Where a code leads: from the cache, else one indexed read. Throws 404 / 410. */
-  async resolve(code: string, now = Date.now()): Promise<CachedLink> {
-    let link = this.cache.get(code, now);
+  /**
+   * Where a code leads on the request's host: a verified custom domain's own codes, else the
+   * deployment's (any other host, as before domains existed). From the cache, else one indexed
+   * read (and, the first time a host is seen, one read of whether it is a custom domain).
+   * Throws 404 / 410.
+   */
+  async resolve(code: string, host = '', now = Date.now()): Promise<CachedLink> {
+    let custom = this.domains.cachedHost(host, now);
+    if (custom === undefined) custom = await this.domains.lookupHost(host, now);
+    const domain = custom ? host : null;
+    const key = cacheKey(domain, code);
+    let link = this.cache.get(key, now);
     if (link === undefined) {
       const token = this.cache.token();
-      const row = await repo.findByCode(this.db, code);
+      const row = await repo.findByCode(this.db, code, domain);
       link =
         row && !row.deleted_at
           ? {
@@ -352,13 +406,30 @@ export class LinksService {
               code: row.code,
               destinationUrl: row.destination_url,
               expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+              domain: row.domain,
+              trackConversions: row.track_conversions,
             }
           : null;
-      this.cache.set(code, link, token, now);
+      this.cache.set(key, link, token, now);
     }
     if (!link) throw notFound('Link');
     if (link.expiresAt !== null && link.expiresAt <= now) throw gone('This link has expired');
     return link;
+  }
+
+  /** A click id for a visit of a link that tracks conversions (attribution.ts). */
+  newClickId(): string {
+    return newClickId();
+  }
+
+  /** A link's conversions: events carrying its click ids (attribution.ts). */
+  conversions(collectionId: string, linkId: string, query: ConversionsQuery): Promise<LinkConversions> {
+    return linkConversions(this.db, collectionId, linkId, query);
+  }
+
+  /** Every link's conversions in the collection (attribution.ts). */
+  collectionConversions(collectionId: string, query: ConversionsQuery): Promise<CollectionConversions> {
+    return collectionConversions(this.db, collectionId, query);
   }
 
   /** Queues a click; never waits for the database. */

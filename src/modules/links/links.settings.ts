@@ -1,7 +1,7 @@
 /** The links module's settings: codes, the redirect cache, the click buffer, GeoIP. */
 import type { TrustedProxies } from '../../platform/client-address.ts';
 import type { PlatformSettings } from '../../platform/module.ts';
-import { type Env, intFrom } from '../../platform/settings.ts';
+import { boolFrom, type Env, intFrom } from '../../platform/settings.ts';
 
 export interface LinksSettings {
   codeLength: number;
@@ -15,6 +15,12 @@ export interface LinksSettings {
   geoipDb: string | undefined;
   /** TRUSTED_PROXIES (a platform setting): peers whose X-Forwarded-For names the client. */
   trustedProxies: TrustedProxies;
+  /** LINK_DOMAINS_MAX: custom domains a collection may register (domains.service.ts). */
+  domainsMax: number;
+  /** LINK_DOMAIN_CLAIM_TTL_MS: how long an unverified registration keeps other collections out. */
+  domainClaimTtlMs: number;
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: the HTTP check of a domain may reach private addresses. */
+  allowPrivateNetworks: boolean;
 }
 
 export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'trustedProxies'>): LinksSettings {
@@ -28,5 +34,8 @@ export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'truste
     clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
     geoipDb: env.GEOIP_DB || undefined,
     trustedProxies: platform.trustedProxies,
+    domainsMax: intFrom(env, 'LINK_DOMAINS_MAX', 50, 0, 10_000),
+    domainClaimTtlMs: intFrom(env, 'LINK_DOMAIN_CLAIM_TTL_MS', 7 * 86_400_000, 0, 365 * 86_400_000),
+    allowPrivateNetworks: boolFrom(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
   };
 }
