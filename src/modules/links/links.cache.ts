@@ -5,6 +5,7 @@
  * flood of bad codes does not become a flood of queries.
  */
 import { TtlCache } from '../../platform/ttl-cache.ts';
+import type { Routing } from './routing.ts';
 
 export interface CachedLink {
   collectionId: string;
@@ -13,6 +14,8 @@ export interface CachedLink {
   destinationUrl: string;
   /** epoch ms, or null for never */
   expiresAt: number | null;
+  /** Rules, variants, query passing, fallback and password, compiled once (routing.ts). */
+  routing: Routing;
 }
 
 /** undefined from `get`: not cached; null: cached as unknown/deleted. */

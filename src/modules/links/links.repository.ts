@@ -1,6 +1,7 @@
 /** All SQL of the links module. */
 import sql, { join, raw } from 'sql-template-tag';
 import { allOf, pageWithTotal, type Queryable, setList } from '../../db/index.ts';
+import type { Rule, Variant } from './routing.schema.ts';
 
 /** Channel on which a changed code is announced, so every process drops it from its cache. */
 export const LINKS_CHANNEL = 'links_changed';
@@ -19,8 +20,25 @@ export interface LinkRow {
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
+  // Routing (migration 0610, routing.ts).
+  rules: Rule[] | null;
+  variants: Variant[] | null;
+  pass_query: boolean;
+  expired_url: string | null;
+  password_hash: string | null;
   total?: number;
 }
+
+/** A link's routing as stored: absent fields are left as they are by an update. */
+export interface RoutingColumns {
+  rules?: Rule[] | null;
+  variants?: Variant[] | null;
+  passQuery?: boolean;
+  expiredUrl?: string | null;
+  passwordHash?: string | null;
+}
+
+const jsonOrNull = (v: unknown) => (v ? JSON.stringify(v) : null);
 
 export interface ClickRow {
   id: number;
@@ -47,7 +65,8 @@ export interface NewClick {
 }
 
 const COLUMNS = raw(
-  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at',
+  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at' +
+    ', rules, variants, pass_query, expired_url, password_hash',
 );
 
 /** Inserts a link unless its code is taken (then undefined: the caller decides). */
@@ -63,13 +82,16 @@ export async function insertLink(
     expiresAt: Date | null;
     clickMilestones: number[] | null;
     createdBy: string;
-  },
+  } & RoutingColumns,
 ): Promise<LinkRow | undefined> {
   const milestones = l.clickMilestones ? JSON.stringify(l.clickMilestones) : null;
   const { rows } = await db.query<LinkRow>(sql`
-    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by)
+    INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by,
+      rules, variants, pass_query, expired_url, password_hash)
     VALUES (${collectionId}, ${l.id}, ${l.code}, ${l.destinationUrl}, ${l.title}, ${JSON.stringify(l.tags)}::jsonb,
-      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy})
+      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy},
+      ${jsonOrNull(l.rules)}::jsonb, ${jsonOrNull(l.variants)}::jsonb, ${l.passQuery ?? true}, ${l.expiredUrl ?? null},
+      ${l.passwordHash ?? null})
     ON CONFLICT (code) DO NOTHING
     RETURNING ${COLUMNS}`);
   return rows[0];
@@ -149,7 +171,7 @@ export async function updateLink(
     tags?: string[];
     expiresAt?: Date | null;
     clickMilestones?: number[] | null;
-  },
+  } & RoutingColumns,
 ): Promise<LinkRow> {
   const sets = setList(
     sql`updated_at = now()`,
@@ -160,6 +182,11 @@ export async function updateLink(
     patch.clickMilestones !== undefined &&
       sql`click_milestones = ${patch.clickMilestones ? JSON.stringify(patch.clickMilestones) : null}::jsonb`,
     patch.expiresAt !== undefined && sql`expires_at = ${patch.expiresAt}`,
+    patch.rules !== undefined && sql`rules = ${jsonOrNull(patch.rules)}::jsonb`,
+    patch.variants !== undefined && sql`variants = ${jsonOrNull(patch.variants)}::jsonb`,
+    patch.passQuery !== undefined && sql`pass_query = ${patch.passQuery}`,
+    patch.expiredUrl !== undefined && sql`expired_url = ${patch.expiredUrl}`,
+    patch.passwordHash !== undefined && sql`password_hash = ${patch.passwordHash}`,
   );
   const { rows } = await db.query<LinkRow>(sql`
     UPDATE links SET ${sets}

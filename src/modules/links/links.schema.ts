@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { IdParam, inCollection } from '../../platform/routes.ts';
 import { Closed, Instant, Nullable, Page, pageQuery, Timestamp } from '../../platform/schemas.ts';
+import { RoutingInput, RoutingOutput } from './routing.schema.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
@@ -33,6 +34,8 @@ export const CreateLinkBody = Closed(
     tags: Type.Optional(Tags),
     expiresAt: Type.Optional(Instant('From this time on the short address answers 410', 'end')),
     clickMilestones: Type.Optional(ClickMilestones),
+    // Routing: rules, variants, passQuery, expiredUrl, password (routing.schema.ts).
+    ...RoutingInput,
   },
   { $id: 'CreateLinkBody' },
 );
@@ -48,6 +51,7 @@ export const UpdateLinkBody = Closed(
       Nullable(Instant('From this time on the short address answers 410; null removes the expiry', 'end')),
     ),
     clickMilestones: Type.Optional(Nullable(ClickMilestones)),
+    ...RoutingInput,
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -67,6 +71,7 @@ export const Link = Closed(
     createdBy: Type.String(),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    ...RoutingOutput,
   },
   { $id: 'Link' },
 );

@@ -19,6 +19,8 @@ import type { RawClick } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
+import { hashPassword } from './password-page.ts';
+import { checkRouting, compileRouting } from './routing.ts';
 import {
   type Click,
   type ClickListQuery,
@@ -109,6 +111,11 @@ export class LinksService {
       createdBy: r.created_by,
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
+      rules: r.rules,
+      variants: r.variants,
+      passQuery: r.pass_query,
+      expiredUrl: r.expired_url,
+      passwordProtected: r.password_hash !== null,
     };
   }
 
@@ -138,6 +145,7 @@ export class LinksService {
     const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, 'expiresAt') : null;
     if (expiresAt && expiresAt.getTime() <= Date.now())
       throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
+    const routing = await routingColumns(body);
     const row = await this.db.transaction(async (tx) => {
       let inserted: repo.LinkRow | undefined;
       for (let i = 0; i < 5 && !inserted; i++) {
@@ -156,6 +164,7 @@ export class LinksService {
           expiresAt,
           clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
           createdBy: actorId,
+          ...routing,
         });
         if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
       }
@@ -195,6 +204,7 @@ export class LinksService {
         : body.expiresAt === null
           ? null
           : parseTime(body.expiresAt, 'expiresAt');
+    const routing = await routingColumns(body);
     const { before, after } = await this.db.transaction(async (tx) => {
       const before = await repo.findLink(tx, collectionId, linkId, true);
       if (!before) throw notFound('Link');
@@ -214,6 +224,7 @@ export class LinksService {
         tags: body.tags,
         expiresAt,
         clickMilestones: body.clickMilestones === null ? null : sortedMilestones(body.clickMilestones),
+        ...routing,
       });
       const fields: string[] = [];
       if (before.code !== after.code) fields.push('code');
@@ -221,6 +232,7 @@ export class LinksService {
       if (before.title !== after.title) fields.push('title');
       if (JSON.stringify(before.tags) !== JSON.stringify(after.tags)) fields.push('tags');
       if (before.expires_at?.getTime() !== after.expires_at?.getTime()) fields.push('expires_at');
+      fields.push(...routingChanges(before, after));
       const previous: Record<string, unknown> = {};
       const beforeData = this.eventData(before);
       for (const f of fields) previous[f] = beforeData[f];
@@ -352,13 +364,27 @@ export class LinksService {
               code: row.code,
               destinationUrl: row.destination_url,
               expiresAt: row.expires_at ? row.expires_at.getTime() : null,
+              routing: compileRouting({
+                destinationUrl: row.destination_url,
+                rules: row.rules,
+                variants: row.variants,
+                passQuery: row.pass_query,
+                expiredUrl: row.expired_url,
+                passwordHash: row.password_hash,
+              }),
             }
           : null;
       this.cache.set(code, link, token, now);
     }
     if (!link) throw notFound('Link');
-    if (link.expiresAt !== null && link.expiresAt <= now) throw gone('This link has expired');
+    // An expired link with a fallback address is answered by the redirect (isExpired).
+    if (isExpired(link, now) && !link.routing.expiredUrl) throw gone('This link has expired');
     return link;
+  }
+
+  /** The visitor's country for a rule: GeoIP when configured, else a trusted proxy's header. */
+  visitorCountry(ip: string, proxyCountry: string): string {
+    return (this.clickRecorder.countryOf(ip) || proxyCountry).toUpperCase();
   }
 
   /** Queues a click; never waits for the database. */
@@ -370,6 +396,31 @@ export class LinksService {
   flush(): Promise<void> {
     return this.clickRecorder.flush();
   }
+}
+
+export const isExpired = (link: CachedLink, now = Date.now()) => link.expiresAt !== null && link.expiresAt <= now;
+
+/** The routing columns of a create or a change: checked, empty lists as none, the password hashed. */
+async function routingColumns(body: CreateLinkBody | UpdateLinkBody, at = ''): Promise<repo.RoutingColumns> {
+  const { rules, variants, expiredUrl } = checkRouting(body, at);
+  return {
+    rules: rules?.length === 0 ? null : rules,
+    variants,
+    expiredUrl,
+    passQuery: body.passQuery,
+    passwordHash: body.password === undefined ? undefined : body.password && (await hashPassword(body.password)),
+  };
+}
+
+/** The routing fields a change touched, as `link.updated` names them. */
+function routingChanges(before: repo.LinkRow, after: repo.LinkRow): string[] {
+  const out: string[] = [];
+  if (JSON.stringify(before.rules) !== JSON.stringify(after.rules)) out.push('rules');
+  if (JSON.stringify(before.variants) !== JSON.stringify(after.variants)) out.push('variants');
+  if (before.pass_query !== after.pass_query) out.push('pass_query');
+  if (before.expired_url !== after.expired_url) out.push('expired_url');
+  if (before.password_hash !== after.password_hash) out.push('password');
+  return out;
 }
 
 /** A link's own milestones, kept in order (undefined stays undefined: nothing given). */

@@ -13,6 +13,9 @@ export interface LinksSettings {
   /** How often the click events noted while no worker listened are looked for (click-events.ts). */
   clickEventsPollMs: number;
   geoipDb: string | undefined;
+  /** Password attempts per link and visitor per window (password-protected links). */
+  passwordAttempts: number;
+  passwordWindowMs: number;
   /** TRUSTED_PROXIES (a platform setting): peers whose X-Forwarded-For names the client. */
   trustedProxies: TrustedProxies;
 }
@@ -27,6 +30,8 @@ export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'truste
     clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
     clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
     geoipDb: env.GEOIP_DB || undefined,
+    passwordAttempts: intFrom(env, 'LINK_PASSWORD_ATTEMPTS', 10, 1, 10_000),
+    passwordWindowMs: intFrom(env, 'LINK_PASSWORD_WINDOW_MS', 900_000, 1000, 86_400_000),
     trustedProxies: platform.trustedProxies,
   };
 }
