@@ -19,8 +19,6 @@ import type { RawClick } from './clicks.ts';
 import { type CachedLink, RedirectCache } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
-import { hashPassword } from './password-page.ts';
-import { checkRouting, compileRouting } from './routing.ts';
 import {
   type Click,
   type ClickListQuery,
@@ -33,6 +31,8 @@ import {
   type UpdateLinkBody,
 } from './links.schema.ts';
 import type { LinksSettings } from './links.settings.ts';
+import { hashPassword } from './password-page.ts';
+import { checkRouting, compileRouting } from './routing.ts';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 

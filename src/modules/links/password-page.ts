@@ -20,7 +20,9 @@ const KEY_BYTES = 32;
 
 function derive(password: string, salt: Buffer, n: number, r: number, p: number, bytes: number): Promise<Buffer> {
   return new Promise((resolve, reject) =>
-    scrypt(password, salt, bytes, { N: n, r, p, maxmem: 256 * n * r }, (err, key) => (err ? reject(err) : resolve(key))),
+    scrypt(password, salt, bytes, { N: n, r, p, maxmem: 256 * n * r }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    ),
   );
 }
 

@@ -18,8 +18,8 @@ import type { CachedLink } from './links.cache.ts';
 import * as S from './links.schema.ts';
 import { isExpired, type LinksService } from './links.service.ts';
 import { PAGE_HEADERS, type PageMessage, passwordPage, verifyPassword } from './password-page.ts';
-import { addressKey, choose, type Target, type Visitor, withQuery } from './routing.ts';
 import { PASSWORD_MAX } from './routing.schema.ts';
+import { addressKey, choose, type Target, type Visitor, withQuery } from './routing.ts';
 
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
 
@@ -160,10 +160,9 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
         params: S.RedirectParams,
         body: PasswordBody,
         response: {
-          200: Type.String({ description: 'Unused: the page comes with 403 or 429' }),
           303: Type.Null({ description: 'The password is right: on to the destination (Location)' }),
           ...errorResponses,
-          403: Type.String({ description: 'The password is wrong: the page again, with a message (text/html)' }),
+          403: errorResponse('The password is wrong (a form post gets the page again, text/html, with a message)'),
           410: errorResponse('The link has expired'),
           429: errorResponse('Too many attempts for this link from this visitor (a form post gets the page)'),
         },

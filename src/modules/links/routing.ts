@@ -339,21 +339,17 @@ export function ruleUrl(raw: string, field: string): string {
   return href;
 }
 
-/** The routing fields of a request, checked and normalised (`at` prefixes the field names). */
-export function checkRouting<
-  T extends { rules?: Rule[] | null; variants?: Variant[] | null; expiredUrl?: string | null },
->(body: T, at = ''): Pick<T, 'rules' | 'variants' | 'expiredUrl'> {
-  const out: Pick<T, 'rules' | 'variants' | 'expiredUrl'> = {} as never;
-  if (body.rules !== undefined) {
-    out.rules = body.rules && body.rules.map((r, i) => ({ when: r.when, url: ruleUrl(r.url, `${at}rules[${i}].url`) }));
-  }
-  if (body.variants !== undefined) {
-    out.variants =
-      body.variants &&
-      body.variants.map((v, i) => ({ url: httpUrl(v.url, `${at}variants[${i}].url`).toString(), weight: v.weight }));
-  }
-  if (body.expiredUrl !== undefined) {
-    out.expiredUrl = body.expiredUrl && httpUrl(body.expiredUrl, `${at}expiredUrl`).toString();
-  }
-  return out;
+/** The routing fields of a request, checked and normalised (`at` prefixes the field names); null stays null (removed). */
+export function checkRouting(
+  body: { rules?: Rule[] | null; variants?: Variant[] | null; expiredUrl?: string | null },
+  at = '',
+): { rules?: Rule[] | null; variants?: Variant[] | null; expiredUrl?: string | null } {
+  const { rules, variants, expiredUrl } = body;
+  return {
+    rules: rules ? rules.map((r, i) => ({ when: r.when, url: ruleUrl(r.url, `${at}rules[${i}].url`) })) : rules,
+    variants: variants
+      ? variants.map((v, i) => ({ url: httpUrl(v.url, `${at}variants[${i}].url`).toString(), weight: v.weight }))
+      : variants,
+    expiredUrl: expiredUrl ? httpUrl(expiredUrl, `${at}expiredUrl`).toString() : expiredUrl,
+  };
 }
