@@ -6,6 +6,9 @@
  * - click: one visit, captured off the response path (ip via TRUSTED_PROXIES, user agent,
  *   referer, country/city via GEOIP_DB or trusted proxy headers, device type), stored in
  *   batches with the link's counter and a `link.clicked` event.
+ * - routing: per-link rules (OS, device, country, language), A/B variants, the query string
+ *   passed on, an expired link's fallback, a password (routing.ts, password-page.ts).
+ * - bulk: up to 1,000 links per request, CSV export, CSV import as the `links.import` job.
  * - events: `link.created|updated|deleted` and `link.clicks.milestone`, published to the
  *   webhooks outbox in the transaction of the change; `link.clicked` noted by the click batch
  *   (one row per batch and subscribed collection) and published by processes that run jobs
@@ -15,7 +18,9 @@ import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { webhooksModule } from '../webhooks/index.ts';
 import { ClickEventPublisher } from './click-events.ts';
 import { ClickRecorder } from './click-recorder.ts';
+import { bulkRoutes } from './links.bulk.routes.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
+import { importTask } from './links.import.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService } from './links.service.ts';
 import { linksSettings } from './links.settings.ts';
@@ -39,8 +44,9 @@ export const linksModule = defineModule({
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents);
   },
-  routes: linksRoutes,
+  routes: (service) => [...linksRoutes(service), ...bulkRoutes(service)],
   plugin: redirectRoute,
+  tasks: (service) => [importTask(service)],
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that

@@ -160,6 +160,33 @@ export async function listLinks(
   });
 }
 
+/**
+ * A page of the collection's live links for an export, newest first, after a cursor: the last
+ * row's `created_at` as PostgreSQL's own text (microseconds kept: a Date would round them, and
+ * the links of one bulk create share one time) and its id.
+ */
+export async function exportPage(
+  db: Queryable,
+  collectionId: string,
+  q: { q?: string; tag?: string },
+  after: { at: string; id: string } | null,
+  limit: number,
+): Promise<(LinkRow & { at: string })[]> {
+  const term = q.q?.trim();
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`deleted_at IS NULL`,
+    !!term &&
+      sql`(code ILIKE ${`%${escapeLike(term)}%`} OR title ILIKE ${`%${escapeLike(term)}%`} OR destination_url ILIKE ${`%${escapeLike(term)}%`})`,
+    !!q.tag && sql`tags @> ${JSON.stringify([q.tag])}::jsonb`,
+    after !== null && sql`(created_at, id) < (${after.at}::timestamptz, ${after.id})`,
+  );
+  const { rows } = await db.query<LinkRow & { at: string }>(sql`
+    SELECT ${COLUMNS}, created_at::text AS at FROM links WHERE ${where}
+    ORDER BY created_at DESC, id DESC LIMIT ${limit}`);
+  return rows;
+}
+
 export async function updateLink(
   db: Queryable,
   collectionId: string,
@@ -205,7 +232,16 @@ export async function softDeleteLink(db: Queryable, collectionId: string, id: st
 
 /** Announces changed codes; inside a transaction PostgreSQL delivers it only on commit. */
 export async function notifyChanged(db: Queryable, codes: string[]): Promise<void> {
-  for (const code of codes) await db.query(sql`SELECT pg_notify(${LINKS_CHANNEL}, ${code})`);
+  // One statement however many codes (a bulk create announces up to 1,000).
+  await db.query(sql`SELECT pg_notify(${LINKS_CHANNEL}, c) FROM unnest(${codes}::text[]) AS c`);
+}
+
+/** The collection's links (deleted ones included) that have these ids, by id. */
+export async function linksById(db: Queryable, collectionId: string, ids: string[]): Promise<Map<string, LinkRow>> {
+  const { rows } = await db.query<LinkRow>(
+    sql`SELECT ${COLUMNS} FROM links WHERE collection_id = ${collectionId} AND id = ANY(${ids}::text[])`,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /**

@@ -7,7 +7,7 @@
 import { randomInt } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { TrustedProxies } from '../../platform/client-address.ts';
-import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
+import { AppError, badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
@@ -43,7 +43,7 @@ function randomCode(length: number): string {
   return code;
 }
 
-const checkDestination = (raw: string): string => httpUrl(raw).toString();
+const checkDestination = (raw: string, field = 'url'): string => httpUrl(raw, field).toString();
 
 function parseTime(raw: string, field: string): Date {
   const d = new Date(raw);
@@ -141,47 +141,161 @@ export class LinksService {
   }
 
   async create(collectionId: string, actorId: string, body: CreateLinkBody): Promise<Link> {
-    const destinationUrl = checkDestination(body.url);
-    const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, 'expiresAt') : null;
-    if (expiresAt && expiresAt.getTime() <= Date.now())
-      throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
-    const routing = await routingColumns(body);
+    const prepared = await this.prepare(body);
     const row = await this.db.transaction(async (tx) => {
-      let inserted: repo.LinkRow | undefined;
-      for (let i = 0; i < 5 && !inserted; i++) {
-        const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
-        // Another collection's code, even one its link gave up by rename, is never handed on.
-        if (!(await repo.claimCode(tx, collectionId, code))) {
-          if (body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
-          continue;
-        }
-        inserted = await repo.insertLink(tx, collectionId, {
-          id: newId('lnk'),
-          code,
-          destinationUrl,
-          title: body.title ?? null,
-          tags: body.tags ?? [],
-          expiresAt,
-          clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
-          createdBy: actorId,
-          ...routing,
-        });
-        if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
-      }
-      if (!inserted) throw new Error('could not find a free link code');
-      await this.publish(tx, collectionId, [
-        {
-          type: 'link.created',
-          data: { ...this.eventData(inserted), created_by: actorId },
-          scope: { linkId: inserted.id },
-        },
-      ]);
+      const inserted = await this.insertPrepared(tx, collectionId, actorId, prepared);
+      await this.publish(tx, collectionId, [this.createdEvent(inserted, actorId)]);
       await repo.notifyChanged(tx, [inserted.code]);
       return inserted;
     });
     // A negative cache entry for this code (someone tried it before it existed) must go.
     this.changed([row.code]);
     return this.toLink(row);
+  }
+
+  /**
+   * Up to BULK_MAX links in one transaction, all or none: each checked as a single create is
+   * (a refusal names `links[i].field`), each with its `link.created` in the same transaction.
+   */
+  async createMany(collectionId: string, actorId: string, bodies: CreateLinkBody[]): Promise<{ links: Link[] }> {
+    const prepared = await prepareAll(bodies.map((body, i) => () => this.prepare(body, `links[${i}].`)));
+    const rows = await this.db.transaction(async (tx) => {
+      const inserted: repo.LinkRow[] = [];
+      for (let i = 0; i < prepared.length; i++) {
+        inserted.push(await this.insertPrepared(tx, collectionId, actorId, prepared[i], `links[${i}].`));
+      }
+      await this.publish(
+        tx,
+        collectionId,
+        inserted.map((r) => this.createdEvent(r, actorId)),
+      );
+      await repo.notifyChanged(
+        tx,
+        inserted.map((r) => r.code),
+      );
+      return inserted;
+    });
+    this.changed(rows.map((r) => r.code));
+    return { links: rows.map((r) => this.toLink(r)) };
+  }
+
+  private createdEvent(r: repo.LinkRow, actorId: string): NewEvent {
+    return { type: 'link.created', data: { ...this.eventData(r), created_by: actorId }, scope: { linkId: r.id } };
+  }
+
+  /** A create's fields checked and normalised; field names in refusals are prefixed with `at`. */
+  async prepare(body: CreateLinkBody, at = ''): Promise<PreparedLink> {
+    const destinationUrl = checkDestination(body.url, `${at}url`);
+    const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, `${at}expiresAt`) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now())
+      throw badRequest(`${at}expiresAt must be in the future`, { field: `${at}expiresAt` });
+    return { body, destinationUrl, expiresAt, routing: await routingColumns(body, at) };
+  }
+
+  /**
+   * Inserts a prepared link in `tx` with its code claimed (a generated one retried on a
+   * collision); a taken custom code is a 409 naming `${at}code`, which leaves `tx` usable.
+   */
+  async insertPrepared(
+    tx: Queryable,
+    collectionId: string,
+    actorId: string,
+    p: PreparedLink,
+    at = '',
+    id = newId('lnk'),
+  ): Promise<repo.LinkRow> {
+    const { body } = p;
+    const taken = () => conflict(`The code "${body.code}" is already taken`, { field: `${at}code` });
+    for (let i = 0; i < 5; i++) {
+      const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
+      // Another collection's code, even one its link gave up by rename, is never handed on.
+      if (!(await repo.claimCode(tx, collectionId, code))) {
+        if (body.code) throw taken();
+        continue;
+      }
+      const inserted = await repo.insertLink(tx, collectionId, {
+        id,
+        code,
+        destinationUrl: p.destinationUrl,
+        title: body.title ?? null,
+        tags: body.tags ?? [],
+        expiresAt: p.expiresAt,
+        clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
+        createdBy: actorId,
+        ...p.routing,
+      });
+      if (inserted) return inserted;
+      if (body.code) throw taken();
+    }
+    throw new Error('could not find a free link code');
+  }
+
+  /** The collection's live links, newest first, a page at a time (an export never holds more). */
+  async *exportLinks(
+    collectionId: string,
+    query: { q?: string; tag?: string },
+    pageSize = 500,
+  ): AsyncGenerator<Link[]> {
+    let after: { at: string; id: string } | null = null;
+    for (;;) {
+      const rows = await repo.exportPage(this.db, collectionId, query, after, pageSize);
+      if (rows.length > 0) yield rows.map((r) => this.toLink(r));
+      if (rows.length < pageSize) return;
+      const last = rows[rows.length - 1];
+      after = { at: last.at, id: last.id };
+    }
+  }
+
+  /**
+   * Links of an import written in one transaction with their `link.created` events. A row whose
+   * code is taken is answered as its error and left out; the others are kept. Ids are the
+   * caller's (an import's are derived from the job and the row, so a retried job skips the
+   * rows an earlier attempt wrote: `existing`).
+   */
+  async insertBatch(
+    collectionId: string,
+    actorId: string,
+    items: { prepared: PreparedLink; id: string }[],
+  ): Promise<{ rows: ({ row: repo.LinkRow; fresh: boolean } | AppError)[] }> {
+    const existing = await repo.linksById(
+      this.db,
+      collectionId,
+      items.map((i) => i.id),
+    );
+    const out = await this.db.transaction(async (tx) => {
+      const rows: ({ row: repo.LinkRow; fresh: boolean } | AppError)[] = [];
+      for (const item of items) {
+        const had = existing.get(item.id);
+        if (had) {
+          rows.push({ row: had, fresh: false });
+          continue;
+        }
+        try {
+          rows.push({
+            row: await this.insertPrepared(tx, collectionId, actorId, item.prepared, '', item.id),
+            fresh: true,
+          });
+        } catch (err) {
+          if (!(err instanceof AppError) || err.statusCode !== 409) throw err;
+          rows.push(err);
+        }
+      }
+      const inserted = rows.flatMap((r) => (r instanceof AppError || !r.fresh ? [] : [r.row]));
+      if (inserted.length > 0) {
+        await this.publish(
+          tx,
+          collectionId,
+          inserted.map((r) => this.createdEvent(r, actorId)),
+        );
+        await repo.notifyChanged(
+          tx,
+          inserted.map((r) => r.code),
+        );
+      }
+      return rows;
+    });
+    this.changed(out.flatMap((r) => (r instanceof AppError ? [] : [r.row.code])));
+    return { rows: out };
   }
 
   async get(collectionId: string, linkId: string): Promise<Link> {
@@ -421,6 +535,22 @@ function routingChanges(before: repo.LinkRow, after: repo.LinkRow): string[] {
   if (before.expired_url !== after.expired_url) out.push('expired_url');
   if (before.password_hash !== after.password_hash) out.push('password');
   return out;
+}
+
+/** A create checked and normalised, ready to insert. */
+export interface PreparedLink {
+  body: CreateLinkBody;
+  destinationUrl: string;
+  expiresAt: Date | null;
+  routing: repo.RoutingColumns;
+}
+
+/** Runs the checks at once (password hashes take a while each); the first refusal by position wins. */
+async function prepareAll<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const settled = await Promise.allSettled(tasks.map((f) => f()));
+  const failed = settled.find((r) => r.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 
 /** A link's own milestones, kept in order (undefined stays undefined: nothing given). */
