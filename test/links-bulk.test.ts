@@ -1,5 +1,6 @@
 /** Links in bulk (issue 28, part B): a bulk create, the CSV export, and the `links.import` job. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importTask } from '../src/modules/links/links.import.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { enqueue, getJob, waitForStatus } from './helpers/jobs.ts';
@@ -179,18 +180,20 @@ describe('import (links.import job)', () => {
       'https://example.com/i/5,,,,maybe,,,',
       'https://example.com/i/6,,,,,not json,,',
       'https://example.com/i/7,,,,,,2001-01-01,',
+      'https://example.com/i/8,a b,,,,,,',
     ].join('\r\n');
     const job = await enqueue(t, a, { task: 'links.import', payload: { csv } });
     const done = await waitForStatus(t, a, job.id, ['completed', 'failed'], 30_000);
     expect(done.status, JSON.stringify(done)).toBe('completed');
-    expect(done.progress).toMatchObject({ done: 7, total: 7 });
-    expect(done.result).toMatchObject({ total: 7, created: 2, failed: 5 });
+    expect(done.progress).toMatchObject({ done: 8, total: 8 });
+    expect(done.result).toMatchObject({ total: 8, created: 2, failed: 6 });
     const rows = done.result.rows;
     expect(rows.map((r: { status: string }) => r.status)).toEqual([
       'created',
       'error',
       'error',
       'created',
+      'error',
       'error',
       'error',
       'error',
@@ -201,6 +204,7 @@ describe('import (links.import job)', () => {
     expect(rows[4]).toMatchObject({ row: 5, field: 'passQuery' });
     expect(rows[5]).toMatchObject({ row: 6, field: 'rules' });
     expect(rows[6]).toMatchObject({ row: 7, field: 'expiresAt' });
+    expect(rows[7]).toMatchObject({ row: 8, field: 'code', message: expect.stringContaining('pattern') });
     const first = await t.inject({ method: 'GET', url: `${base(a)}/${rows[0].id}`, headers: a.auth });
     expect(first.json()).toMatchObject({ title: 'First', tags: ['a', 'b'], passQuery: false, clicks: 0 });
     expect(first.json().createdBy).toBe(`job:${job.id}`);
@@ -216,6 +220,24 @@ describe('import (links.import job)', () => {
     expect(
       done.result.rows.every((r: { status: string; field?: string }) => r.status === 'error' && r.field === 'code'),
     ).toBe(true);
+  });
+
+  it('does not create a row twice when a job runs again (a retried attempt)', async () => {
+    const task = importTask(t.app.services.links);
+    const csv = 'url,title\r\nhttps://example.com/r/1,retry-one\r\nhttps://example.com/r/2,retry-two';
+    const run = () =>
+      task.handler({
+        job: { id: 987_654, collectionId: a.id, task: 'links.import', payload: { csv }, attempt: 1, maxAttempts: 3 },
+        db: t.testDb.db,
+        signal: new AbortController().signal,
+        progress: async () => {},
+      }) as Promise<{ created: number; rows: { id: string }[] }>;
+    const first = await run();
+    const again = await run();
+    expect(again.created).toBe(2);
+    expect(again.rows.map((r) => r.id)).toEqual(first.rows.map((r) => r.id));
+    const listed = await t.inject({ method: 'GET', url: `${base(a)}?q=retry-`, headers: a.auth });
+    expect(listed.json().total).toBe(2);
   });
 
   it('refuses at enqueue a file with unknown columns, without a url column, or not CSV', async () => {

@@ -3,10 +3,14 @@
  * A/B variants, sticky per visitor; the query string passed through; an expired link's
  * fallback; password-protected links.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addressKey, primaryLanguage, variantIndex } from '../src/modules/links/routing.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { writeMmdb } from './helpers/mmdb.ts';
 
 let t: TestApp;
 let a: CollectionWithUser;
@@ -29,6 +33,13 @@ beforeAll(async () => {
     LINK_PASSWORD_ATTEMPTS: '3',
   });
   ({ a, b } = await twoCollections(t));
+  const hook = await t.inject({
+    method: 'POST',
+    url: '/v1/webhooks',
+    headers: a.auth,
+    payload: { url: 'https://receiver.example/hook', events: ['link.updated'] },
+  });
+  expect(hook.statusCode).toBe(200);
 });
 afterAll(() => t.close());
 
@@ -109,6 +120,38 @@ describe('rules', () => {
     expect(spoofed.headers.location).toBe('https://example.com/world');
   });
 
+  it('takes the country from the GeoIP database first, then from a trusted proxy’s header', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'geoip-rules-'));
+    const path = join(dir, 'city.mmdb');
+    writeMmdb(path, { '203.0.113.0/24': { country: { iso_code: 'DE', names: { en: 'Germany' } } } });
+    const geo = await createTestApp({ GEOIP_DB: path, TRUSTED_PROXIES: '127.0.0.1', ROLE: 'api' });
+    try {
+      const c = await geo.createCollection();
+      const res = await geo.inject({
+        method: 'POST',
+        url: base(c),
+        headers: c.auth,
+        payload: {
+          url: 'https://example.com/world',
+          rules: [
+            { when: { country: 'de' }, url: 'https://example.com/de' },
+            { when: { country: 'FR' }, url: 'https://example.com/fr' },
+          ],
+        },
+      });
+      const { code } = res.json();
+      const from = async (ip: string, headers: Record<string, string> = {}) =>
+        (await geo.inject({ method: 'GET', url: `/l/${code}`, headers: { 'x-forwarded-for': ip, ...headers } })).headers
+          .location;
+      expect(await from('203.0.113.9', { 'cf-ipcountry': 'FR' })).toBe('https://example.com/de');
+      expect(await from('192.0.2.1', { 'cf-ipcountry': 'FR' })).toBe('https://example.com/fr');
+      expect(await from('192.0.2.1')).toBe('https://example.com/world');
+    } finally {
+      await geo.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('reads the preferred language’s primary subtag', () => {
     expect(primaryLanguage('de-CH, en;q=0.8')).toBe('de');
     expect(primaryLanguage('en;q=0.5, pt-BR;q=0.9')).toBe('pt');
@@ -127,6 +170,11 @@ describe('rules', () => {
     });
     expect(res.statusCode).toBe(200);
     expect(await where(l.code, { 'user-agent': IPHONE })).toBe('https://example.com/ios');
+    const { rows } = await t.testDb.db.query<{ body: string }>(
+      "SELECT body FROM webhook_events WHERE collection_id = $1 AND type = 'link.updated' ORDER BY created_at DESC LIMIT 1",
+      [a.id],
+    );
+    expect(JSON.parse(rows[0].body).data.changed_fields).toEqual(['rules']);
     const cleared = await t.inject({
       method: 'PATCH',
       url: `${base(a)}/${l.id}`,

@@ -93,9 +93,9 @@ export function rowBody(
   }
   if (!checkBody.Check(body)) {
     const [first] = checkBody.Errors(body);
-    const path = first?.instancePath.split('/').filter(Boolean) ?? [];
-    const field = path[0] ?? ((first?.params as { requiredProperties?: string[] })?.requiredProperties?.[0] || 'url');
-    return { field, message: `${first?.instancePath || field} ${first?.message ?? 'is invalid'}` };
+    const [field] = first?.instancePath.split('/').filter(Boolean) ?? [];
+    if (!field) return { field: 'url', message: 'url is required' };
+    return { field, message: `${first?.instancePath.slice(1)} ${first?.message ?? 'is invalid'}` };
   }
   const badTime = normaliseInstants(CreateLinkBody, body);
   if (badTime !== undefined) return { field: 'expiresAt', message: 'must be an ISO 8601 date or date-time' };
