@@ -60,7 +60,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       t = choose(r, link.linkId, visitor);
     }
     const q = r.passQuery ? req.url.indexOf('?') : -1;
-    return { target: t, location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie };
+    return { location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie };
   }
 
   /** Sends the visitor on, counting the click (not for HEAD: a look, not a visit). */
@@ -70,7 +70,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       req.headers['x-forwarded-for'],
       service.trusted,
     );
-    const { target, location, cookie } = locate(req, link, ip, viaTrustedProxy);
+    const { location, cookie } = locate(req, link, ip, viaTrustedProxy);
     if (cookie) reply.header('set-cookie', cookie);
     // Fastify answers HEAD from the GET route. A HEAD is a link checker or a preview
     // fetcher asking where the code leads, not a visit: the same answer, no click, no
@@ -81,7 +81,9 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
         collectionId: link.collectionId,
         linkId: link.linkId,
         code: link.code,
-        destinationUrl: target.url,
+        // The link's destination, not the rule's or variant's: a batch's note of its clicks
+        // stays one span per link (click-events.ts), and `link.clicked` means what it meant.
+        destinationUrl: link.destinationUrl,
         at: new Date(),
         ip,
         userAgent: first(req.headers['user-agent']),

@@ -67,6 +67,8 @@ export interface RoutingFields {
   passwordHash: string | null;
 }
 
+const NO_KEYS: ReadonlySet<string> = new Set();
+
 export function target(url: string): Target {
   const hashAt = url.indexOf('#');
   const hash = hashAt < 0 ? '' : url.slice(hashAt);
@@ -74,7 +76,7 @@ export function target(url: string): Target {
   const queryAt = beforeHash.indexOf('?');
   const base = queryAt < 0 ? beforeHash : beforeHash.slice(0, queryAt);
   const query = queryAt < 0 ? '' : beforeHash.slice(queryAt + 1);
-  return { url, base, query, hash, keys: new Set(new URLSearchParams(query).keys()) };
+  return { url, base, query, hash, keys: query ? new Set(new URLSearchParams(query).keys()) : NO_KEYS };
 }
 
 const setOf = (v: string | string[] | undefined, norm: (s: string) => string) =>
