@@ -196,7 +196,7 @@ export class LinksService {
    * Inserts a prepared link in `tx` with its code claimed (a generated one retried on a
    * collision); a taken custom code is a 409 naming `${at}code`, which leaves `tx` usable.
    */
-  async insertPrepared(
+  private async insertPrepared(
     tx: Queryable,
     collectionId: string,
     actorId: string,
@@ -545,12 +545,23 @@ export interface PreparedLink {
   routing: repo.RoutingColumns;
 }
 
-/** Runs the checks at once (password hashes take a while each); the first refusal by position wins. */
+/**
+ * Password hashes run on libuv's pool (4 threads by default), which DNS look-ups and file reads
+ * share: a bulk hashes two at a time, leaving the rest to them.
+ */
+const HASHING_AT_ONCE = 2;
+
+/** The checks of a bulk, HASHING_AT_ONCE at a time; the first refusal by position wins. */
 async function prepareAll<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {
-  const settled = await Promise.allSettled(tasks.map((f) => f()));
-  const failed = settled.find((r) => r.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  return settled.map((r) => (r as PromiseFulfilledResult<T>).value);
+  const out: T[] = [];
+  for (let i = 0; i < tasks.length; i += HASHING_AT_ONCE) {
+    const settled = await Promise.allSettled(tasks.slice(i, i + HASHING_AT_ONCE).map((f) => f()));
+    for (const r of settled) {
+      if (r.status === 'rejected') throw r.reason;
+      out.push(r.value);
+    }
+  }
+  return out;
 }
 
 /** A link's own milestones, kept in order (undefined stays undefined: nothing given). */
