@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressKey, primaryLanguage, variantIndex } from '../src/modules/links/routing.ts';
+import { addressKey, primaryLanguage, target, variantIndex, withQuery } from '../src/modules/links/routing.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 import { writeMmdb } from './helpers/mmdb.ts';
@@ -308,6 +308,13 @@ describe('query string', () => {
     expect(await where(l.code, {}, '?qr=1')).toBe('https://example.com/p?utm_source=news&a=1#top');
     const plain = await link({ url: 'https://example.com/plain' });
     expect(await where(plain.code, {}, '?x=%20y&z=%C3%A9')).toBe('https://example.com/plain?x=%20y&z=%C3%A9');
+  });
+
+  it('merges by decoded name, keeps malformed escapes as sent, and encodes what a Location cannot carry', () => {
+    const t1 = target('https://example.com/p?a%20b=1&c=2#f');
+    expect(withQuery(t1, 'a+b=9&c=9&d=%zz&e')).toBe('https://example.com/p?a%20b=1&c=2&d=%zz&e#f');
+    expect(withQuery(target('https://example.com/'), 'q=\u00e9 x')).toBe('https://example.com/?q=%E9%20x');
+    expect(withQuery(target('https://example.com/'), '&&qr=1&')).toBe('https://example.com/');
   });
 
   it('passes it to a rule’s destination too, and not at all when passQuery is false', async () => {
