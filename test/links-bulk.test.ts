@@ -163,9 +163,12 @@ describe('export', () => {
     expect(new Set(ids).size).toBe(1000);
   });
 
-  it('is refused to another collection’s key', async () => {
+  it('is refused to another collection’s key, and refuses an over-long filter', async () => {
     const res = await t.inject({ method: 'GET', url: `${base(b)}/export`, headers: a.auth });
     expect(res.statusCode).toBe(401);
+    const long = await t.inject({ method: 'GET', url: `${base(a)}/export?q=${'x'.repeat(201)}`, headers: a.auth });
+    expect(long.statusCode).toBe(400);
+    expect((await t.inject({ method: 'GET', url: `${base(a)}/export` })).statusCode).toBe(401);
   });
 });
 

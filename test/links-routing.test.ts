@@ -440,6 +440,16 @@ describe('password-protected links', () => {
     expect(limitedJson.json().errorCode).toBe('RATE_LIMITED');
   });
 
+  it('answers a post to an unknown code 404, and a post without a password 400', async () => {
+    const unknown = await t.inject({ method: 'POST', url: '/l/no-such-code', payload: { password: 'x' } });
+    expect(unknown.statusCode).toBe(404);
+    const l = await link({ url: 'https://example.com/s', password: 'pw' });
+    const empty = await t.inject({ method: 'POST', url: `/l/${l.code}`, payload: {} });
+    expect(empty.statusCode).toBe(400);
+    const tooLong = await t.inject({ method: 'POST', url: `/l/${l.code}`, payload: { password: 'x'.repeat(201) } });
+    expect(tooLong.statusCode).toBe(400);
+  });
+
   it('removes the password with null; a link without one answers a post as a visit', async () => {
     const l = await link({ url: 'https://example.com/s', password: 'pw' });
     const res = await t.inject({
@@ -450,6 +460,9 @@ describe('password-protected links', () => {
     });
     expect(res.json().passwordProtected).toBe(false);
     expect(await where(l.code)).toBe('https://example.com/s');
+    const post = await t.inject({ method: 'POST', url: `/l/${l.code}`, payload: { password: 'anything' } });
+    expect(post.statusCode).toBe(303);
+    expect(post.headers.location).toBe('https://example.com/s');
   });
 });
 
