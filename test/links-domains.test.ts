@@ -278,6 +278,53 @@ describe('links on a domain', () => {
     expect(clicks.length).toBe(3);
   });
 
+  it('with routing, a password and click ids: each works at the domain’s root as at /l/{code}', async () => {
+    const iphone = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148';
+    const routed = await createLink(a, {
+      url: 'https://a.example/web?src=link',
+      domain: 'go.brand-a.io',
+      code: 'routed',
+      rules: [{ when: { os: 'ios' }, url: 'https://apps.example/ios' }],
+      trackConversions: true,
+    });
+    for (const url of ['/routed?utm_source=mail', '/l/routed?utm_source=mail']) {
+      const phone = await t.inject({ method: 'GET', url, headers: { host: 'go.brand-a.io', 'user-agent': iphone } });
+      // The rule's address, the visitor's query passed on, then the click id.
+      expect(phone.headers.location, url).toMatch(
+        /^https:\/\/apps\.example\/ios\?utm_source=mail&pl_cid=[0-9a-f]{32}$/,
+      );
+      const desk = await visit(url, 'go.brand-a.io');
+      expect(desk.headers.location, url).toMatch(
+        /^https:\/\/a\.example\/web\?src=link&utm_source=mail&pl_cid=[0-9a-f]{32}$/,
+      );
+    }
+    // The same code on the deployment's own domain is another link, or none.
+    expect((await visit('/l/routed')).statusCode).toBe(404);
+
+    await createLink(a, {
+      url: 'https://a.example/secret',
+      domain: 'go.brand-a.io',
+      code: 'locked',
+      password: 'open sesame',
+    });
+    const gate = await visit('/locked', 'go.brand-a.io');
+    expect(gate.statusCode).toBe(200);
+    expect(gate.headers['content-type']).toMatch(/text\/html/);
+    const form = (password: string, host?: string) =>
+      t.inject({
+        method: 'POST',
+        url: '/locked',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(host ? { host } : {}) },
+        payload: `password=${encodeURIComponent(password)}`,
+      });
+    expect((await form('wrong', 'go.brand-a.io')).statusCode).toBe(403);
+    const open = await form('open sesame', 'go.brand-a.io');
+    expect(open.statusCode).toBe(303);
+    expect(open.headers.location).toBe('https://a.example/secret');
+    // Elsewhere the root path is no route at all, password or not.
+    expect((await form('open sesame')).statusCode).toBe(404);
+  });
+
   it('moves between domains by PATCH, its old address answering 404', async () => {
     const l = await createLink(a, { url: 'https://a.example/moving', code: 'moving' });
     const moved = await t.inject({

@@ -4,6 +4,27 @@
  * regenerate; test/client/schema.test.ts fails while this file is stale.
  */
 export interface paths {
+    "/l/{code}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired); a password-protected link answers its password page (200, HTML)
+         * @description The Host picks the domain: on a verified custom domain, that domain’s codes; on any other host, the deployment’s own. `?qr=1` (the QR code’s address) records the click with trigger qr. A link with trackConversions gets `pl_cid=<click id>` appended to its destination.
+         */
+        get: operations["links_redirect"];
+        put?: never;
+        /** Enter a password-protected link’s password (a form post or JSON `{password}`): 303 to the destination, counted as a click */
+        post: operations["links_unlock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/{code}": {
         parameters: {
             query?: never;
@@ -17,27 +38,11 @@ export interface paths {
          */
         get: operations["links_redirectOnDomain"];
         put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/l/{code}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
         /**
-         * Follow a short link: 302 to its destination (404 unknown or deleted, 410 expired)
-         * @description The Host picks the domain: on a verified custom domain, that domain’s codes; on any other host, the deployment’s own. `?qr=1` (the QR code’s address) records the click with trigger qr. A link with trackConversions gets `pl_cid=<click id>` appended to its destination.
+         * Enter a password-protected link’s password at the root of its custom domain: as POST /l/{code}
+         * @description Answers only on a verified custom domain of a collection; on any other host this path is 404 as an unknown route. With BASE_PATH set, the route is under it: a proxy maps the domain’s root onto it (docs/links.md, Domains).
          */
-        get: operations["links_redirect"];
-        put?: never;
-        post?: never;
+        post: operations["links_unlockOnDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -853,6 +858,46 @@ export interface paths {
          * @description Every bucket of the window is answered, empty ones with 0. The window is at most 1000 buckets (hour: about 41 days; day: about 2.7 years); the first and last bucket may be partial. Breakdowns give the `top` values with the most clicks and the rest as `other`.
          */
         get: operations["links_clickStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 1,000 links in one request: all or none
+         * @description Each link is checked as a single create is; a refusal names the link (`links[3].url`) and nothing is created. Each created link is announced by its own `link.created` event, in the same transaction.
+         */
+        post: operations["links_bulkCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The collection’s links as CSV, newest first (streamed)
+         * @description Columns: id, code, shortUrl, url, title, tags (joined with |), expiresAt, clicks, createdAt, passQuery, expiredUrl, passwordProtected, rules and variants (JSON). The `links.import` task reads the same columns.
+         */
+        get: operations["links_export"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1939,7 +1984,7 @@ export interface webhooks {
         put?: never;
         /**
          * A short link was changed
-         * @description A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at) and `previous` holds their values before.
+         * @description A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at, and the routing: rules, variants, pass_query, expired_url, password) and `previous` holds the values before of the first five.
          */
         post: operations["event_link_updated"];
         delete?: never;
@@ -2716,6 +2761,31 @@ export interface components {
             domain?: string;
             /** @description Append a click id (`pl_cid`) to the destination on every visit, for attribution (default false) */
             trackConversions?: boolean;
+            rules?: {
+                /** @description Every condition given must match; a list matches any of its values */
+                when: {
+                    /** @description Operating system, from the user agent */
+                    os?: ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos") | ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos")[];
+                    /** @description Device type, from the user agent */
+                    device?: ("mobile" | "tablet" | "desktop") | ("mobile" | "tablet" | "desktop")[];
+                    /** @description ISO 3166-1 alpha-2 country of the visitor (GeoIP, else a trusted proxy’s header) */
+                    country?: string | string[];
+                    /** @description Primary language subtag of the visitor’s preferred language (Accept-Language): `en`, `de` */
+                    language?: string | string[];
+                };
+                /** @description Where a matching visitor goes: http(s), or an app deep link (`myapp://…`, `intent://…`) */
+                url: string;
+            }[] | null;
+            variants?: {
+                /** @description http or https */
+                url: string;
+                /** @description Share of visitors: weight / sum of weights */
+                weight: number;
+            }[] | null;
+            /** @description Pass the short URL’s query string on to the destination (default true) */
+            passQuery?: boolean;
+            expiredUrl?: string | null;
+            password?: string | null;
         };
         Link: {
             id: string;
@@ -2734,6 +2804,30 @@ export interface components {
             updatedAt: string;
             domain: string | null;
             trackConversions: boolean;
+            rules: {
+                /** @description Every condition given must match; a list matches any of its values */
+                when: {
+                    /** @description Operating system, from the user agent */
+                    os?: ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos") | ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos")[];
+                    /** @description Device type, from the user agent */
+                    device?: ("mobile" | "tablet" | "desktop") | ("mobile" | "tablet" | "desktop")[];
+                    /** @description ISO 3166-1 alpha-2 country of the visitor (GeoIP, else a trusted proxy’s header) */
+                    country?: string | string[];
+                    /** @description Primary language subtag of the visitor’s preferred language (Accept-Language): `en`, `de` */
+                    language?: string | string[];
+                };
+                /** @description Where a matching visitor goes: http(s), or an app deep link (`myapp://…`, `intent://…`) */
+                url: string;
+            }[] | null;
+            variants: {
+                /** @description http or https */
+                url: string;
+                /** @description Share of visitors: weight / sum of weights */
+                weight: number;
+            }[] | null;
+            passQuery: boolean;
+            expiredUrl: string | null;
+            passwordProtected: boolean;
         };
         LinkPage: {
             items: components["schemas"]["Link"][];
@@ -2753,6 +2847,31 @@ export interface components {
             domain?: string | null;
             /** @description Append a click id (`pl_cid`) to the destination on every visit, for attribution (default false) */
             trackConversions?: boolean;
+            rules?: {
+                /** @description Every condition given must match; a list matches any of its values */
+                when: {
+                    /** @description Operating system, from the user agent */
+                    os?: ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos") | ("ios" | "android" | "windows" | "macos" | "linux" | "chromeos")[];
+                    /** @description Device type, from the user agent */
+                    device?: ("mobile" | "tablet" | "desktop") | ("mobile" | "tablet" | "desktop")[];
+                    /** @description ISO 3166-1 alpha-2 country of the visitor (GeoIP, else a trusted proxy’s header) */
+                    country?: string | string[];
+                    /** @description Primary language subtag of the visitor’s preferred language (Accept-Language): `en`, `de` */
+                    language?: string | string[];
+                };
+                /** @description Where a matching visitor goes: http(s), or an app deep link (`myapp://…`, `intent://…`) */
+                url: string;
+            }[] | null;
+            variants?: {
+                /** @description http or https */
+                url: string;
+                /** @description Share of visitors: weight / sum of weights */
+                weight: number;
+            }[] | null;
+            /** @description Pass the short URL’s query string on to the destination (default true) */
+            passQuery?: boolean;
+            expiredUrl?: string | null;
+            password?: string | null;
         };
         ClickPage: {
             items: components["schemas"]["Click"][];
@@ -2824,6 +2943,14 @@ export interface components {
                 /** @description Clicks of every value beyond the top ones */
                 other: number;
             };
+        };
+        BulkCreateLinksBody: {
+            /** @description 1 to 1000 links, each as a single create takes it; all are created or none */
+            links: components["schemas"]["CreateLinkBody"][];
+        };
+        BulkCreateLinksResult: {
+            /** @description The created links, in the order given */
+            links: components["schemas"]["Link"][];
         };
         CreateLinkDomainBody: {
             /** @description A host name such as `go.example.com`: no scheme, port or path; stored lower-case (Unicode names as punycode) */
@@ -4041,7 +4168,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    links_redirectOnDomain: {
+    links_redirect: {
         parameters: {
             query?: never;
             header?: never;
@@ -4052,6 +4179,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The password page of a password-protected link (text/html) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
             /** @description Redirect; the destination is in Location */
             302: {
                 headers: {
@@ -4106,7 +4242,87 @@ export interface operations {
             };
         };
     };
-    links_redirect: {
+    links_unlock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The password is right: on to the destination (Location) */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The password is wrong (a form post gets the page again, text/html, with a message) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The link has expired */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts for this link from this visitor (a form post gets the page) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_redirectOnDomain: {
         parameters: {
             query?: never;
             header?: never;
@@ -4117,6 +4333,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The password page of a password-protected link (text/html) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
             /** @description Redirect; the destination is in Location */
             302: {
                 headers: {
@@ -4161,6 +4386,86 @@ export interface operations {
                 };
             };
             /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_unlockOnDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                code: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The password is right: on to the destination (Location) */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The password is wrong (a form post gets the page again, text/html, with a message) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description The link has expired */
+            410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Too many attempts for this link from this visitor (a form post gets the page) */
             429: {
                 headers: {
                     [name: string]: unknown;
@@ -8159,6 +8464,141 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClickStats"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_bulkCreate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BulkCreateLinksBody"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BulkCreateLinksResult"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Conflict: a code is already taken (details.field names the link) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_export: {
+        parameters: {
+            query?: {
+                /** @description Substring of the code, title or destination */
+                q?: string;
+                tag?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

@@ -67,6 +67,11 @@ export class ClickRecorder {
     }
   }
 
+  /** The country of an address by the GeoIP database (empty without one): the redirect's rules read it. */
+  countryOf(ip: string): string {
+    return this.geo ? this.geo.lookup(ip).country : '';
+  }
+
   /** Queues a click; never waits for the database. */
   record(click: RawClick): void {
     if (this.buffer.length >= this.settings.clickBufferMax) {

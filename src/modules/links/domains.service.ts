@@ -228,17 +228,17 @@ export class DomainsService {
   }
 
   /** For a link's `domain`: the verified domain of the collection, normalised; else a 400. */
-  async usable(q: Queryable, collectionId: string, raw: string): Promise<string> {
-    const domain = this.normalise(raw);
+  async usable(q: Queryable, collectionId: string, raw: string, at = ''): Promise<string> {
+    const domain = this.normalise(raw, `${at}domain`);
     const row = await repo.findDomain(q, collectionId, domain);
     if (!row) {
-      throw badRequest(`domain "${domain}" is not a domain of this collection (register it at …/domains)`, {
-        field: 'domain',
+      throw badRequest(`${at}domain "${domain}" is not a domain of this collection (register it at …/domains)`, {
+        field: `${at}domain`,
       });
     }
     if (!row.verified_at) {
-      throw badRequest(`domain "${domain}" is not verified yet (POST …/domains/${domain}/verify)`, {
-        field: 'domain',
+      throw badRequest(`${at}domain "${domain}" is not verified yet (POST …/domains/${domain}/verify)`, {
+        field: `${at}domain`,
       });
     }
     return domain;

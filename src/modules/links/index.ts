@@ -14,6 +14,9 @@
  * - click: one visit, captured off the response path (ip via TRUSTED_PROXIES, user agent,
  *   referer, country/city via GEOIP_DB or trusted proxy headers, device type), stored in
  *   batches with the link's counter and a `link.clicked` event.
+ * - routing: per-link rules (OS, device, country, language), A/B variants, the query string
+ *   passed on, an expired link's fallback, a password (routing.ts, password-page.ts).
+ * - bulk: up to 1,000 links per request, CSV export, CSV import as the `links.import` job.
  * - events: `link.created|updated|deleted` and `link.clicks.milestone`, published to the
  *   webhooks outbox in the transaction of the change; `link.clicked` noted by the click batch
  *   (one row per batch and subscribed collection) and published by processes that run jobs
@@ -27,7 +30,9 @@ import { ClickRecorder } from './click-recorder.ts';
 import { defaultDomainChecks } from './domains.checks.ts';
 import { domainsRoutes } from './domains.routes.ts';
 import { DomainsService } from './domains.service.ts';
+import { bulkRoutes } from './links.bulk.routes.ts';
 import { linkEvents, shortUrl } from './links.events.ts';
+import { importTask } from './links.import.ts';
 import { linksRoutes } from './links.routes.ts';
 import { LinksService } from './links.service.ts';
 import { linksSettings } from './links.settings.ts';
@@ -71,11 +76,13 @@ export const linksModule = defineModule({
   },
   routes: (service) => [
     ...linksRoutes(service),
+    ...bulkRoutes(service),
     ...domainsRoutes(service.domains),
     ...qrRoutes(service),
     ...attributionRoutes(service),
   ],
   plugin: redirectRoute,
+  tasks: (service) => [importTask(service)],
   events: linkEvents,
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that

@@ -5,6 +5,7 @@
  * flood of bad codes does not become a flood of queries.
  */
 import { TtlCache } from '../../platform/ttl-cache.ts';
+import type { Routing } from './routing.ts';
 
 export interface CachedLink {
   collectionId: string;
@@ -17,6 +18,8 @@ export interface CachedLink {
   domain: string | null;
   /** Whether the redirect appends a click id to the destination (attribution.ts). */
   trackConversions: boolean;
+  /** Rules, variants, query passing, fallback and password, compiled once (routing.ts). */
+  routing: Routing;
 }
 
 /**

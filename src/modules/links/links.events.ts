@@ -66,7 +66,7 @@ export const linkEvents = [
   defineEvent({
     type: 'link.updated',
     description:
-      'A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at) and `previous` holds their values before.',
+      'A short link was changed. `changed_fields` names what changed (among code, destination_url, title, tags, expires_at, and the routing: rules, variants, pass_query, expired_url, password) and `previous` holds the values before of the first five.',
     data: Closed({
       ...linkFields,
       changed_fields: Type.Array(Type.String()),

@@ -1,6 +1,7 @@
 /** All SQL of the links module. */
 import sql, { join, raw } from 'sql-template-tag';
 import { allOf, pageWithTotal, type Queryable, setList } from '../../db/index.ts';
+import type { Rule, Variant } from './routing.schema.ts';
 
 /** Channel on which a changed code is announced, so every process drops it from its cache. */
 export const LINKS_CHANNEL = 'links_changed';
@@ -22,8 +23,25 @@ export interface LinkRow {
   /** The custom domain it lives on (migration 0600); null: the deployment's own. */
   domain: string | null;
   track_conversions: boolean;
+  // Routing (migration 0610, routing.ts).
+  rules: Rule[] | null;
+  variants: Variant[] | null;
+  pass_query: boolean;
+  expired_url: string | null;
+  password_hash: string | null;
   total?: number;
 }
+
+/** A link's routing as stored: absent fields are left as they are by an update. */
+export interface RoutingColumns {
+  rules?: Rule[] | null;
+  variants?: Variant[] | null;
+  passQuery?: boolean;
+  expiredUrl?: string | null;
+  passwordHash?: string | null;
+}
+
+const jsonOrNull = (v: unknown) => (v ? JSON.stringify(v) : null);
 
 export interface ClickRow {
   id: number;
@@ -57,7 +75,8 @@ export interface NewClick {
 }
 
 const COLUMNS = raw(
-  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at, domain, track_conversions',
+  'collection_id, id, code, destination_url, title, tags, expires_at, clicks, click_milestones, created_by, created_at, updated_at, deleted_at, domain, track_conversions' +
+    ', rules, variants, pass_query, expired_url, password_hash',
 );
 
 /** Inserts a link unless its code is taken (then undefined: the caller decides). */
@@ -75,15 +94,17 @@ export async function insertLink(
     createdBy: string;
     domain?: string | null;
     trackConversions?: boolean;
-  },
+  } & RoutingColumns,
 ): Promise<LinkRow | undefined> {
   const milestones = l.clickMilestones ? JSON.stringify(l.clickMilestones) : null;
   // No conflict target: the code is unique per domain, by one of two partial indexes (0600).
   const { rows } = await db.query<LinkRow>(sql`
     INSERT INTO links (collection_id, id, code, destination_url, title, tags, expires_at, click_milestones, created_by,
-      domain, track_conversions)
+      domain, track_conversions, rules, variants, pass_query, expired_url, password_hash)
     VALUES (${collectionId}, ${l.id}, ${l.code}, ${l.destinationUrl}, ${l.title}, ${JSON.stringify(l.tags)}::jsonb,
-      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy}, ${l.domain ?? null}, ${l.trackConversions ?? false})
+      ${l.expiresAt}, ${milestones}::jsonb, ${l.createdBy}, ${l.domain ?? null}, ${l.trackConversions ?? false},
+      ${jsonOrNull(l.rules)}::jsonb, ${jsonOrNull(l.variants)}::jsonb, ${l.passQuery ?? true}, ${l.expiredUrl ?? null},
+      ${l.passwordHash ?? null})
     ON CONFLICT DO NOTHING
     RETURNING ${COLUMNS}`);
   return rows[0];
@@ -162,6 +183,33 @@ export async function listLinks(
   });
 }
 
+/**
+ * A page of the collection's live links for an export, newest first, after a cursor: the last
+ * row's `created_at` as PostgreSQL's own text (microseconds kept: a Date would round them, and
+ * the links of one bulk create share one time) and its id.
+ */
+export async function exportPage(
+  db: Queryable,
+  collectionId: string,
+  q: { q?: string; tag?: string },
+  after: { at: string; id: string } | null,
+  limit: number,
+): Promise<(LinkRow & { at: string })[]> {
+  const term = q.q?.trim();
+  const where = allOf(
+    sql`collection_id = ${collectionId}`,
+    sql`deleted_at IS NULL`,
+    !!term &&
+      sql`(code ILIKE ${`%${escapeLike(term)}%`} OR title ILIKE ${`%${escapeLike(term)}%`} OR destination_url ILIKE ${`%${escapeLike(term)}%`})`,
+    !!q.tag && sql`tags @> ${JSON.stringify([q.tag])}::jsonb`,
+    after !== null && sql`(created_at, id) < (${after.at}::timestamptz, ${after.id})`,
+  );
+  const { rows } = await db.query<LinkRow & { at: string }>(sql`
+    SELECT ${COLUMNS}, created_at::text AS at FROM links WHERE ${where}
+    ORDER BY created_at DESC, id DESC LIMIT ${limit}`);
+  return rows;
+}
+
 export async function updateLink(
   db: Queryable,
   collectionId: string,
@@ -175,7 +223,7 @@ export async function updateLink(
     clickMilestones?: number[] | null;
     domain?: string | null;
     trackConversions?: boolean;
-  },
+  } & RoutingColumns,
 ): Promise<LinkRow> {
   const sets = setList(
     sql`updated_at = now()`,
@@ -188,6 +236,11 @@ export async function updateLink(
     patch.expiresAt !== undefined && sql`expires_at = ${patch.expiresAt}`,
     patch.domain !== undefined && sql`domain = ${patch.domain}`,
     patch.trackConversions !== undefined && sql`track_conversions = ${patch.trackConversions}`,
+    patch.rules !== undefined && sql`rules = ${jsonOrNull(patch.rules)}::jsonb`,
+    patch.variants !== undefined && sql`variants = ${jsonOrNull(patch.variants)}::jsonb`,
+    patch.passQuery !== undefined && sql`pass_query = ${patch.passQuery}`,
+    patch.expiredUrl !== undefined && sql`expired_url = ${patch.expiredUrl}`,
+    patch.passwordHash !== undefined && sql`password_hash = ${patch.passwordHash}`,
   );
   const { rows } = await db.query<LinkRow>(sql`
     UPDATE links SET ${sets}
@@ -206,7 +259,16 @@ export async function softDeleteLink(db: Queryable, collectionId: string, id: st
 
 /** Announces changed codes; inside a transaction PostgreSQL delivers it only on commit. */
 export async function notifyChanged(db: Queryable, codes: string[]): Promise<void> {
-  for (const code of codes) await db.query(sql`SELECT pg_notify(${LINKS_CHANNEL}, ${code})`);
+  // One statement however many codes (a bulk create announces up to 1,000).
+  await db.query(sql`SELECT pg_notify(${LINKS_CHANNEL}, c) FROM unnest(${codes}::text[]) AS c`);
+}
+
+/** The collection's links (deleted ones included) that have these ids, by id. */
+export async function linksById(db: Queryable, collectionId: string, ids: string[]): Promise<Map<string, LinkRow>> {
+  const { rows } = await db.query<LinkRow>(
+    sql`SELECT ${COLUMNS} FROM links WHERE collection_id = ${collectionId} AND id = ANY(${ids}::text[])`,
+  );
+  return new Map(rows.map((r) => [r.id, r]));
 }
 
 /**

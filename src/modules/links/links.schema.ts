@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { IdParam, inCollection } from '../../platform/routes.ts';
 import { Closed, Instant, Nullable, Page, pageQuery, Timestamp } from '../../platform/schemas.ts';
+import { RoutingInput, RoutingOutput } from './routing.schema.ts';
 
 export const CODE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{2,63}$';
 const Code = Type.String({
@@ -46,6 +47,8 @@ export const CreateLinkBody = Closed(
     clickMilestones: Type.Optional(ClickMilestones),
     domain: Type.Optional(LinkDomainField),
     trackConversions: Type.Optional(TrackConversions),
+    // Routing: rules, variants, passQuery, expiredUrl, password (routing.schema.ts).
+    ...RoutingInput,
   },
   { $id: 'CreateLinkBody' },
 );
@@ -63,6 +66,7 @@ export const UpdateLinkBody = Closed(
     clickMilestones: Type.Optional(Nullable(ClickMilestones)),
     domain: Type.Optional(Nullable(LinkDomainField)),
     trackConversions: Type.Optional(TrackConversions),
+    ...RoutingInput,
   },
   { $id: 'UpdateLinkBody', minProperties: 1 },
 );
@@ -84,6 +88,7 @@ export const Link = Closed(
     updatedAt: Timestamp,
     domain: Nullable(Type.String({ description: 'The custom domain it lives on; null: the deployment’s own' })),
     trackConversions: Type.Boolean(),
+    ...RoutingOutput,
   },
   { $id: 'Link' },
 );

@@ -7,7 +7,7 @@
 import { randomInt } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { TrustedProxies } from '../../platform/client-address.ts';
-import { badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
+import { AppError, badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
@@ -41,6 +41,8 @@ import {
   type UpdateLinkBody,
 } from './links.schema.ts';
 import type { LinksSettings } from './links.settings.ts';
+import { hashPassword } from './password-page.ts';
+import { checkRouting, compileRouting } from './routing.ts';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -51,7 +53,7 @@ function randomCode(length: number): string {
   return code;
 }
 
-const checkDestination = (raw: string): string => httpUrl(raw).toString();
+const checkDestination = (raw: string, field = 'url'): string => httpUrl(raw, field).toString();
 
 function parseTime(raw: string, field: string): Date {
   const d = new Date(raw);
@@ -128,6 +130,11 @@ export class LinksService {
       updatedAt: r.updated_at.toISOString(),
       domain: r.domain,
       trackConversions: r.track_conversions,
+      rules: r.rules,
+      variants: r.variants,
+      passQuery: r.pass_query,
+      expiredUrl: r.expired_url,
+      passwordProtected: r.password_hash !== null,
     };
   }
 
@@ -163,48 +170,165 @@ export class LinksService {
   }
 
   async create(collectionId: string, actorId: string, body: CreateLinkBody): Promise<Link> {
-    const destinationUrl = checkDestination(body.url);
-    const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, 'expiresAt') : null;
-    if (expiresAt && expiresAt.getTime() <= Date.now())
-      throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
+    const prepared = await this.prepare(body);
     const row = await this.db.transaction(async (tx) => {
-      const domain = body.domain === undefined ? null : await this.domains.usable(tx, collectionId, body.domain);
-      let inserted: repo.LinkRow | undefined;
-      for (let i = 0; i < 5 && !inserted; i++) {
-        const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
-        // Another collection's code, even one its link gave up by rename, is never handed on.
-        if (!(await this.claim(tx, collectionId, code, domain))) {
-          if (body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
-          continue;
-        }
-        inserted = await repo.insertLink(tx, collectionId, {
-          id: newId('lnk'),
-          code,
-          destinationUrl,
-          title: body.title ?? null,
-          tags: body.tags ?? [],
-          expiresAt,
-          clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
-          createdBy: actorId,
-          domain,
-          trackConversions: body.trackConversions ?? false,
-        });
-        if (!inserted && body.code) throw conflict(`The code "${body.code}" is already taken`, { field: 'code' });
-      }
-      if (!inserted) throw new Error('could not find a free link code');
-      await this.publish(tx, collectionId, [
-        {
-          type: 'link.created',
-          data: { ...this.eventData(inserted), created_by: actorId },
-          scope: { linkId: inserted.id },
-        },
-      ]);
+      const inserted = await this.insertPrepared(tx, collectionId, actorId, prepared);
+      await this.publish(tx, collectionId, [this.createdEvent(inserted, actorId)]);
       await repo.notifyChanged(tx, [cacheKey(inserted.domain, inserted.code)]);
       return inserted;
     });
     // A negative cache entry for this code (someone tried it before it existed) must go.
     this.changed([cacheKey(row.domain, row.code)]);
     return this.toLink(row);
+  }
+
+  /**
+   * Up to BULK_MAX links in one transaction, all or none: each checked as a single create is
+   * (a refusal names `links[i].field`), each with its `link.created` in the same transaction.
+   */
+  async createMany(collectionId: string, actorId: string, bodies: CreateLinkBody[]): Promise<{ links: Link[] }> {
+    const prepared = await prepareAll(bodies.map((body, i) => () => this.prepare(body, `links[${i}].`)));
+    const rows = await this.db.transaction(async (tx) => {
+      const inserted: repo.LinkRow[] = [];
+      for (let i = 0; i < prepared.length; i++) {
+        inserted.push(await this.insertPrepared(tx, collectionId, actorId, prepared[i], `links[${i}].`));
+      }
+      await this.publish(
+        tx,
+        collectionId,
+        inserted.map((r) => this.createdEvent(r, actorId)),
+      );
+      await repo.notifyChanged(
+        tx,
+        inserted.map((r) => cacheKey(r.domain, r.code)),
+      );
+      return inserted;
+    });
+    this.changed(rows.map((r) => cacheKey(r.domain, r.code)));
+    return { links: rows.map((r) => this.toLink(r)) };
+  }
+
+  private createdEvent(r: repo.LinkRow, actorId: string): NewEvent {
+    return { type: 'link.created', data: { ...this.eventData(r), created_by: actorId }, scope: { linkId: r.id } };
+  }
+
+  /** A create's fields checked and normalised; field names in refusals are prefixed with `at`. */
+  async prepare(body: CreateLinkBody, at = ''): Promise<PreparedLink> {
+    const destinationUrl = checkDestination(body.url, `${at}url`);
+    const expiresAt = body.expiresAt !== undefined ? parseTime(body.expiresAt, `${at}expiresAt`) : null;
+    if (expiresAt && expiresAt.getTime() <= Date.now())
+      throw badRequest(`${at}expiresAt must be in the future`, { field: `${at}expiresAt` });
+    return { body, destinationUrl, expiresAt, routing: await routingColumns(body, at) };
+  }
+
+  /**
+   * Inserts a prepared link in `tx` with its code claimed (a generated one retried on a
+   * collision); a taken custom code is a 409 naming `${at}code`, which leaves `tx` usable.
+   */
+  private async insertPrepared(
+    tx: Queryable,
+    collectionId: string,
+    actorId: string,
+    p: PreparedLink,
+    at = '',
+    id = newId('lnk'),
+  ): Promise<repo.LinkRow> {
+    const { body } = p;
+    const taken = () => conflict(`The code "${body.code}" is already taken`, { field: `${at}code` });
+    const domain = body.domain === undefined ? null : await this.domains.usable(tx, collectionId, body.domain, at);
+    for (let i = 0; i < 5; i++) {
+      const code = body.code ?? randomCode(this.settings.codeLength + Math.floor(i / 2));
+      // Another collection's code, even one its link gave up by rename, is never handed on.
+      if (!(await this.claim(tx, collectionId, code, domain))) {
+        if (body.code) throw taken();
+        continue;
+      }
+      const inserted = await repo.insertLink(tx, collectionId, {
+        id,
+        code,
+        destinationUrl: p.destinationUrl,
+        title: body.title ?? null,
+        tags: body.tags ?? [],
+        expiresAt: p.expiresAt,
+        clickMilestones: sortedMilestones(body.clickMilestones) ?? null,
+        createdBy: actorId,
+        domain,
+        trackConversions: body.trackConversions ?? false,
+        ...p.routing,
+      });
+      if (inserted) return inserted;
+      if (body.code) throw taken();
+    }
+    throw new Error('could not find a free link code');
+  }
+
+  /** The collection's live links, newest first, a page at a time (an export never holds more). */
+  async *exportLinks(
+    collectionId: string,
+    query: { q?: string; tag?: string },
+    pageSize = 500,
+  ): AsyncGenerator<Link[]> {
+    let after: { at: string; id: string } | null = null;
+    for (;;) {
+      const rows = await repo.exportPage(this.db, collectionId, query, after, pageSize);
+      if (rows.length > 0) yield rows.map((r) => this.toLink(r));
+      if (rows.length < pageSize) return;
+      const last = rows[rows.length - 1];
+      after = { at: last.at, id: last.id };
+    }
+  }
+
+  /**
+   * Links of an import written in one transaction with their `link.created` events. A row whose
+   * code is taken is answered as its error and left out; the others are kept. Ids are the
+   * caller's (an import's are derived from the job and the row, so a retried job skips the
+   * rows an earlier attempt wrote: `existing`).
+   */
+  async insertBatch(
+    collectionId: string,
+    actorId: string,
+    items: { prepared: PreparedLink; id: string }[],
+  ): Promise<{ rows: ({ row: repo.LinkRow; fresh: boolean } | AppError)[] }> {
+    const existing = await repo.linksById(
+      this.db,
+      collectionId,
+      items.map((i) => i.id),
+    );
+    const out = await this.db.transaction(async (tx) => {
+      const rows: ({ row: repo.LinkRow; fresh: boolean } | AppError)[] = [];
+      for (const item of items) {
+        const had = existing.get(item.id);
+        if (had) {
+          rows.push({ row: had, fresh: false });
+          continue;
+        }
+        try {
+          rows.push({
+            row: await this.insertPrepared(tx, collectionId, actorId, item.prepared, '', item.id),
+            fresh: true,
+          });
+        } catch (err) {
+          // A taken code (409) or an unusable domain (400): that row's refusal, the rest go on.
+          if (!(err instanceof AppError) || (err.statusCode !== 409 && err.statusCode !== 400)) throw err;
+          rows.push(err);
+        }
+      }
+      const inserted = rows.flatMap((r) => (r instanceof AppError || !r.fresh ? [] : [r.row]));
+      if (inserted.length > 0) {
+        await this.publish(
+          tx,
+          collectionId,
+          inserted.map((r) => this.createdEvent(r, actorId)),
+        );
+        await repo.notifyChanged(
+          tx,
+          inserted.map((r) => cacheKey(r.domain, r.code)),
+        );
+      }
+      return rows;
+    });
+    this.changed(out.flatMap((r) => (r instanceof AppError ? [] : [cacheKey(r.row.domain, r.row.code)])));
+    return { rows: out };
   }
 
   async get(collectionId: string, linkId: string): Promise<Link> {
@@ -227,6 +351,7 @@ export class LinksService {
         : body.expiresAt === null
           ? null
           : parseTime(body.expiresAt, 'expiresAt');
+    const routing = await routingColumns(body);
     const { before, after } = await this.db.transaction(async (tx) => {
       const before = await repo.findLink(tx, collectionId, linkId, true);
       if (!before) throw notFound('Link');
@@ -255,6 +380,7 @@ export class LinksService {
         clickMilestones: body.clickMilestones === null ? null : sortedMilestones(body.clickMilestones),
         domain: domain !== before.domain ? domain : undefined,
         trackConversions: body.trackConversions,
+        ...routing,
       });
       const fields: string[] = [];
       if (before.code !== after.code) fields.push('code');
@@ -263,6 +389,7 @@ export class LinksService {
       if (before.title !== after.title) fields.push('title');
       if (JSON.stringify(before.tags) !== JSON.stringify(after.tags)) fields.push('tags');
       if (before.expires_at?.getTime() !== after.expires_at?.getTime()) fields.push('expires_at');
+      fields.push(...routingChanges(before, after));
       const previous: Record<string, unknown> = {};
       const beforeData = this.eventData(before);
       for (const f of fields) previous[f] = beforeData[f];
@@ -408,12 +535,21 @@ export class LinksService {
               expiresAt: row.expires_at ? row.expires_at.getTime() : null,
               domain: row.domain,
               trackConversions: row.track_conversions,
+              routing: compileRouting({
+                destinationUrl: row.destination_url,
+                rules: row.rules,
+                variants: row.variants,
+                passQuery: row.pass_query,
+                expiredUrl: row.expired_url,
+                passwordHash: row.password_hash,
+              }),
             }
           : null;
       this.cache.set(key, link, token, now);
     }
     if (!link) throw notFound('Link');
-    if (link.expiresAt !== null && link.expiresAt <= now) throw gone('This link has expired');
+    // An expired link with a fallback address is answered by the redirect (isExpired).
+    if (isExpired(link, now) && !link.routing.expiredUrl) throw gone('This link has expired');
     return link;
   }
 
@@ -432,6 +568,11 @@ export class LinksService {
     return collectionConversions(this.db, collectionId, query);
   }
 
+  /** The visitor's country for a rule: GeoIP when configured, else a trusted proxy's header. */
+  visitorCountry(ip: string, proxyCountry: string): string {
+    return (this.clickRecorder.countryOf(ip) || proxyCountry).toUpperCase();
+  }
+
   /** Queues a click; never waits for the database. */
   recordClick(click: RawClick): void {
     this.clickRecorder.record(click);
@@ -441,6 +582,58 @@ export class LinksService {
   flush(): Promise<void> {
     return this.clickRecorder.flush();
   }
+}
+
+export const isExpired = (link: CachedLink, now = Date.now()) => link.expiresAt !== null && link.expiresAt <= now;
+
+/** The routing columns of a create or a change: checked, empty lists as none, the password hashed. */
+async function routingColumns(body: CreateLinkBody | UpdateLinkBody, at = ''): Promise<repo.RoutingColumns> {
+  const { rules, variants, expiredUrl } = checkRouting(body, at);
+  return {
+    rules: rules?.length === 0 ? null : rules,
+    variants,
+    expiredUrl,
+    passQuery: body.passQuery,
+    passwordHash: body.password === undefined ? undefined : body.password && (await hashPassword(body.password)),
+  };
+}
+
+/** The routing fields a change touched, as `link.updated` names them. */
+function routingChanges(before: repo.LinkRow, after: repo.LinkRow): string[] {
+  const out: string[] = [];
+  if (JSON.stringify(before.rules) !== JSON.stringify(after.rules)) out.push('rules');
+  if (JSON.stringify(before.variants) !== JSON.stringify(after.variants)) out.push('variants');
+  if (before.pass_query !== after.pass_query) out.push('pass_query');
+  if (before.expired_url !== after.expired_url) out.push('expired_url');
+  if (before.password_hash !== after.password_hash) out.push('password');
+  return out;
+}
+
+/** A create checked and normalised, ready to insert. */
+export interface PreparedLink {
+  body: CreateLinkBody;
+  destinationUrl: string;
+  expiresAt: Date | null;
+  routing: repo.RoutingColumns;
+}
+
+/**
+ * Password hashes run on libuv's pool (4 threads by default), which DNS look-ups and file reads
+ * share: a bulk hashes two at a time, leaving the rest to them.
+ */
+const HASHING_AT_ONCE = 2;
+
+/** The checks of a bulk, HASHING_AT_ONCE at a time; the first refusal by position wins. */
+async function prepareAll<T>(tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < tasks.length; i += HASHING_AT_ONCE) {
+    const settled = await Promise.allSettled(tasks.slice(i, i + HASHING_AT_ONCE).map((f) => f()));
+    for (const r of settled) {
+      if (r.status === 'rejected') throw r.reason;
+      out.push(r.value);
+    }
+  }
+  return out;
 }
 
 /** A link's own milestones, kept in order (undefined stays undefined: nothing given). */

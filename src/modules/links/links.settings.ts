@@ -13,6 +13,9 @@ export interface LinksSettings {
   /** How often the click events noted while no worker listened are looked for (click-events.ts). */
   clickEventsPollMs: number;
   geoipDb: string | undefined;
+  /** Password attempts per link and visitor per window (password-protected links). */
+  passwordAttempts: number;
+  passwordWindowMs: number;
   /** TRUSTED_PROXIES (a platform setting): peers whose X-Forwarded-For names the client. */
   trustedProxies: TrustedProxies;
   /** LINK_DOMAINS_MAX: custom domains a collection may register (domains.service.ts). */
@@ -33,6 +36,8 @@ export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'truste
     clickBufferMax: intFrom(env, 'CLICK_BUFFER_MAX', 100_000, 1, 10_000_000),
     clickEventsPollMs: intFrom(env, 'CLICK_EVENTS_POLL_MS', 5000, 10, 3_600_000),
     geoipDb: env.GEOIP_DB || undefined,
+    passwordAttempts: intFrom(env, 'LINK_PASSWORD_ATTEMPTS', 10, 1, 10_000),
+    passwordWindowMs: intFrom(env, 'LINK_PASSWORD_WINDOW_MS', 900_000, 1000, 86_400_000),
     trustedProxies: platform.trustedProxies,
     domainsMax: intFrom(env, 'LINK_DOMAINS_MAX', 50, 0, 10_000),
     domainClaimTtlMs: intFrom(env, 'LINK_DOMAIN_CLAIM_TTL_MS', 7 * 86_400_000, 0, 365 * 86_400_000),
