@@ -22,7 +22,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import jsqrModule from 'jsqr';
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, ROOT, type RunningProcess, spawnTs } from '../support/service-process.ts';
 import { type ChildStorage, childStorage } from './helpers/db.ts';
@@ -40,6 +42,8 @@ if (!HAVE_BROWSER) {
 const SUPER = 'console-test-super-admin-key-0123456789';
 const BASE_PATH = '/api/v1';
 const SHOTS = join(ROOT, 'test-results', 'console');
+// jsqr is CommonJS with an `exports.default`: Node hands its module object as the default import.
+const jsQR = ((jsqrModule as unknown as { default?: unknown }).default ?? jsqrModule) as typeof jsqrModule.default;
 const IPHONE =
   'Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1';
 const DESKTOP = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36';
@@ -165,7 +169,7 @@ beforeAll(async () => {
   await seedCases();
 
   browser = await chromium.launch({ executablePath: CHROMIUM });
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   context.on('request', (r) => requested.push(r.url()));
   page = await context.newPage();
   page.on('console', (m) => logged.push(`${m.type()}: ${m.text()}`));
@@ -343,6 +347,61 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     ]);
     await page.getByText('Clicks per hour: the data as a table').click();
     await shot('link');
+  });
+
+  it('gives a link’s QR code: a preview, and a PNG download that decodes to its address', async () => {
+    await page.goto(`${api}/console/links/${linkId}`);
+    const panel = page.getByRole('region', { name: 'QR code' });
+    const preview = panel.getByRole('img', { name: /^QR code of / });
+    await preview.waitFor();
+    await until(
+      'the preview drawn',
+      () => preview.evaluate((img) => (img as HTMLImageElement).naturalWidth),
+      (w) => w > 0,
+    );
+    const shortUrl = (await call('GET', `/admin/collection/${A}/links/${linkId}`, undefined, keys.a)).shortUrl;
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      panel.getByRole('button', { name: 'Download PNG' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^qr-[A-Za-z0-9]+\.png$/);
+    const png = PNG.sync.read(readFileSync(await download.path()));
+    const decoded = jsQR(new Uint8ClampedArray(png.data), png.width, png.height);
+    expect(decoded?.data).toBe(`${shortUrl}?qr=1`);
+    // The list's QR button downloads the same code.
+    await nav('Links');
+    const [fromList] = await Promise.all([
+      page.waitForEvent('download'),
+      page
+        .getByRole('button', { name: /^Download the QR code of / })
+        .first()
+        .click(),
+    ]);
+    expect(fromList.suggestedFilename()).toMatch(/^qr-.+\.png$/);
+  });
+
+  it('adds a domain and shows both proofs; links offer only verified domains', async () => {
+    await nav('Domains');
+    await page.getByRole('heading', { level: 1, name: 'Domains' }).waitFor();
+    await page.getByText('No domains yet').waitFor();
+    await page.getByRole('textbox', { name: 'Domain', exact: true }).fill('Go.Console-Test.io');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    const card = page.locator('article[data-domain="go.console-test.io"]');
+    await card.waitFor();
+    expect(await card.locator('[data-domain-state]').getAttribute('data-domain-state')).toBe('pending');
+    expect(await text(card)).toContain('_platform-verify.go.console-test.io');
+    expect(await text(card)).toContain('/.well-known/platform-verify.txt');
+    // A name that is no host name is refused in words.
+    await page.getByRole('textbox', { name: 'Domain', exact: true }).fill('https://x.example.com/path');
+    await page.getByRole('button', { name: 'Add domain' }).click();
+    expect(await text(page.getByRole('alert').first())).toMatch(/Could not add the domain: .*400/);
+    await shot('domains');
+    // Not verified: the new-link form does not offer it.
+    await nav('Links');
+    await page.locator('select[name="domain"] option').first().waitFor({ state: 'attached' });
+    await page.waitForLoadState('networkidle');
+    const options = await page.locator('select[name="domain"] option').allTextContents();
+    expect(options).toEqual(['the service’s own']);
   });
 
   it('lists the event catalogue by family, each type with its schema and an example', async () => {
@@ -916,6 +975,7 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     const pages: [string, string | RegExp, string][] = [
       ['links', 'Links', 'links'],
       [`links/${linkId}`, /^Link /, 'link'],
+      ['domains', 'Domains', 'domains'],
       ['webhooks', 'Webhooks', 'webhooks'],
       [`webhooks/${hookId}`, /^Webhook /, 'webhook'],
       ['webhooks/event-types', 'Event catalogue', 'event-types'],
@@ -945,6 +1005,8 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
 
     await signIn(B, keys.b);
     await page.getByText('No links yet').waitFor();
+    await nav('Domains');
+    await page.getByText('No domains yet').waitFor();
     await nav('Webhooks');
     await page.getByText('No registrations yet').waitFor();
     await nav('Jobs');

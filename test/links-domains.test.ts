@@ -298,6 +298,10 @@ describe('links on a domain', () => {
         /^https:\/\/a\.example\/web\?src=link&utm_source=mail&pl_cid=[0-9a-f]{32}$/,
       );
     }
+    // Four visits, four clicks of the domain's link, each with its own click id.
+    const ids = (await clicksOf(a, routed.id)).map((c) => c.clickId);
+    expect(ids).toHaveLength(4);
+    expect(new Set(ids).size).toBe(4);
     // The same code on the deployment's own domain is another link, or none.
     expect((await visit('/l/routed')).statusCode).toBe(404);
 

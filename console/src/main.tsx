@@ -22,6 +22,7 @@ export interface PageProps {
 type PageModule = { default: ComponentType<PageProps> };
 const PAGES: Record<string, { title: string; load: () => Promise<PageModule> }> = {
   links: { title: 'Links', load: () => import('./pages/links.tsx') },
+  domains: { title: 'Domains', load: () => import('./pages/domains.tsx') },
   webhooks: { title: 'Webhooks', load: () => import('./pages/webhooks.tsx') },
   jobs: { title: 'Jobs', load: () => import('./pages/jobs.tsx') },
   queues: { title: 'Queues', load: () => import('./pages/queues.tsx') },

@@ -1,12 +1,15 @@
 /**
- * Links: the collection's short links (search, pages of 20, create), and one link's page
- * (edit; clicks over time per hour or day; clicks by country, device type and referer).
+ * Links: the collection's short links (search, pages of 20, create on a domain of the
+ * collection, the QR code of each), and one link's page (edit; clicks over time per hour or
+ * day; clicks by country, device type and referer; its QR code; its conversions).
  */
 import { useMemo, useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
 import { A, BarTable, CopyButton, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
+import { ConversionsPanel } from './link-conversions.tsx';
+import { QrButton, QrPanel } from './link-qr.tsx';
 
 type Link = Schemas['Link'];
 const PAGE_SIZE = 20;
@@ -81,6 +84,7 @@ function LinkList({ api, collectionId }: PageProps) {
                     <span class="short-url">
                       <code>{l.shortUrl}</code>
                       <CopyButton text={l.shortUrl} what={`the short address of ${l.code}`} />
+                      <QrButton api={api} collectionId={collectionId} linkId={l.id} code={l.code} />
                     </span>
                   ),
                 },
@@ -122,8 +126,15 @@ function CreateLink({
   const [code, setCode] = useState('');
   const [title, setTitle] = useState('');
   const [tags, setTags] = useState('');
+  const [domain, setDomain] = useState('');
+  const [track, setTrack] = useState(false);
   const [error, setError] = useState<unknown>();
   const [created, setCreated] = useState<Link>();
+  const domains = useAsync(
+    () => api.GET('/admin/collection/{collectionId}/domains', { params: { path: { collectionId } } }),
+    [api, collectionId],
+  );
+  const usable = (domains.data?.items ?? []).filter((d) => d.verified);
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
@@ -135,6 +146,8 @@ function CreateLink({
           ...(code.trim() ? { code: code.trim() } : {}),
           ...(title.trim() ? { title: title.trim() } : {}),
           ...(tagsFrom(tags).length ? { tags: tagsFrom(tags) } : {}),
+          ...(domain ? { domain } : {}),
+          ...(track ? { trackConversions: true } : {}),
         },
       });
       setCreated(link);
@@ -174,6 +187,26 @@ function CreateLink({
         <label>
           Tags (comma-separated)
           <input name="tags" value={tags} onInput={(e) => setTags(e.currentTarget.value)} />
+        </label>
+        <label>
+          Domain
+          <select name="domain" value={domain} onChange={(e) => setDomain(e.currentTarget.value)}>
+            <option value="">the service’s own</option>
+            {usable.map((d) => (
+              <option key={d.domain} value={d.domain}>
+                {d.domain}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="check">
+          <input
+            name="trackConversions"
+            type="checkbox"
+            checked={track}
+            onChange={(e) => setTrack(e.currentTarget.checked)}
+          />
+          Track conversions (a click id for the app’s events)
         </label>
         <button type="submit">Create link</button>
       </form>
@@ -218,14 +251,45 @@ function LinkDetail({ api, collectionId, linkId }: PageProps & { linkId: string 
             <dt>Created</dt>
             <dd>{when(link.data.createdAt)}</dd>
             <dt>Expires</dt>
-            <dd>{link.data.expiresAt ? when(link.data.expiresAt) : 'never'}</dd>
+            <dd>
+              {link.data.expiresAt ? when(link.data.expiresAt) : 'never'}
+              {link.data.expiredUrl ? (
+                <>
+                  {' '}
+                  (then to <span class="url">{link.data.expiredUrl}</span>)
+                </>
+              ) : null}
+            </dd>
+            <dt>Domain</dt>
+            <dd>{link.data.domain ?? 'the service’s own'}</dd>
+            <dt>Routing</dt>
+            <dd>{routingSummary(link.data)}</dd>
           </dl>
           <ClickStats api={api} collectionId={collectionId} linkId={linkId} onRefresh={() => link.reload(true)} />
+          <ConversionsPanel
+            api={api}
+            collectionId={collectionId}
+            linkId={linkId}
+            tracking={link.data.trackConversions}
+          />
+          <QrPanel api={api} collectionId={collectionId} linkId={linkId} code={link.data.code} />
           <EditLink api={api} collectionId={collectionId} link={link.data} onSaved={() => link.reload(true)} />
         </>
       ) : null}
     </>
   );
+}
+
+/** What decides where a visit goes, in a line (the API has the details). */
+function routingSummary(l: Link): string {
+  const parts = [
+    l.rules?.length ? `${l.rules.length} rule${l.rules.length === 1 ? '' : 's'}` : '',
+    l.variants?.length ? `A/B: ${l.variants.map((v) => v.weight).join('/')}` : '',
+    l.passwordProtected ? 'password' : '',
+    l.passQuery ? 'query passed on' : 'query dropped',
+    l.trackConversions ? 'click ids' : '',
+  ].filter(Boolean);
+  return parts.join(' · ');
 }
 
 const WINDOWS = {
@@ -379,6 +443,7 @@ function EditLink({
   const [title, setTitle] = useState(link.title ?? '');
   const [tags, setTags] = useState(link.tags.join(', '));
   const [expiresAt, setExpiresAt] = useState(link.expiresAt ?? '');
+  const [track, setTrack] = useState(link.trackConversions);
   const [error, setError] = useState<unknown>();
   const [saved, setSaved] = useState(false);
   const submit = async (e: Event) => {
@@ -392,6 +457,7 @@ function EditLink({
     if ((title.trim() || null) !== link.title) body.title = title.trim() || null;
     if (tagsFrom(tags).join(',') !== link.tags.join(',')) body.tags = tagsFrom(tags);
     if ((expiresAt.trim() || null) !== link.expiresAt) body.expiresAt = expiresAt.trim() || null;
+    if (track !== link.trackConversions) body.trackConversions = track;
     if (Object.keys(body).length === 0) return setSaved(true);
     try {
       await api.PATCH('/admin/collection/{collectionId}/links/{linkId}', {
@@ -433,6 +499,15 @@ function EditLink({
             value={expiresAt}
             onInput={(e) => setExpiresAt(e.currentTarget.value)}
           />
+        </label>
+        <label class="check">
+          <input
+            name="trackConversions"
+            type="checkbox"
+            checked={track}
+            onChange={(e) => setTrack(e.currentTarget.checked)}
+          />
+          Track conversions
         </label>
         <button type="submit">Save</button>
       </form>

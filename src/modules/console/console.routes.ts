@@ -14,7 +14,8 @@ export const CONSOLE_CSP = [
   "default-src 'self'",
   "script-src 'self'",
   "style-src 'self'",
-  "img-src 'self'",
+  // blob: the QR preview, an image fetched with the console's credential (pages/link-qr.tsx).
+  "img-src 'self' blob:",
   "connect-src 'self'",
   "font-src 'self'",
   "object-src 'none'",
