@@ -5,8 +5,9 @@
  * - before: the service at BENCH_BASELINE_REF (default e678e14, the last commit before issue
  *   28), one plain link; and its clicks spread over BENCH_SPREAD_LINKS (1,000) links.
  * - now: this checkout, the same plain link and the same spread; and a link with everything on
- *   (routing rules, A/B variants, a custom domain reached by its Host, a `link.clicked`
- *   subscriber at a receiver in this process), when this checkout has those features.
+ *   (routing rules, A/B variants, click ids, a custom domain reached by its Host).
+ * Both services have a `link.clicked` subscriber at a receiver in this process, so each click
+ * costs both an event and its share of a delivery.
  * - Kutt (bench/kutt.ts), one link, every visit stored through its Redis queue.
  *
  * Each subject runs in its own process and PostgreSQL schema (Kutt: database), loaded in
@@ -21,7 +22,7 @@
  * throughput when they are all busy.
  */
 import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:http';
+import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { type Kutt, startKutt } from './kutt.ts';
@@ -46,6 +47,7 @@ const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const DESTINATION = 'https://example.com/landing?utm_source=bench';
 const BROWSER =
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36';
+const FULL = 'now: everything on (domain, rules, 70/30, click ids, subscriber)';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Target {
@@ -67,6 +69,16 @@ interface Subject {
 interface Measured extends LoadResult {
   storedPerSecond: number;
   cpuUsPerClick: number;
+}
+
+/** The status a GET answers (node:http, since fetch cannot set Host). */
+function probe(url: string, headers: Record<string, string> = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { headers: { 'user-agent': BROWSER, ...headers } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
+  });
 }
 
 /** A receiver for `link.clicked` deliveries: answers 200 at once. */
@@ -92,7 +104,7 @@ async function receiver() {
 async function ours(
   name: string,
   root: string,
-): Promise<Subject & { key: string; collection: string; drop(): Promise<void> }> {
+): Promise<Subject & { key: string; collection: string; db: pg.Client; drop(): Promise<void> }> {
   const database = await benchDatabase('postgres');
   const service: RunningProcess = await startServiceAt(root, {
     ...database.env,
@@ -107,6 +119,7 @@ async function ours(
     url: service.url,
     key: c.key,
     collection: c.id,
+    db,
     cpuUs: () => processCpuUs(service.child.pid as number) + processesCpuUs('postgres'),
     stored: async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM link_clicks')).rows[0].n),
     stop: async () => {
@@ -180,6 +193,11 @@ try {
   const now = await ours(`now (${current.commit})`, ROOT);
   started.push(now);
   const runs: { key: string; subject: Subject; target: Target }[] = [];
+  // Both with a link.clicked subscriber at the receiver, so that both do the same work per
+  // click (its event, a share of a delivery job and of a POST) and differ only by the code.
+  for (const s of [before, now]) {
+    await call(s.url, 'POST', '/v1/webhooks', { url: `${rx.url}/clicked`, events: ['link.clicked'] }, s.key);
+  }
 
   const [beforeOne] = await links(before, 1);
   const [nowOne] = await links(now, 1);
@@ -190,13 +208,37 @@ try {
   runs.push({ key: `before: ${SPREAD} links`, subject: before, target: { paths: beforeSpread.map((c) => `/l/${c}`) } });
   runs.push({ key: `now: ${SPREAD} links`, subject: now, target: { paths: nowSpread.map((c) => `/l/${c}`) } });
 
+  // Everything on: a custom domain (marked verified in the database: its proofs need DNS or
+  // HTTP on a name this machine does not have), rules by OS, a 70/30 split and click ids.
+  const domain = 'go.bench-links.io';
+  await call(now.url, 'POST', `/admin/collection/${now.collection}/domains`, { domain }, now.key);
+  await now.db.query('UPDATE link_domains SET verified_at = now() WHERE domain = $1', [domain]);
+  const full = await call<{ code: string }>(
+    now.url,
+    'POST',
+    `/admin/collection/${now.collection}/links`,
+    {
+      url: DESTINATION,
+      domain,
+      rules: [
+        { when: { os: 'ios' }, url: 'https://apps.example/ios' },
+        { when: { os: 'android' }, url: 'https://apps.example/android' },
+      ],
+      variants: [
+        { url: 'https://example.com/a', weight: 70 },
+        { url: 'https://example.com/b', weight: 30 },
+      ],
+      trackConversions: true,
+    },
+    now.key,
+  );
+  runs.push({ key: FULL, subject: now, target: { paths: [`/${full.code}`], headers: { host: domain } } });
+
   const kutt: Kutt | { missing: string } = await startKutt();
   if ('missing' in kutt) console.error(`Kutt skipped: ${kutt.missing}`);
   else {
     started.push(kutt);
     const address = await kutt.createLink(DESTINATION);
-    const probe = await fetch(`${kutt.url}/${address}`, { redirect: 'manual', headers: { 'user-agent': BROWSER } });
-    if (probe.status !== 302) throw new Error(`Kutt probe: ${probe.status}`);
     runs.push({
       key: `${kutt.name}: one link`,
       subject: {
@@ -210,11 +252,8 @@ try {
     });
   }
   for (const r of runs) {
-    const probe = await fetch(`${r.subject.url}${r.target.paths[0]}`, {
-      redirect: 'manual',
-      headers: r.target.headers,
-    });
-    if (probe.status !== 302) throw new Error(`${r.key}: probe answered ${probe.status}`);
+    const status = await probe(`${r.subject.url}${r.target.paths[0]}`, r.target.headers);
+    if (status !== 302) throw new Error(`${r.key}: probe answered ${status}`);
   }
 
   // Warm-up, not counted: each subject's code paths compiled, its pools and caches filled.
@@ -256,6 +295,7 @@ try {
   console.log('\n| ratio | value |');
   console.log('|---|---:|');
   console.log(`| now / before, one link, req/s | ${ratio('now: one link', 'before: one link', 'rps')} |`);
+  console.log(`| now, everything on / before, one link, req/s | ${ratio(FULL, 'before: one link', 'rps')} |`);
   console.log(
     `| now / before, ${SPREAD} links, req/s | ${ratio(`now: ${SPREAD} links`, `before: ${SPREAD} links`, 'rps')} |`,
   );
