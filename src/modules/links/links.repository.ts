@@ -44,6 +44,18 @@ export interface NewClick {
   country: string;
   city: string;
   deviceType: string;
+  /** The analytics' dimensions (analytics.repository.ts): parsed, looked up or read from the query. */
+  region: string;
+  browser: string;
+  os: string;
+  utmSource: string;
+  utmMedium: string;
+  utmCampaign: string;
+  utmTerm: string;
+  utmContent: string;
+  trigger: string;
+  /** The visitor's hash under the day's salt (visitors.ts). */
+  visitor: string;
 }
 
 const COLUMNS = raw(
@@ -237,10 +249,14 @@ export async function insertClicks(
   // Times go as ISO strings: the driver's own Date formatting is several times slower.
   const col = <K extends keyof NewClick>(k: K) => kept.map((c) => c[k]);
   await db.query(sql`
-    INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type)
+    INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type,
+      region, browser, os, utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor)
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[],
       ${kept.map((c) => c.clickedAt.toISOString())}::timestamptz[], ${col('ipAddress')}::text[], ${col('userAgent')}::text[],
-      ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[])`);
+      ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[],
+      ${col('region')}::text[], ${col('browser')}::text[], ${col('os')}::text[], ${col('utmSource')}::text[],
+      ${col('utmMedium')}::text[], ${col('utmCampaign')}::text[], ${col('utmTerm')}::text[], ${col('utmContent')}::text[],
+      ${col('trigger')}::text[], ${col('visitor')}::text[])`);
   return { stored, counted };
 }
 

@@ -14,6 +14,7 @@ import { errorResponses } from '../../platform/schemas.ts';
 import * as S from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
 
+const NO_GEO = { country: '', region: '', city: '' };
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
 
 export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }> = async (app, { service }) => {
@@ -47,7 +48,8 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
         req.headers['x-forwarded-for'],
         service.trusted,
       );
-      const geo = viaTrustedProxy ? proxyGeo(req.headers) : { country: '', city: '' };
+      const geo = viaTrustedProxy ? proxyGeo(req.headers) : NO_GEO;
+      const q = req.url.indexOf('?');
       service.recordClick({
         collectionId: target.collectionId,
         linkId: target.linkId,
@@ -59,6 +61,9 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
         referer: first(req.headers.referer),
         proxyCountry: geo.country,
         proxyCity: geo.city,
+        proxyRegion: geo.region,
+        // The UTM parameters are read from it in the click batch, off this path.
+        query: q === -1 ? '' : req.url.slice(q + 1),
       });
       return redirect(reply, target.destinationUrl);
     },
