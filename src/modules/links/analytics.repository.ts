@@ -169,7 +169,7 @@ export async function collectionAnalytics(
       WHERE collection_id = ${collectionId} AND dim = ${w.dim} AND hour >= ${w.from} AND hour < ${w.to} ${bots}
       GROUP BY value
     ), ${rankedCte}
-    ${topAndOther(w.limit)}
+    SELECT * FROM (${topAndOther(w.limit)}) b
     ORDER BY other, clicks DESC, value COLLATE "C"`);
   return { series, breakdown };
 }
@@ -205,9 +205,11 @@ export async function linkAnalytics(
     ), ${rankedCte}, b AS (
       ${topAndOther(w.limit)}
     )
-    SELECT 0 AS part, start, NULL AS value, clicks, uniques, false AS other FROM s
-    UNION ALL
-    SELECT 1, NULL, value, clicks, uniques, other FROM b
+    SELECT * FROM (
+      SELECT 0 AS part, start, NULL AS value, clicks, uniques, false AS other FROM s
+      UNION ALL
+      SELECT 1, NULL, value, clicks, uniques, other FROM b
+    ) x
     ORDER BY part, start, other, clicks DESC, value COLLATE "C"`);
   return {
     series: rows
