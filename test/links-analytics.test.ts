@@ -141,7 +141,7 @@ function host(referer: string): string {
   }
 }
 
-const valueOf: Record<string, (r: Row) => string> = {
+const valueIn: Record<string, (r: Row) => string> = {
   country: (r) => r.country,
   region: (r) => r.region,
   city: (r) => r.city,
@@ -158,7 +158,7 @@ const valueOf: Record<string, (r: Row) => string> = {
   trigger: (r) => r.trigger,
   link: (r) => r.link_id,
 };
-const LINK_GROUP_BY = Object.keys(valueOf).filter((g) => g !== 'link');
+const LINK_GROUP_BY = Object.keys(valueIn).filter((g) => g !== 'link');
 
 const DAY = 86_400_000;
 function bucketOf(interval: string, t: number): number {
@@ -211,7 +211,7 @@ function bruteForce(
     totals.clicks++;
     totals.uniques += unique;
     if (q.groupBy) {
-      const v = valueOf[q.groupBy](r).slice(0, 500);
+      const v = valueIn[q.groupBy](r).slice(0, 500);
       const g = groups.get(v) ?? { clicks: 0, uniques: 0 };
       g.clicks++;
       g.uniques += unique;
@@ -328,7 +328,7 @@ describe('analytics equal a brute-force count over the stored clicks', () => {
 
     it(`the collection's analytics, every groupBy (includeBots=${includeBots}, seed ${SEED})`, async () => {
       const all = await stored(a.id);
-      for (const groupBy of [undefined, ...Object.keys(valueOf)]) {
+      for (const groupBy of [undefined, ...Object.keys(valueIn)]) {
         const q = randomQuery2(groupBy, includeBots);
         const res = await analytics(a.id, '/analytics', queryString(q), a.auth);
         expect(res.statusCode, `${res.body} (seed ${SEED})`).toBe(200);
