@@ -8031,7 +8031,7 @@ export interface operations {
             query?: {
                 /** @description Inclusive start of the window (default: the first click). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
                 from?: string;
-                /** @description Exclusive end of the window (default: now). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                /** @description Exclusive end of the window (default: none). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
                 to?: string;
                 /** @description Include the clicks of bots */
                 includeBots?: boolean;
@@ -8170,7 +8170,7 @@ export interface operations {
             query?: {
                 /** @description Inclusive start of the window (default: the first click). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
                 from?: string;
-                /** @description Exclusive end of the window (default: now). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                /** @description Exclusive end of the window (default: none). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
                 to?: string;
                 /** @description Include the clicks of bots */
                 includeBots?: boolean;

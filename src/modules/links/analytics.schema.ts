@@ -102,7 +102,7 @@ export type ClickAnalytics = Type.Static<typeof ClickAnalytics>;
 
 export const ClickExportQuery = Closed({
   from: Type.Optional(Instant('Inclusive start of the window (default: the first click)')),
-  to: Type.Optional(Instant('Exclusive end of the window (default: now)', 'end')),
+  to: Type.Optional(Instant('Exclusive end of the window (default: none)', 'end')),
   includeBots: Type.Optional(Type.Boolean({ default: false, description: 'Include the clicks of bots' })),
 });
 export type ClickExportQuery = Type.Static<typeof ClickExportQuery>;
