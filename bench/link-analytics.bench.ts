@@ -6,7 +6,7 @@
  *   npm run bench -- link-analytics
  *
  * The clicks are seeded by one generate_series INSERT (countries, devices, browsers, systems,
- * referers and UTM sources from small weighted sets, 5 % bots, 200,000 visitors), and the
+ * referers and UTM sources from small weighted sets, 5 % bots, 30,000 visitors), and the
  * hourly rollup the click batch keeps is built from them by one INSERT … SELECT with the same
  * rule (a visitor's first click of a UTC day is its unique), so the reads see what a month of
  * real traffic would have left. Then each read is loaded for BENCH_SECONDS (default 8) on
@@ -49,7 +49,7 @@ try {
   await db.query(
     `INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, region, city,
        device_type, browser, os, utm_source, utm_medium, utm_campaign, trigger, visitor)
-     SELECT $1, 'lnk_bench_' || (i % $3), $4::timestamptz + (random() * ($5::timestamptz - $4::timestamptz)),
+     SELECT $1, 'lnk_bench_' || (i % $3), t,
        '198.51.' || (v % 250) || '.' || (v / 250 % 250), 'Mozilla/5.0 bench ' || (v % 40),
        CASE WHEN r1 < 0.3 THEN '' ELSE 'https://site' || floor(r1 * r1 * 200)::int || '.example/p/' || (i % 977) END,
        (ARRAY['US','DE','GB','FR','IN','BR','JP','CA','ES','IT','NL','SE','PL','MX','AU','KR','CH','AT','BE',''])[1 + floor(r2 * r2 * 20)::int],
@@ -61,18 +61,21 @@ try {
        CASE WHEN r5 < 0.5 THEN '' ELSE 'email' END,
        CASE WHEN r5 < 0.7 THEN '' ELSE 'campaign-' || floor(r5 * 10)::int END,
        CASE WHEN r1 < 0.1 THEN 'qr' ELSE 'link' END,
-       substr(md5('visitor' || v || '/' || (i % 30)), 1, 22)
-     FROM (SELECT i, floor(random() * 200000)::int AS v, random() AS r1, random() AS r2, random() AS r3, random() AS r4,
+       substr(md5('visitor' || v || '/' || (t AT TIME ZONE 'UTC')::date), 1, 22)
+     FROM (SELECT i, $4::timestamptz + (random() * ($5::timestamptz - $4::timestamptz)) AS t,
+       floor(random() * 30000)::int AS v, random() AS r1, random() AS r2, random() AS r3, random() AS r4,
        random() AS r5 FROM generate_series(1, $2) i) g`,
     [COLLECTION, CLICKS, LINKS, start, end],
   );
   const clicksMs = Date.now() - started;
   // The rollup as the click batches would have left it (click-rollup.ts), built in one statement.
   await db.query(
-    `INSERT INTO link_click_rollup (collection_id, dim, hour, value, bot, clicks, uniques)
-     SELECT collection_id, d.dim, hour, left(d.value, 500), bot, count(*), sum(u)
+    `INSERT INTO link_click_rollup (collection_id, dim, daily, hour, value, bot, clicks, uniques)
+     SELECT collection_id, d.dim, g.daily,
+       date_trunc(CASE WHEN g.daily THEN 'day' ELSE 'hour' END, clicked_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
+       left(d.value, 500), bot, count(*), sum(u)
      FROM (
-       SELECT c.*, date_trunc('hour', clicked_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS hour, device_type = 'bot' AS bot,
+       SELECT c.*, device_type = 'bot' AS bot,
          (row_number() OVER (PARTITION BY (clicked_at AT TIME ZONE 'UTC')::date, visitor ORDER BY clicked_at, id) = 1)::int AS u
        FROM link_clicks c WHERE collection_id = $1
      ) c
@@ -82,7 +85,9 @@ try {
        (8, referer), (9, utm_source), (10, utm_medium), (11, utm_campaign), (12, utm_term), (13, utm_content),
        (14, trigger), (15, link_id)
      ) AS d (dim, value)
-     GROUP BY collection_id, d.dim, hour, left(d.value, 500), bot`,
+     CROSS JOIN (VALUES (false), (true)) AS g (daily)
+     WHERE NOT (g.daily AND d.dim = 0)
+     GROUP BY 1, 2, 3, 4, 5, 6`,
     [COLLECTION],
   );
   await db.exec('VACUUM ANALYZE link_clicks');

@@ -48,6 +48,8 @@ export async function newVisitorDays(tx: Queryable, keys: VisitorDay[]): Promise
 export interface RollupRow {
   collectionId: string;
   dim: number;
+  /** Counts of a UTC day (`hour` its midnight) rather than of an hour. */
+  daily: boolean;
   hour: Date;
   value: string;
   bot: boolean;
@@ -60,12 +62,12 @@ export async function addToRollup(tx: Queryable, rows: RollupRow[]): Promise<voi
   if (rows.length === 0) return;
   const col = <K extends keyof RollupRow>(k: K) => rows.map((r) => r[k]);
   await tx.query(sql`
-    INSERT INTO link_click_rollup AS r (collection_id, dim, hour, value, bot, clicks, uniques)
-    SELECT * FROM unnest(${col('collectionId')}::text[], ${col('dim')}::smallint[],
+    INSERT INTO link_click_rollup AS r (collection_id, dim, daily, hour, value, bot, clicks, uniques)
+    SELECT * FROM unnest(${col('collectionId')}::text[], ${col('dim')}::smallint[], ${col('daily')}::boolean[],
       ${rows.map((r) => r.hour.toISOString())}::timestamptz[], ${col('value')}::text[], ${col('bot')}::boolean[],
       ${col('clicks')}::bigint[], ${col('uniques')}::bigint[])
-    ORDER BY 1, 2, 3, 4, 5
-    ON CONFLICT (collection_id, dim, hour, value, bot)
+    ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (collection_id, dim, daily, hour, value, bot)
     DO UPDATE SET clicks = r.clicks + EXCLUDED.clicks, uniques = r.uniques + EXCLUDED.uniques`);
 }
 
@@ -145,10 +147,13 @@ const topAndOther = (limit: number) => sql`
   UNION ALL
   SELECT NULL, coalesce(sum(clicks), 0), coalesce(sum(uniques), 0), true FROM r WHERE rank > ${limit}`;
 
+const DAY_MS = 86_400_000;
+
 /**
  * The collection's analytics from the rollup: whole hours only (the caller rounds the window),
- * a few hundred rows per dimension a day whatever the clicks. Two statements: the series, and
- * the breakdown when one is asked.
+ * whatever the clicks. Two statements: the series (hourly rows of dim 0), and the breakdown when
+ * one is asked: the window's whole UTC days from the daily rows, its partial days' hours (at
+ * most 23 at each end) from the hourly ones, each an index range.
  */
 export async function collectionAnalytics(
   db: Queryable,
@@ -159,15 +164,24 @@ export async function collectionAnalytics(
   const { rows: series } = await db.query<SeriesRow>(sql`
     SELECT ${bucket(w.interval, raw('hour'))} AS start, sum(clicks) AS clicks, sum(uniques) AS uniques
     FROM link_click_rollup
-    WHERE collection_id = ${collectionId} AND dim = 0 AND hour >= ${w.from} AND hour < ${w.to} ${bots}
+    WHERE collection_id = ${collectionId} AND dim = 0 AND NOT daily AND hour >= ${w.from} AND hour < ${w.to} ${bots}
     GROUP BY 1 ORDER BY 1`);
   if (w.dim === undefined) return { series, breakdown: [] };
+  // Whole days [firstDay, lastDay); none when the window holds no whole day.
+  let firstDay = Math.ceil(w.from.getTime() / DAY_MS) * DAY_MS;
+  let lastDay = Math.floor(w.to.getTime() / DAY_MS) * DAY_MS;
+  if (firstDay >= lastDay) firstDay = lastDay = w.to.getTime();
+  const range = (daily: boolean, from: number, to: number) => sql`
+    SELECT value, clicks, uniques FROM link_click_rollup
+    WHERE collection_id = ${collectionId} AND dim = ${w.dim} AND daily = ${daily}
+      AND hour >= ${new Date(from)} AND hour < ${new Date(to)} ${bots}`;
   const { rows: breakdown } = await db.query<BreakdownRow>(sql`
-    WITH g AS (
-      SELECT value, sum(clicks) AS clicks, sum(uniques) AS uniques
-      FROM link_click_rollup
-      WHERE collection_id = ${collectionId} AND dim = ${w.dim} AND hour >= ${w.from} AND hour < ${w.to} ${bots}
-      GROUP BY value
+    WITH counted AS (
+      ${range(true, firstDay, lastDay)}
+      UNION ALL ${range(false, w.from.getTime(), firstDay)}
+      UNION ALL ${range(false, lastDay, w.to.getTime())}
+    ), g AS (
+      SELECT value, sum(clicks) AS clicks, sum(uniques) AS uniques FROM counted GROUP BY value
     ), ${rankedCte}
     SELECT * FROM (${topAndOther(w.limit)}) b
     ORDER BY other, clicks DESC, value COLLATE "C"`);
