@@ -7,10 +7,14 @@
  * through a real redirect, the tenant boundary with data on both sides, the CSV exports, and
  * the refusals.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RawClick } from '../src/modules/links/clicks.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
+import { writeMmdb } from './helpers/mmdb.ts';
 
 let t: TestApp;
 let a: CollectionWithUser;
@@ -443,6 +447,55 @@ describe('capture', () => {
     // The visitor is no form of the address: a keyed hash under today's salt.
     expect(c.visitor).toMatch(/^[A-Za-z0-9_-]{22}$/);
     expect(c.visitor).not.toContain('198');
+  });
+
+  it('takes the region from the GeoIP database, else from a trusted proxy (of the same country only)', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'geoip-')), 'city.mmdb');
+    writeMmdb(path, {
+      '203.0.113.0/24': {
+        country: { iso_code: 'DE', names: { en: 'Germany' } },
+        subdivisions: [{ iso_code: 'BY', names: { en: 'Bavaria' } }],
+        city: { names: { en: 'Munich' } },
+      },
+      '198.51.100.0/25': { country: { iso_code: 'JP', names: { en: 'Japan' } } },
+    });
+    const s = await createTestApp({
+      GEOIP_DB: path,
+      TRUSTED_PROXIES: '127.0.0.1',
+      CLICK_FLUSH_MS: '60000',
+      ROLE: 'api',
+    });
+    try {
+      const c = await s.createCollection();
+      const link = (
+        await s.inject({
+          method: 'POST',
+          url: `/admin/collection/${c.id}/links`,
+          headers: c.auth,
+          payload: { url: 'https://geo.example/' },
+        })
+      ).json();
+      for (const client of ['203.0.113.9', '198.51.100.7', '192.0.2.1']) {
+        const res = await s.inject({
+          method: 'GET',
+          url: `/l/${link.code}`,
+          headers: { 'x-forwarded-for': client, 'x-vercel-ip-country': 'FR', 'x-vercel-ip-country-region': 'IDF' },
+        });
+        expect(res.statusCode).toBe(302);
+      }
+      await s.app.services.links.flush();
+      const { rows } = await s.testDb.db.query<{ ip_address: string; place: string }>(
+        `SELECT ip_address, country || '/' || region || '/' || city AS place FROM link_clicks WHERE link_id = $1`,
+        [link.id],
+      );
+      expect(Object.fromEntries(rows.map((r) => [r.ip_address, r.place]))).toEqual({
+        '203.0.113.9': 'DE/BY/Munich',
+        '198.51.100.7': 'JP//', // the database knows the country only: no region of another country
+        '192.0.2.1': 'FR/IDF/', // unknown to the database: the trusted proxy's headers
+      });
+    } finally {
+      await s.close();
+    }
   });
 
   it('gives a visitor one hash a day, another the next day, and forgets past days’ salts', async () => {
