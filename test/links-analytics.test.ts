@@ -449,6 +449,21 @@ describe('capture', () => {
     expect(c.visitor).not.toContain('198');
   });
 
+  it('stores a click whose UTM values hold what text cannot (a NUL), without it', async () => {
+    const res = await t.inject({
+      method: 'GET',
+      url: `/l/${linksOfA[3].code}?utm_source=a%00b&utm_campaign=${'x'.repeat(300)}`,
+      headers: { 'user-agent': 'nul-test' },
+    });
+    expect(res.statusCode).toBe(302);
+    await t.app.services.links.flush();
+    const { rows } = await t.testDb.db.query<{ utm_source: string; utm_campaign: string }>(
+      `SELECT utm_source, utm_campaign FROM link_clicks WHERE link_id = $1 AND user_agent = 'nul-test'`,
+      [linksOfA[3].id],
+    );
+    expect(rows.map((r) => [r.utm_source, r.utm_campaign.length])).toEqual([['ab', 200]]);
+  });
+
   it('takes the region from the GeoIP database, else from a trusted proxy (of the same country only)', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'geoip-')), 'city.mmdb');
     writeMmdb(path, {

@@ -74,7 +74,9 @@ export function utmOf(query: string): Record<(typeof UTM)[number], string> {
   const utm = { utm_source: '', utm_medium: '', utm_campaign: '', utm_term: '', utm_content: '' };
   if (!query.includes('utm_')) return utm;
   const params = new URLSearchParams(query);
-  for (const k of UTM) utm[k] = (params.get(k) ?? '').slice(0, UTM_MAX);
+  // Decoded from the address: a %00 would be a NUL, which PostgreSQL refuses in text (and with
+  // it the click).
+  for (const k of UTM) utm[k] = (params.get(k) ?? '').replaceAll('\u0000', '').slice(0, UTM_MAX);
   return utm;
 }
 
