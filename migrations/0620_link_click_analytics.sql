@@ -59,7 +59,10 @@ CREATE TABLE link_click_rollup (
   bot boolean NOT NULL,
   clicks bigint NOT NULL,
   uniques bigint NOT NULL,
-  PRIMARY KEY (collection_id, dim, daily, hour, value, bot)
+  -- The counts ride in the index: a read is an index-only scan (no visit to rows scattered over
+  -- the table by the batches' upserts: 23 against 126 ms for `groupBy=link` over 30 days of a
+  -- million clicks, measured with the bench's data set).
+  PRIMARY KEY (collection_id, dim, daily, hour, value, bot) INCLUDE (clicks, uniques)
 );
 
 -- The clicks stored before this migration, counted (no visitor: no uniques; what they did not
