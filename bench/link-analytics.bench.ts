@@ -12,7 +12,8 @@
  * real traffic would have left. Then each read is loaded for BENCH_SECONDS (default 8) on
  * BENCH_CONNECTIONS (default 4) connections: the collection's totals and daily series over the
  * 30 days, an hourly series over 7 days, breakdowns by country and by device, by referer host,
- * and by link (the one dimension whose rows grow with links × hours), bots included once; and a
+ * by link, by city and by referer URL (nearly one value per click: the worst case), bots
+ * included once; and a
  * link's own analytics (read from its clicks) for comparison.
  *
  * Environment: BENCH_CLICKS, BENCH_SECONDS, BENCH_CONNECTIONS; BENCH_SCHEMA=<name> keeps the
@@ -138,6 +139,9 @@ try {
       ['collection: by device, 30 days, bots included', `${base}/analytics?${month}&groupBy=device&includeBots=true`],
       ['collection: by referer host, 30 days', `${base}/analytics?${month}&groupBy=referer`],
       ['collection: by link, 30 days', `${base}/analytics?${month}&groupBy=link`],
+      ['collection: by city, 30 days', `${base}/analytics?${month}&groupBy=city`],
+      // The worst case: almost every click has a referer address of its own.
+      ['collection: by referer URL, 30 days', `${base}/analytics?${month}&groupBy=referer_url`],
       ['one link (its 1,000 clicks): by country, 30 days', `${base}/lnk_bench_7/analytics?${month}&groupBy=country`],
     ];
     for (const [name, url] of scenarios.filter(([name]) => ONLY.test(name))) {
