@@ -7,14 +7,13 @@
  *
  * The clicks are seeded by one generate_series INSERT (countries, devices, browsers, systems,
  * referers and UTM sources from small weighted sets, 5 % bots, 30,000 visitors), and the
- * hourly rollup the click batch keeps is built from them by one INSERT … SELECT with the same
+ * rollup the click batch keeps (hourly, and daily for the breakdowns) is built from them by one INSERT … SELECT with the same
  * rule (a visitor's first click of a UTC day is its unique), so the reads see what a month of
  * real traffic would have left. Then each read is loaded for BENCH_SECONDS (default 8) on
  * BENCH_CONNECTIONS (default 4) connections: the collection's totals and daily series over the
  * 30 days, an hourly series over 7 days, breakdowns by country and by device, by referer host,
  * by link, by city and by referer URL (nearly one value per click: the worst case), bots
- * included once; and a
- * link's own analytics (read from its clicks) for comparison.
+ * included once; and a link's own analytics (read from its clicks) for comparison.
  *
  * Environment: BENCH_CLICKS, BENCH_SECONDS, BENCH_CONNECTIONS; BENCH_SCHEMA=<name> keeps the
  * data set in that schema of the PostgreSQL database (seeded once, reused by later runs, for
