@@ -405,6 +405,16 @@ describe('QR codes', () => {
     await visit(`/l/${link.code}`);
     const clicks = await clicksOf(a, link.id);
     expect(clicks.map((c) => c.trigger).sort()).toEqual(['link', 'qr']);
+    // The link's analytics break the scan out by trigger (bots included: the test's requests
+    // carry no browser's user agent).
+    const byTrigger = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/links/${link.id}/analytics?groupBy=trigger&includeBots=true`,
+      headers: a.auth,
+    });
+    expect(byTrigger.statusCode, byTrigger.body).toBe(200);
+    const items = byTrigger.json().breakdown.items as { value: string; clicks: number }[];
+    expect(Object.fromEntries(items.map((i) => [i.value, i.clicks]))).toEqual({ link: 1, qr: 1 });
   });
 
   it('colours, margin, error correction and a logo still decode', async () => {

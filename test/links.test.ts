@@ -403,7 +403,7 @@ describe('clicks', () => {
     expect(clientAddress('10.0.0.5', undefined, trusted).ip).toBe('10.0.0.5');
     expect(parseTrustedProxies('')('127.0.0.1')).toBe(false);
     expect(() => parseTrustedProxies('nonsense')).toThrow(/TRUSTED_PROXIES/);
-    expect(proxyGeo({ 'cf-ipcountry': 'XX' })).toEqual({ country: '', city: '' });
+    expect(proxyGeo({ 'cf-ipcountry': 'XX' })).toEqual({ country: '', region: '', city: '' });
   });
 
   it('tells device types apart', () => {

@@ -368,6 +368,7 @@ describe('system schedules', () => {
         every_ms: 600_000,
       },
       { id: 'system:jobs.retention', name: 'jobs.retention', cron: '* * * * *', every_ms: null },
+      { id: 'system:links.forgetVisitors', name: 'links.forgetVisitors', cron: '7 * * * *', every_ms: null },
       {
         id: 'system:webhooks.forgetRetiredSecrets',
         name: 'webhooks.forgetRetiredSecrets',

@@ -59,8 +59,12 @@ export function clientAddress(
 
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
 
-/** Country and city as set by common CDNs and load balancers, when the peer is trusted. */
-export function proxyGeo(headers: Record<string, string | string[] | undefined>): { country: string; city: string } {
+/** Country, region and city as set by common CDNs and load balancers, when the peer is trusted. */
+export function proxyGeo(headers: Record<string, string | string[] | undefined>): {
+  country: string;
+  region: string;
+  city: string;
+} {
   const country = [
     'cf-ipcountry',
     'x-vercel-ip-country',
@@ -80,5 +84,15 @@ export function proxyGeo(headers: Record<string, string | string[] | undefined>)
       // not percent-encoded: keep as sent
     }
   }
-  return { country: country ?? '', city: (city ?? '').slice(0, 100) };
+  // The subdivision: an ISO 3166-2 code (without the country) from most, a name from some.
+  const region = [
+    'x-vercel-ip-country-region',
+    'cf-region-code',
+    'cloudfront-viewer-country-region',
+    'x-appengine-region',
+    'x-region',
+  ]
+    .map((h) => first(headers[h]).trim())
+    .find((v) => v.length > 0 && v !== '?');
+  return { country: country ?? '', region: (region ?? '').slice(0, 100), city: (city ?? '').slice(0, 100) };
 }

@@ -866,6 +866,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/links/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Click analytics of the whole collection: totals, a series, and a breakdown (any dimension, or by link)
+         * @description The window is at most 732 days and 1000 buckets of `interval`; every bucket is answered, empty ones with 0. Bots are left out unless `includeBots=true`. A unique is a visitor (a salted daily hash of address and user agent) counted once per UTC day, in the bucket and values of their first click that day. Answered from hourly counts: the window is widened to whole UTC hours (the answer's from and to say so).
+         */
+        get: operations["links_collectionAnalytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/clicks.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every click of the collection as CSV, streamed (link after link, each in time order) */
+        get: operations["links_exportCollectionClicks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/{linkId}/analytics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Click analytics of a link: totals, a series, and a breakdown by one dimension
+         * @description The window is at most 732 days and 1000 buckets of `interval`; every bucket is answered, empty ones with 0. Bots are left out unless `includeBots=true`. A unique is a visitor (a salted daily hash of address and user agent) counted once per UTC day, in the bucket and values of their first click that day. Read from the link's clicks: exact over any window.
+         */
+        get: operations["links_analytics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/links/{linkId}/clicks.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A link’s clicks as CSV, streamed in time order */
+        get: operations["links_exportClicks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/collection/{collectionId}/links/bulk": {
         parameters: {
             query?: never;
@@ -2942,6 +3016,49 @@ export interface components {
                 }[];
                 /** @description Clicks of every value beyond the top ones */
                 other: number;
+            };
+        };
+        ClickAnalytics: {
+            /** @description The link (a link’s analytics only) */
+            linkId?: string;
+            /** Format: date-time */
+            from: string;
+            /** Format: date-time */
+            to: string;
+            /** @description hour | day | week | month */
+            interval: string;
+            includeBots: boolean;
+            totals: {
+                clicks: number;
+                /** @description Visitors counted once per UTC day, at their first click of the day */
+                uniques: number;
+            };
+            /** @description Every bucket of the window in order, empty ones included (0) */
+            series: {
+                /** @description `2026-02-10T14:00:00Z` (hour), `2026-02-10` (day), `2026-W07` (ISO week), `2026-02` (month) */
+                bucket: string;
+                /** Format: date-time */
+                start: string;
+                clicks: number;
+                /** @description Visitors counted once per UTC day, at their first click of the day */
+                uniques: number;
+            }[];
+            /** @description With `groupBy` */
+            breakdown?: {
+                groupBy: string;
+                /** @description The `limit` values with the most clicks, most first (ties by value); "" is unknown or none */
+                items: {
+                    value: string;
+                    clicks: number;
+                    /** @description Visitors counted once per UTC day, at their first click of the day */
+                    uniques: number;
+                }[];
+                /** @description The clicks of every value beyond the listed ones, summed */
+                other: {
+                    clicks: number;
+                    /** @description Visitors counted once per UTC day, at their first click of the day */
+                    uniques: number;
+                };
             };
         };
         BulkCreateLinksBody: {
@@ -8464,6 +8581,284 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ClickStats"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_collectionAnalytics: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window; default `to` minus 48 hours (hour), 30 days (day), 12 weeks (week) or a year (month). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window; default now. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+                /** @description Bucket size of the series, in UTC: hour, day, week (from Monday) or month */
+                interval?: "hour" | "day" | "week" | "month";
+                /** @description Values in the breakdown before `other` */
+                limit?: number;
+                /** @description Count the clicks of bots (crawlers, previewers, HTTP libraries) too */
+                includeBots?: boolean;
+                /** @description The dimension of the breakdown; `link`: by link id (none: totals and series only) */
+                groupBy?: "country" | "region" | "city" | "device" | "browser" | "os" | "referer" | "referer_url" | "utm_source" | "utm_medium" | "utm_campaign" | "utm_term" | "utm_content" | "trigger" | "link";
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClickAnalytics"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_exportCollectionClicks: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window (default: the first click). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window (default: none). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+                /** @description Include the clicks of bots */
+                includeBots?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv: a header line, then one line per click */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_analytics: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window; default `to` minus 48 hours (hour), 30 days (day), 12 weeks (week) or a year (month). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window; default now. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+                /** @description Bucket size of the series, in UTC: hour, day, week (from Monday) or month */
+                interval?: "hour" | "day" | "week" | "month";
+                /** @description Values in the breakdown before `other` */
+                limit?: number;
+                /** @description Count the clicks of bots (crawlers, previewers, HTTP libraries) too */
+                includeBots?: boolean;
+                /** @description The dimension of the breakdown (none: totals and series only) */
+                groupBy?: "country" | "region" | "city" | "device" | "browser" | "os" | "referer" | "referer_url" | "utm_source" | "utm_medium" | "utm_campaign" | "utm_term" | "utm_content" | "trigger";
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClickAnalytics"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    links_exportClicks: {
+        parameters: {
+            query?: {
+                /** @description Inclusive start of the window (default: the first click). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+                from?: string;
+                /** @description Exclusive end of the window (default: none). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+                to?: string;
+                /** @description Include the clicks of bots */
+                includeBots?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                linkId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/csv: a header line, then one line per click */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

@@ -9,9 +9,11 @@
 import type { Db, Queryable } from '../../db/index.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { noteBatch, type ShortUrl } from './click-events.ts';
+import { addToRollup } from './click-rollup.ts';
 import { enrich, GeoIp, type RawClick } from './clicks.ts';
 import { type EventPublisher, milestonesCrossed } from './links.events.ts';
 import * as repo from './links.repository.ts';
+import { VisitorHasher } from './visitors.ts';
 
 /** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation). */
 const refusesData = (err: unknown) => /^2[23]/.test(String((err as { code?: unknown })?.code ?? ''));
@@ -40,6 +42,8 @@ export class ClickRecorder {
   private stopping = false;
   private flushing: Promise<void> = Promise.resolve();
   private dropped = 0;
+  /** The visitors' hashes under each day's salt (visitors.ts). */
+  readonly visitors = new VisitorHasher();
 
   constructor(
     private readonly db: Db,
@@ -136,9 +140,15 @@ export class ClickRecorder {
   private async writeBatch(batch: RawClick[]): Promise<RawClick[]> {
     const clicks = batch.map((raw) => enrich(raw, this.geo));
     try {
+      await this.visitors.fill(this.db, clicks);
       await this.db.transaction(async (tx) => {
         // A click of a link whose collection was removed meanwhile is not stored (nor announced).
         const { stored, counted } = await repo.insertClicks(tx, clicks);
+        // The collection-wide analytics (click-rollup.ts), with the clicks or not at all.
+        await addToRollup(
+          tx,
+          clicks.filter((_, i) => stored[i]),
+        );
         // link.clicked: noted in one row per collection that subscribes to it, published by a
         // worker (click-events.ts); nothing at all for a collection that does not.
         const listening = new Set<string>();

@@ -9,8 +9,8 @@
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { type CityResponse, Reader } from 'maxmind';
-import UAParser from 'ua-parser-js';
 import type { NewClick } from './links.repository.ts';
+import { parseAgent } from './user-agent.ts';
 
 /** What the redirect handler copies from the request. */
 export interface RawClick {
@@ -27,28 +27,25 @@ export interface RawClick {
   proxyCity: string;
   /** The link's custom domain (its events' short_url); null or absent: the deployment's own. */
   domain?: string | null;
-  /** 'link' (absent: the same), or 'qr' for a visit of the QR code's address (qr.ts). */
+  /** What led to the click: `link` (the short address followed; absent: the same), `qr` (its QR code scanned, qr.ts). */
   trigger?: string;
   /** The click id appended to the destination (attribution.ts), else null or absent. */
   clickId?: string | null;
+  /** The subdivision (ISO 3166-2 code, or as the proxy names it) from a trusted proxy's header. */
+  proxyRegion?: string;
+  /** The short address's query string, without `?` ('' when none): the UTM parameters are read from it. */
+  query?: string;
 }
 
-const BOT = /bot|crawl|spider|slurp|facebookexternalhit|preview|curl|wget|python-requests|httpclient|headless/i;
+/** The device type of a user agent: `bot` for crawlers, previewers and HTTP libraries (user-agent.ts). */
+export const deviceType = (userAgent: string): string => parseAgent(userAgent).device;
 
-/** Parsing is regex-heavy and a few user agents make most of the traffic: remember them. */
-const deviceCache = new Map<string, string>();
-const DEVICE_CACHE_MAX = 2000;
-
-export function deviceType(userAgent: string): string {
-  if (!userAgent) return '';
-  let type = deviceCache.get(userAgent);
-  if (type === undefined) {
-    type = BOT.test(userAgent) ? 'bot' : (new UAParser(userAgent).getDevice().type ?? 'desktop');
-    if (deviceCache.size >= DEVICE_CACHE_MAX) deviceCache.clear();
-    deviceCache.set(userAgent, type);
-  }
-  return type;
+interface Geo {
+  country: string;
+  region: string;
+  city: string;
 }
+const NO_GEO: Geo = { country: '', region: '', city: '' };
 
 /** A GeoLite2/GeoIP2 City (or Country) database, read once into memory. */
 export class GeoIp {
@@ -58,19 +55,45 @@ export class GeoIp {
     return new GeoIp(new Reader<CityResponse>(await readFile(path)));
   }
 
-  lookup(ip: string): { country: string; city: string } {
-    if (isIP(ip) === 0) return { country: '', city: '' };
+  lookup(ip: string): Geo {
+    if (isIP(ip) === 0) return NO_GEO;
     try {
       const r = this.reader.get(ip);
-      return { country: r?.country?.iso_code ?? '', city: r?.city?.names?.en ?? '' };
+      return {
+        country: r?.country?.iso_code ?? '',
+        region: r?.subdivisions?.[0]?.iso_code ?? '',
+        city: r?.city?.names?.en ?? '',
+      };
     } catch {
-      return { country: '', city: '' };
+      return NO_GEO;
     }
   }
 }
 
+const UTM = ['utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content'] as const;
+const UTM_MAX = 200;
+
+/** The five UTM parameters of a query string ('' for each one absent). */
+export function utmOf(query: string): Record<(typeof UTM)[number], string> {
+  const utm = { utm_source: '', utm_medium: '', utm_campaign: '', utm_term: '', utm_content: '' };
+  if (!query.includes('utm_')) return utm;
+  const params = new URLSearchParams(query);
+  // Decoded from the address: a %00 would be a NUL, which PostgreSQL refuses in text (and with
+  // it the click).
+  for (const k of UTM) utm[k] = (params.get(k) ?? '').replaceAll('\u0000', '').slice(0, UTM_MAX);
+  return utm;
+}
+
+/**
+ * A stored click from what the redirect copied: geo, the user agent's device, browser and OS,
+ * the UTM parameters. Its `visitor` is filled in by the batch (visitors.ts), which has the day's salt.
+ */
 export function enrich(raw: RawClick, geo: GeoIp | undefined): NewClick {
-  const fromDb = geo ? geo.lookup(raw.ip) : { country: '', city: '' };
+  const fromDb = geo ? geo.lookup(raw.ip) : NO_GEO;
+  const agent = parseAgent(raw.userAgent);
+  const utm = utmOf(raw.query ?? '');
+  // The proxy's region and city describe its own country: used only when the database named none.
+  const proxyPlace = !fromDb.country;
   return {
     collectionId: raw.collectionId,
     linkId: raw.linkId,
@@ -79,9 +102,18 @@ export function enrich(raw: RawClick, geo: GeoIp | undefined): NewClick {
     userAgent: raw.userAgent.slice(0, 1000),
     referer: raw.referer.slice(0, 2000),
     country: fromDb.country || raw.proxyCountry,
-    city: fromDb.city || (fromDb.country ? '' : raw.proxyCity),
-    deviceType: deviceType(raw.userAgent),
+    city: fromDb.city || (proxyPlace ? raw.proxyCity : ''),
+    region: fromDb.region || (proxyPlace ? (raw.proxyRegion ?? '') : ''),
+    deviceType: agent.device,
+    browser: agent.browser,
+    os: agent.os,
+    utmSource: utm.utm_source,
+    utmMedium: utm.utm_medium,
+    utmCampaign: utm.utm_campaign,
+    utmTerm: utm.utm_term,
+    utmContent: utm.utm_content,
     trigger: raw.trigger ?? 'link',
     clickId: raw.clickId ?? null,
+    visitor: '',
   };
 }

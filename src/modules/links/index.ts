@@ -21,6 +21,9 @@
  *   webhooks outbox in the transaction of the change; `link.clicked` noted by the click batch
  *   (one row per batch and subscribed collection) and published by processes that run jobs
  *   (click-events.ts), off the redirect's path.
+ * - analytics: totals (clicks, uniques), series and breakdowns of a link (from its clicks) or of
+ *   the collection (from the hourly rollup the click batch keeps, click-rollup.ts); bots apart;
+ *   a visitor is a salted daily hash (visitors.ts). CSV export of clicks, streamed.
  */
 import { defineModule, EVERY_ROLE, WORKING } from '../../platform/module.ts';
 import { webhooksModule } from '../webhooks/index.ts';
@@ -53,7 +56,17 @@ export const linksModule = defineModule({
   needs: [webhooksModule],
   settings: linksSettings,
   tables: {
-    owns: ['links', 'link_codes', 'link_clicks', 'link_click_events', 'link_domains', 'link_domain_codes'],
+    owns: [
+      'links',
+      'link_codes',
+      'link_clicks',
+      'link_click_events',
+      'link_click_rollup',
+      'link_visitor_days',
+      'link_visitor_salts',
+      'link_domains',
+      'link_domain_codes',
+    ],
     // Conversions count the interaction events that carry a click id (attribution.ts).
     reads: ['collections', 'interaction_events'],
   },
@@ -84,6 +97,15 @@ export const linksModule = defineModule({
   plugin: redirectRoute,
   tasks: (service) => [importTask(service)],
   events: linkEvents,
+  housekeeping: (service) => [
+    {
+      name: 'links.forgetVisitors',
+      cron: '7 * * * *',
+      description:
+        'Deletes the visitor salts and the visitors seen of days before yesterday (UTC): their hashes can no longer be recomputed',
+      run: () => service.analytics.forgetPastVisitors(),
+    },
+  ],
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that
   // run jobs publish the click events the batches note: stopped after the recorder's last batch

@@ -68,10 +68,21 @@ export interface NewClick {
   country: string;
   city: string;
   deviceType: string;
-  /** 'link' (absent: the same) or 'qr' (a scan of the QR code's address). */
-  trigger?: string;
   /** The click id given to the destination (links that track conversions), else null or absent. */
   clickId?: string | null;
+  /** The analytics' dimensions (analytics.repository.ts): parsed, looked up or read from the query. */
+  region: string;
+  browser: string;
+  os: string;
+  utmSource: string;
+  utmMedium: string;
+  utmCampaign: string;
+  utmTerm: string;
+  utmContent: string;
+  /** 'link' or 'qr' (a scan of the QR code's address). */
+  trigger: string;
+  /** The visitor's hash under the day's salt (visitors.ts). */
+  visitor: string;
 }
 
 const COLUMNS = raw(
@@ -328,11 +339,13 @@ export async function insertClicks(
   const col = <K extends keyof NewClick>(k: K) => kept.map((c) => c[k]);
   await db.query(sql`
     INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type,
-      trigger, click_id)
+      region, browser, os, utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor, click_id)
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[],
       ${kept.map((c) => c.clickedAt.toISOString())}::timestamptz[], ${col('ipAddress')}::text[], ${col('userAgent')}::text[],
       ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[],
-      ${kept.map((c) => c.trigger ?? 'link')}::text[], ${kept.map((c) => c.clickId ?? null)}::text[])`);
+      ${col('region')}::text[], ${col('browser')}::text[], ${col('os')}::text[], ${col('utmSource')}::text[],
+      ${col('utmMedium')}::text[], ${col('utmCampaign')}::text[], ${col('utmTerm')}::text[], ${col('utmContent')}::text[],
+      ${col('trigger')}::text[], ${col('visitor')}::text[], ${kept.map((c) => c.clickId ?? null)}::text[])`);
   return { stored, counted };
 }
 

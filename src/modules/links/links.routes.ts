@@ -5,6 +5,7 @@
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import { SuccessBody } from '../../platform/schemas.ts';
+import { analyticsRoutes } from './analytics.routes.ts';
 import * as S from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
 
@@ -100,4 +101,5 @@ export const linksRoutes = (service: LinksService) => [
     response: S.ClickStats,
     handler: ({ scope, query }) => service.clickStats(scope.collectionId, scope.linkId, query),
   }),
+  ...analyticsRoutes(service.analytics),
 ];

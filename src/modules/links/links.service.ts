@@ -13,6 +13,7 @@ import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
 import { Subscription } from '../../platform/subscription.ts';
 import { httpUrl } from '../../platform/urls.ts';
+import { LinkAnalytics } from './analytics.service.ts';
 import {
   type CollectionConversions,
   type ConversionsQuery,
@@ -79,6 +80,8 @@ export class LinksService {
   readonly trusted: TrustedProxies;
   /** Other processes' link changes, dropped from the redirect cache (started and stopped by the manifest). */
   readonly changes: Subscription;
+  /** Click analytics and the CSV export of clicks (analytics.service.ts). */
+  readonly analytics: LinkAnalytics;
 
   constructor(
     private readonly db: Db,
@@ -96,6 +99,7 @@ export class LinksService {
   ) {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;
+    this.analytics = new LinkAnalytics(db);
     this.changes = new Subscription(
       db,
       repo.LINKS_CHANNEL,

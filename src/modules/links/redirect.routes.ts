@@ -29,6 +29,7 @@ import { addressKey, choose, type Target, type Visitor, withQuery } from './rout
 const first = (h: string | string[] | undefined) => (Array.isArray(h) ? h[0] : h) ?? '';
 const routePath = (url: string) => url.split('?')[0].replace(/(.)\/$/, '$1');
 const hostOf = (req: FastifyRequest) => req.hostname.toLowerCase();
+const NO_GEO = { country: '', region: '', city: '' };
 
 /** The first-party cookie that keeps a visitor's A/B variant when their address changes. */
 const VISITOR_COOKIE = 'lvid';
@@ -83,7 +84,8 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
     // fetcher asking where the code leads, not a visit: the same answer, no click, no
     // `link.clicked`.
     if (req.method === 'HEAD') return redirect(reply, location, status);
-    const geo = viaTrustedProxy ? proxyGeo(req.headers) : { country: '', city: '' };
+    const geo = viaTrustedProxy ? proxyGeo(req.headers) : NO_GEO;
+    const q = req.url.indexOf('?');
     // Generated here, stored with the click: the destination learns it without a database trip.
     const clickId = link.trackConversions ? service.newClickId() : null;
     service.recordClick({
@@ -99,6 +101,9 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       referer: first(req.headers.referer),
       proxyCountry: geo.country,
       proxyCity: geo.city,
+      proxyRegion: geo.region,
+      // The UTM parameters are read from it in the click batch, off this path.
+      query: q === -1 ? '' : req.url.slice(q + 1),
       domain: link.domain,
       trigger: visitTrigger(req.query),
       clickId,

@@ -1,0 +1,71 @@
+/**
+ * The dimensions of click analytics: the `groupBy` names, their numbers in the collection-wide
+ * rollup (migration 0620, `link_click_rollup.dim`) and a click's value in each. One list, read
+ * by the click batch that keeps the rollup and by the reads.
+ */
+import type { NewClick } from './links.repository.ts';
+
+/** In the order of their `dim` (1…15); 0 is every click, with the value ''. */
+export const GROUP_BY = [
+  'country',
+  'region',
+  'city',
+  'device',
+  'browser',
+  'os',
+  'referer',
+  'referer_url',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+  'trigger',
+  'link',
+] as const;
+export type GroupBy = (typeof GROUP_BY)[number];
+
+/** A groupBy's `dim` in the rollup. A Map: names from requests never index a plain object. */
+export const DIM: ReadonlyMap<GroupBy, number> = new Map(GROUP_BY.map((g, i) => [g, i + 1]));
+
+/** Values are cut at this many characters, in the rollup and in every answer (an index entry's bound). */
+export const VALUE_MAX = 500;
+
+/**
+ * A referer's host name: after the scheme and any user info, up to the port, path, query or
+ * fragment, lower-cased; what is not such an address is kept (its first 100 characters). The
+ * same pattern as the click statistics' (links.repository.ts), so both answer the same hosts.
+ */
+export const REFERER_HOST = '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?([^/?#:]+)';
+const refererHostPattern = new RegExp(REFERER_HOST);
+
+export function refererHost(referer: string): string {
+  if (referer === '') return '';
+  const m = refererHostPattern.exec(referer);
+  return m ? m[1].toLowerCase() : referer.slice(0, 100);
+}
+
+/** A click's value in every dim, 0…15. */
+export function dimensionValues(c: NewClick): string[] {
+  return [
+    '',
+    c.country,
+    c.region,
+    c.city,
+    c.deviceType,
+    c.browser,
+    c.os,
+    refererHost(c.referer),
+    c.referer,
+    c.utmSource,
+    c.utmMedium,
+    c.utmCampaign,
+    c.utmTerm,
+    c.utmContent,
+    c.trigger,
+    c.linkId,
+  ].map((v) => (v.length > VALUE_MAX ? v.slice(0, VALUE_MAX) : v));
+}
+
+/** A click is a bot's when its user agent's device type is (user-agent.ts). */
+export const isBot = (deviceType: string): boolean => deviceType === 'bot';

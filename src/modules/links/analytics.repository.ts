@@ -1,0 +1,288 @@
+/**
+ * SQL of click analytics: the visitors' daily salts, the visitors seen per day, the
+ * collection-wide rollup (written by the click batch, read by the collection's analytics), a
+ * link's analytics from its clicks, and the pages of a CSV export. Migration 0620 has the tables.
+ */
+import sql, { raw, type Sql } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+import type { GroupBy } from './analytics.dimensions.ts';
+import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
+
+export type Interval = 'hour' | 'day' | 'week' | 'month';
+
+// --- the writer's side ------------------------------------------------------------------------
+
+/** The salt of a UTC day (`YYYY-MM-DD`): the one stored, or `fresh`, stored now if there was none. */
+export async function daySalt(db: Queryable, day: string, fresh: Buffer): Promise<Buffer> {
+  // The no-op update makes RETURNING answer the salt another process stored first.
+  const { rows } = await db.query<{ salt: Uint8Array }>(sql`
+    INSERT INTO link_visitor_salts (day, salt) VALUES (${day}::date, ${fresh})
+    ON CONFLICT (day) DO UPDATE SET day = EXCLUDED.day
+    RETURNING salt`);
+  return Buffer.from(rows[0].salt);
+}
+
+export interface VisitorDay {
+  collectionId: string;
+  day: string;
+  visitor: string;
+}
+
+/**
+ * Notes the visitors of a batch; answers those not seen before that day in that collection
+ * (`collection \0 day \0 visitor`). Inserted in key order, so batches of several processes
+ * meeting on the same keys wait for each other rather than deadlock.
+ */
+export async function newVisitorDays(tx: Queryable, keys: VisitorDay[]): Promise<Set<string>> {
+  if (keys.length === 0) return new Set();
+  const { rows } = await tx.query<{ collection_id: string; day: string; visitor: string }>(sql`
+    INSERT INTO link_visitor_days (collection_id, day, visitor)
+    SELECT * FROM unnest(${keys.map((k) => k.collectionId)}::text[], ${keys.map((k) => k.day)}::date[],
+      ${keys.map((k) => k.visitor)}::text[]) AS k (collection_id, day, visitor)
+    ORDER BY 1, 2, 3
+    ON CONFLICT DO NOTHING
+    RETURNING collection_id, to_char(day, 'YYYY-MM-DD') AS day, visitor`);
+  return new Set(rows.map((r) => `${r.collection_id}\u0000${r.day}\u0000${r.visitor}`));
+}
+
+export interface RollupRow {
+  collectionId: string;
+  dim: number;
+  /** Counts of a UTC day (`hour` its midnight) rather than of an hour. */
+  daily: boolean;
+  hour: Date;
+  value: string;
+  bot: boolean;
+  clicks: number;
+  uniques: number;
+}
+
+/** Adds a batch's counts to the rollup, in key order (see newVisitorDays). */
+export async function addToRollup(tx: Queryable, rows: RollupRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const col = <K extends keyof RollupRow>(k: K) => rows.map((r) => r[k]);
+  await tx.query(sql`
+    INSERT INTO link_click_rollup AS r (collection_id, dim, daily, hour, value, bot, clicks, uniques)
+    SELECT * FROM unnest(${col('collectionId')}::text[], ${col('dim')}::smallint[], ${col('daily')}::boolean[],
+      ${rows.map((r) => r.hour.toISOString())}::timestamptz[], ${col('value')}::text[], ${col('bot')}::boolean[],
+      ${col('clicks')}::bigint[], ${col('uniques')}::bigint[])
+    ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (collection_id, dim, daily, hour, value, bot)
+    DO UPDATE SET clicks = r.clicks + EXCLUDED.clicks, uniques = r.uniques + EXCLUDED.uniques`);
+}
+
+/** Housekeeping: the salts of days before `before` (their hashes can no longer be recomputed). */
+export async function forgetSalts(db: Queryable, before: string): Promise<number> {
+  const { rows } = await db.query(sql`DELETE FROM link_visitor_salts WHERE day < ${before}::date RETURNING day`);
+  return rows.length;
+}
+
+/** Housekeeping: the visitors of days before `before`, of every collection. */
+export async function forgetVisitorDays(db: Queryable, before: string): Promise<number> {
+  const { rows } = await db.query(sql`DELETE FROM link_visitor_days WHERE day < ${before}::date RETURNING day`);
+  return rows.length;
+}
+
+// --- reads ------------------------------------------------------------------------------------
+
+/** A groupBy's value in a click row, for the reads of a link's clicks. Whitelisted SQL, from a Map. */
+const VALUE_SQL: ReadonlyMap<GroupBy, string> = new Map<GroupBy, string>([
+  ['country', 'country'],
+  ['region', 'region'],
+  ['city', 'city'],
+  ['device', 'device_type'],
+  ['browser', 'browser'],
+  ['os', 'os'],
+  [
+    'referer',
+    `CASE WHEN referer = '' THEN '' ELSE coalesce(lower(substring(referer FROM '${REFERER_HOST}')), left(referer, 100)) END`,
+  ],
+  ['referer_url', 'referer'],
+  ['utm_source', 'utm_source'],
+  ['utm_medium', 'utm_medium'],
+  ['utm_campaign', 'utm_campaign'],
+  ['utm_term', 'utm_term'],
+  ['utm_content', 'utm_content'],
+  ['trigger', 'trigger'],
+  ['link', 'link_id'],
+]);
+
+export interface SeriesRow {
+  start: Date;
+  clicks: number;
+  uniques: number;
+}
+
+export interface BreakdownRow {
+  value: string | null;
+  clicks: number;
+  uniques: number;
+  /** The sum of the values beyond the top ones. */
+  other: boolean;
+}
+
+export interface AnalyticsRows {
+  series: SeriesRow[];
+  breakdown: BreakdownRow[];
+}
+
+export interface AnalyticsWindow {
+  from: Date;
+  to: Date;
+  interval: Interval;
+  includeBots: boolean;
+  groupBy?: GroupBy;
+  limit: number;
+}
+
+const bucket = (interval: Interval, column: Sql) =>
+  sql`date_trunc(${interval}, ${column} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`;
+
+/** Ranks grouped values (the CTE `g`: value, clicks, uniques) as the CTE `r`. */
+const rankedCte = sql`r AS (SELECT value, clicks, uniques, row_number() OVER (ORDER BY clicks DESC, value COLLATE "C") AS rank FROM g)`;
+
+/** The top `limit` values of `r`, and the rest summed (always one row, zeros when none). */
+const topAndOther = (limit: number) => sql`
+  SELECT value, clicks, uniques, false AS other FROM r WHERE rank <= ${limit}
+  UNION ALL
+  SELECT NULL, coalesce(sum(clicks), 0), coalesce(sum(uniques), 0), true FROM r WHERE rank > ${limit}`;
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The collection's analytics from the rollup: whole hours only (the caller rounds the window),
+ * whatever the clicks. Two statements: the series (hourly rows of dim 0), and the breakdown when
+ * one is asked: the window's whole UTC days from the daily rows, its partial days' hours (at
+ * most 23 at each end) from the hourly ones, each an index range.
+ */
+export async function collectionAnalytics(
+  db: Queryable,
+  collectionId: string,
+  w: AnalyticsWindow & { dim?: number },
+): Promise<AnalyticsRows> {
+  const bots = w.includeBots ? sql`` : sql`AND NOT bot`;
+  const { rows: series } = await db.query<SeriesRow>(sql`
+    SELECT ${bucket(w.interval, raw('hour'))} AS start, sum(clicks) AS clicks, sum(uniques) AS uniques
+    FROM link_click_rollup
+    WHERE collection_id = ${collectionId} AND dim = 0 AND NOT daily AND hour >= ${w.from} AND hour < ${w.to} ${bots}
+    GROUP BY 1 ORDER BY 1`);
+  if (w.dim === undefined) return { series, breakdown: [] };
+  // Whole days [firstDay, lastDay); none when the window holds no whole day.
+  let firstDay = Math.ceil(w.from.getTime() / DAY_MS) * DAY_MS;
+  let lastDay = Math.floor(w.to.getTime() / DAY_MS) * DAY_MS;
+  if (firstDay >= lastDay) firstDay = lastDay = w.to.getTime();
+  const range = (daily: boolean, from: number, to: number) => sql`
+    SELECT value, clicks, uniques FROM link_click_rollup
+    WHERE collection_id = ${collectionId} AND dim = ${w.dim} AND daily = ${daily}
+      AND hour >= ${new Date(from)} AND hour < ${new Date(to)} ${bots}`;
+  const { rows: breakdown } = await db.query<BreakdownRow>(sql`
+    WITH counted AS (
+      ${range(true, firstDay, lastDay)}
+      UNION ALL ${range(false, w.from.getTime(), firstDay)}
+      UNION ALL ${range(false, lastDay, w.to.getTime())}
+    ), g AS (
+      SELECT value, sum(clicks) AS clicks, sum(uniques) AS uniques FROM counted GROUP BY value
+    ), ${rankedCte}
+    SELECT * FROM (${topAndOther(w.limit)}) b
+    ORDER BY other, clicks DESC, value COLLATE "C"`);
+  return { series, breakdown };
+}
+
+/**
+ * A link's analytics from its clicks (the primary key leads with collection, link and time):
+ * exact over any window. A click is unique when it is its visitor's first of the UTC day on
+ * this link, so the scan starts at the first window day's midnight to know who came earlier.
+ */
+export async function linkAnalytics(
+  db: Queryable,
+  collectionId: string,
+  linkId: string,
+  w: AnalyticsWindow,
+): Promise<AnalyticsRows> {
+  const dayStart = new Date(Math.floor(w.from.getTime() / 86_400_000) * 86_400_000);
+  const value = w.groupBy ? raw(`left(${VALUE_SQL.get(w.groupBy)}, ${VALUE_MAX})`) : raw(`''`);
+  const bots = w.includeBots ? sql`` : sql`AND device_type <> 'bot'`;
+  const { rows } = await db.query<BreakdownRow & { start: Date | null; part: number }>(sql`
+    WITH c AS (
+      SELECT clicked_at, ${value} AS value,
+        (visitor <> '' AND row_number() OVER (
+          PARTITION BY (clicked_at AT TIME ZONE 'UTC')::date, visitor ORDER BY clicked_at, id) = 1)::int AS u
+      FROM link_clicks
+      WHERE collection_id = ${collectionId} AND link_id = ${linkId}
+        AND clicked_at >= ${dayStart} AND clicked_at < ${w.to} ${bots}
+    ), w AS (
+      SELECT * FROM c WHERE clicked_at >= ${w.from}
+    ), g AS (
+      SELECT value, count(*) AS clicks, sum(u) AS uniques FROM w GROUP BY value
+    ), s AS (
+      SELECT ${bucket(w.interval, raw('clicked_at'))} AS start, count(*) AS clicks, sum(u) AS uniques FROM w GROUP BY 1
+    ), ${rankedCte}, b AS (
+      ${topAndOther(w.limit)}
+    )
+    SELECT * FROM (
+      SELECT 0 AS part, start, NULL AS value, clicks, uniques, false AS other FROM s
+      UNION ALL
+      SELECT 1, NULL, value, clicks, uniques, other FROM b
+    ) x
+    ORDER BY part, start, other, clicks DESC, value COLLATE "C"`);
+  return {
+    series: rows
+      .filter((r) => r.part === 0)
+      .map((r) => ({ start: r.start as Date, clicks: r.clicks, uniques: r.uniques })),
+    breakdown: w.groupBy
+      ? rows.filter((r) => r.part === 1).map(({ value, clicks, uniques, other }) => ({ value, clicks, uniques, other }))
+      : [],
+  };
+}
+
+// --- export -----------------------------------------------------------------------------------
+
+export interface ExportClickRow {
+  id: number;
+  link_id: string;
+  clicked_at: Date;
+  ip_address: string;
+  user_agent: string;
+  referer: string;
+  country: string;
+  region: string;
+  city: string;
+  device_type: string;
+  browser: string;
+  os: string;
+  trigger: string;
+  utm_source: string;
+  utm_medium: string;
+  utm_campaign: string;
+  utm_term: string;
+  utm_content: string;
+}
+
+/** A page of a link's clicks in time order after `after` (keyset on the primary key's tail). */
+export async function exportPage(
+  db: Queryable,
+  collectionId: string,
+  linkId: string,
+  q: { from?: Date; to?: Date; includeBots: boolean; after?: { at: Date; id: number }; limit: number },
+): Promise<ExportClickRow[]> {
+  const { rows } = await db.query<ExportClickRow>(sql`
+    SELECT id, link_id, clicked_at, ip_address, user_agent, referer, country, region, city, device_type, browser, os,
+      trigger, utm_source, utm_medium, utm_campaign, utm_term, utm_content
+    FROM link_clicks
+    WHERE collection_id = ${collectionId} AND link_id = ${linkId}
+      ${q.from ? sql`AND clicked_at >= ${q.from}` : sql``}
+      ${q.to ? sql`AND clicked_at < ${q.to}` : sql``}
+      ${q.includeBots ? sql`` : sql`AND device_type <> 'bot'`}
+      ${q.after ? sql`AND (clicked_at, id) > (${q.after.at}, ${q.after.id})` : sql``}
+    ORDER BY clicked_at, id
+    LIMIT ${q.limit}`);
+  return rows;
+}
+
+/** Every link of the collection that may have clicks, deleted ones included, in id order. */
+export async function linkIdsOf(db: Queryable, collectionId: string): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    sql`SELECT id FROM links WHERE collection_id = ${collectionId} ORDER BY id COLLATE "C"`,
+  );
+  return rows.map((r) => r.id);
+}

@@ -1,0 +1,131 @@
+/** Schemas of click analytics and the CSV export of clicks (analytics.routes.ts). */
+import { Type } from 'typebox';
+import { Closed, Instant, Timestamp } from '../../platform/schemas.ts';
+import { GROUP_BY } from './analytics.dimensions.ts';
+
+/** The series' buckets at most, whatever the interval (the aggregates' bound). */
+export const MAX_BUCKETS = 1000;
+/** The longest window, in days: two years and a day, whatever the interval. */
+export const MAX_WINDOW_DAYS = 732;
+/** Values in a breakdown at most. */
+export const MAX_LIMIT = 100;
+
+const Interval = Type.Union([Type.Literal('hour'), Type.Literal('day'), Type.Literal('week'), Type.Literal('month')], {
+  default: 'day',
+  description: 'Bucket size of the series, in UTC: hour, day, week (from Monday) or month',
+});
+
+const literals = (names: readonly string[]) => names.map((n) => Type.Literal(n));
+const linkGroupBy = GROUP_BY.filter((g) => g !== 'link');
+
+const window = {
+  from: Type.Optional(
+    Instant(
+      'Inclusive start of the window; default `to` minus 48 hours (hour), 30 days (day), 12 weeks (week) or a year (month)',
+    ),
+  ),
+  to: Type.Optional(Instant('Exclusive end of the window; default now', 'end')),
+  interval: Type.Optional(Interval),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: MAX_LIMIT,
+      default: 10,
+      description: 'Values in the breakdown before `other`',
+    }),
+  ),
+  includeBots: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description: 'Count the clicks of bots (crawlers, previewers, HTTP libraries) too',
+    }),
+  ),
+};
+
+export const LinkAnalyticsQuery = Closed({
+  ...window,
+  groupBy: Type.Optional(
+    Type.Union(literals(linkGroupBy), { description: 'The dimension of the breakdown (none: totals and series only)' }),
+  ),
+});
+export type LinkAnalyticsQuery = Type.Static<typeof LinkAnalyticsQuery>;
+
+export const CollectionAnalyticsQuery = Closed({
+  ...window,
+  groupBy: Type.Optional(
+    Type.Union(literals(GROUP_BY), {
+      description: 'The dimension of the breakdown; `link`: by link id (none: totals and series only)',
+    }),
+  ),
+});
+export type CollectionAnalyticsQuery = Type.Static<typeof CollectionAnalyticsQuery>;
+
+const Counts = {
+  clicks: Type.Integer(),
+  uniques: Type.Integer({ description: 'Visitors counted once per UTC day, at their first click of the day' }),
+};
+
+export const ClickAnalytics = Closed(
+  {
+    linkId: Type.Optional(Type.String({ description: 'The link (a link’s analytics only)' })),
+    from: Timestamp,
+    to: Timestamp,
+    interval: Type.String({ description: 'hour | day | week | month' }),
+    includeBots: Type.Boolean(),
+    totals: Closed(Counts),
+    series: Type.Array(
+      Closed({
+        bucket: Type.String({
+          description: '`2026-02-10T14:00:00Z` (hour), `2026-02-10` (day), `2026-W07` (ISO week), `2026-02` (month)',
+        }),
+        start: Timestamp,
+        ...Counts,
+      }),
+      { description: 'Every bucket of the window in order, empty ones included (0)' },
+    ),
+    breakdown: Type.Optional(
+      Closed(
+        {
+          groupBy: Type.String(),
+          items: Type.Array(Closed({ value: Type.String(), ...Counts }), {
+            description: 'The `limit` values with the most clicks, most first (ties by value); "" is unknown or none',
+          }),
+          other: Closed(Counts, { description: 'The clicks of every value beyond the listed ones, summed' }),
+        },
+        { description: 'With `groupBy`' },
+      ),
+    ),
+  },
+  { $id: 'ClickAnalytics' },
+);
+export type ClickAnalytics = Type.Static<typeof ClickAnalytics>;
+
+export const ClickExportQuery = Closed({
+  from: Type.Optional(Instant('Inclusive start of the window (default: the first click)')),
+  to: Type.Optional(Instant('Exclusive end of the window (default: none)', 'end')),
+  includeBots: Type.Optional(Type.Boolean({ default: false, description: 'Include the clicks of bots' })),
+});
+export type ClickExportQuery = Type.Static<typeof ClickExportQuery>;
+
+/** The CSV's columns, in order. */
+export const EXPORT_COLUMNS = [
+  'id',
+  'linkId',
+  'clickedAt',
+  'ipAddress',
+  'userAgent',
+  'referer',
+  'country',
+  'region',
+  'city',
+  'deviceType',
+  'browser',
+  'os',
+  'bot',
+  'trigger',
+  'utm_source',
+  'utm_medium',
+  'utm_campaign',
+  'utm_term',
+  'utm_content',
+] as const;

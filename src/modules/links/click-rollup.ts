@@ -1,0 +1,72 @@
+/**
+ * The click batch's share of analytics: the collection-wide rollup (migration 0620), kept in
+ * the batch's own transaction so that the counts and the clicks are stored together or not at
+ * all. Two statements a batch whatever its size: the batch's visitors noted per day (those new
+ * today make its uniques), and its counts per collection, hour, dimension, value and bot or not
+ * added to the rollup (per hour, and per day for the breakdowns). A unique is the first click stored of a visitor on a UTC day in the
+ * collection, counted in that click's hour and values: so uniques add up over hours, values and
+ * links to the uniques of the whole day.
+ */
+import type { Queryable } from '../../db/index.ts';
+import { dimensionValues, isBot } from './analytics.dimensions.ts';
+import * as repo from './analytics.repository.ts';
+import type { NewClick } from './links.repository.ts';
+import { utcDay } from './visitors.ts';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<void> {
+  if (clicks.length === 0) return;
+  // Earliest first, so that a visitor's first click of the batch is the one counted unique.
+  const order = clicks
+    .map((_, i) => i)
+    .sort((x, y) => clicks[x].clickedAt.getTime() - clicks[y].clickedAt.getTime() || x - y);
+  const keys = new Map<string, repo.VisitorDay>();
+  const keyOf = new Array<string>(clicks.length);
+  for (const i of order) {
+    const c = clicks[i];
+    if (c.visitor === '') continue;
+    const day = utcDay(c.clickedAt);
+    const key = `${c.collectionId}\u0000${day}\u0000${c.visitor}`;
+    keyOf[i] = key;
+    if (!keys.has(key)) keys.set(key, { collectionId: c.collectionId, day, visitor: c.visitor });
+  }
+  const fresh = await repo.newVisitorDays(
+    tx,
+    [...keys.keys()].sort().map((k) => keys.get(k) as repo.VisitorDay),
+  );
+  const counts = new Map<string, repo.RollupRow>();
+  for (const i of order) {
+    const c = clicks[i];
+    const unique = keyOf[i] !== undefined && fresh.delete(keyOf[i]) ? 1 : 0;
+    const hour = Math.floor(c.clickedAt.getTime() / HOUR_MS) * HOUR_MS;
+    const day = Math.floor(c.clickedAt.getTime() / DAY_MS) * DAY_MS;
+    const bot = isBot(c.deviceType);
+    const add = (dim: number, daily: boolean, at: number, value: string) => {
+      const key = `${c.collectionId}\u0000${dim}\u0000${daily}\u0000${at}\u0000${value}\u0000${bot}`;
+      const row = counts.get(key);
+      if (row) {
+        row.clicks++;
+        row.uniques += unique;
+      } else {
+        counts.set(key, {
+          collectionId: c.collectionId,
+          dim,
+          daily,
+          hour: new Date(at),
+          value,
+          bot,
+          clicks: 1,
+          uniques: unique,
+        });
+      }
+    };
+    // Every dim per hour; the breakdowns' dims per day too (dim 0, the series, only per hour).
+    dimensionValues(c).forEach((value, dim) => {
+      add(dim, false, hour, value);
+      if (dim > 0) add(dim, true, day, value);
+    });
+  }
+  await repo.addToRollup(tx, [...counts.values()]);
+}
