@@ -324,7 +324,7 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
       'clicks in the window, and on the link',
       async () => [await text(page.locator('[data-total-clicks]')), await text(page.locator('dl.facts dd').nth(2))],
       ([inWindow, allTime]) => inWindow === '5' && allTime === '5',
-      { between: () => page.getByRole('button', { name: 'Refresh' }).click() },
+      { between: () => page.getByRole('button', { name: 'Refresh', exact: true }).click() },
     );
     const figure = page.getByRole('figure', { name: 'Clicks per hour' });
     await figure.locator('[data-drawn="true"]').waitFor();
@@ -345,8 +345,38 @@ describe.skipIf(!HAVE_BROWSER)('the console in Chromium', () => {
     expect((await rows(page.getByRole('table', { name: 'By country' }))).map((r) => r.slice(0, 2))).toEqual([
       ['(unknown)', '5'],
     ]);
+    // The analytics: clicks and unique visitors (one per user agent here: one address), by device.
+    const analytics = page.getByRole('region', { name: 'Analytics', exact: true });
+    await until(
+      'clicks and uniques in the analytics',
+      async () => [
+        await text(analytics.locator('[data-analytics-clicks]')),
+        await text(analytics.locator('[data-analytics-uniques]')),
+      ],
+      ([clicks, uniques]) => clicks === '5' && uniques === '2',
+      { between: () => analytics.getByRole('button', { name: 'Refresh the analytics' }).click() },
+    );
+    await analytics.getByLabel('Break down by').selectOption('device');
+    await until(
+      'the analytics by device',
+      async () => (await rows(analytics.getByRole('table', { name: 'By device' }))).map((r) => r.slice(0, 3)),
+      (r) =>
+        JSON.stringify(r) ===
+        JSON.stringify([
+          ['mobile', '3', '1'],
+          ['desktop', '2', '1'],
+        ]),
+    );
     await page.getByText('Clicks per hour: the data as a table').click();
     await shot('link');
+    // The collection's analytics on the list, by link.
+    await nav('Links');
+    const all = page.getByRole('region', { name: 'Analytics of every link' });
+    await until(
+      'the collection’s clicks by link',
+      async () => (await rows(all.getByRole('table', { name: 'By link' }))).map((r) => r.slice(0, 2)),
+      (r) => JSON.stringify(r) === JSON.stringify([[linkId, '5']]),
+    );
   });
 
   it('gives a link’s QR code: a preview, and a PNG download that decodes to its address', async () => {

@@ -8,6 +8,7 @@ import type { Schemas, ServiceClient } from '../../../clients/typescript/src/ind
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
 import { A, BarTable, CopyButton, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
+import { AnalyticsPanel } from './link-analytics.tsx';
 import { ConversionsPanel } from './link-conversions.tsx';
 import { QrButton, QrPanel } from './link-qr.tsx';
 
@@ -109,6 +110,7 @@ function LinkList({ api, collectionId }: PageProps) {
           </>
         ) : null}
       </section>
+      {page.data && page.data.total > 0 ? <AnalyticsPanel api={api} collectionId={collectionId} /> : null}
     </>
   );
 }
@@ -266,6 +268,7 @@ function LinkDetail({ api, collectionId, linkId }: PageProps & { linkId: string 
             <dd>{routingSummary(link.data)}</dd>
           </dl>
           <ClickStats api={api} collectionId={collectionId} linkId={linkId} onRefresh={() => link.reload(true)} />
+          <AnalyticsPanel api={api} collectionId={collectionId} linkId={linkId} />
           <ConversionsPanel
             api={api}
             collectionId={collectionId}
