@@ -35,18 +35,16 @@ function save(blob: Blob, name: string): void {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
-/** "QR" in a row of the list: downloads the link's code as a 512 px PNG. */
-export function QrButton({
-  api,
-  collectionId,
-  linkId,
-  code,
-}: {
+/** The link whose code is drawn (its `code` names the downloaded file). */
+interface QrProps {
   api: ServiceClient;
   collectionId: string;
   linkId: string;
   code: string;
-}) {
+}
+
+/** "QR" in a row of the list: downloads the link's code as a 512 px PNG. */
+export function QrButton({ api, collectionId, linkId, code }: QrProps) {
   const [error, setError] = useState<unknown>();
   const download = async () => {
     setError(undefined);
@@ -67,17 +65,7 @@ export function QrButton({
 }
 
 /** The QR panel of a link's page: a live preview and downloads in either format. */
-export function QrPanel({
-  api,
-  collectionId,
-  linkId,
-  code,
-}: {
-  api: ServiceClient;
-  collectionId: string;
-  linkId: string;
-  code: string;
-}) {
+export function QrPanel({ api, collectionId, linkId, code }: QrProps) {
   const [fg, setFg] = useState('#000000');
   const [bg, setBg] = useState('#ffffff');
   const [size, setSize] = useState(256);

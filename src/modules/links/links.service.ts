@@ -197,19 +197,24 @@ export class LinksService {
       for (let i = 0; i < prepared.length; i++) {
         inserted.push(await this.insertPrepared(tx, collectionId, actorId, prepared[i], `links[${i}].`));
       }
-      await this.publish(
-        tx,
-        collectionId,
-        inserted.map((r) => this.createdEvent(r, actorId)),
-      );
-      await repo.notifyChanged(
-        tx,
-        inserted.map((r) => cacheKey(r.domain, r.code)),
-      );
+      await this.announceCreated(tx, collectionId, actorId, inserted);
       return inserted;
     });
     this.changed(rows.map((r) => cacheKey(r.domain, r.code)));
     return { links: rows.map((r) => this.toLink(r)) };
+  }
+
+  /** New links' `link.created` events and the other processes' cache notice, in their transaction. */
+  private async announceCreated(tx: Queryable, collectionId: string, actorId: string, rows: repo.LinkRow[]) {
+    await this.publish(
+      tx,
+      collectionId,
+      rows.map((r) => this.createdEvent(r, actorId)),
+    );
+    await repo.notifyChanged(
+      tx,
+      rows.map((r) => cacheKey(r.domain, r.code)),
+    );
   }
 
   private createdEvent(r: repo.LinkRow, actorId: string): NewEvent {
@@ -318,17 +323,7 @@ export class LinksService {
         }
       }
       const inserted = rows.flatMap((r) => (r instanceof AppError || !r.fresh ? [] : [r.row]));
-      if (inserted.length > 0) {
-        await this.publish(
-          tx,
-          collectionId,
-          inserted.map((r) => this.createdEvent(r, actorId)),
-        );
-        await repo.notifyChanged(
-          tx,
-          inserted.map((r) => cacheKey(r.domain, r.code)),
-        );
-      }
+      if (inserted.length > 0) await this.announceCreated(tx, collectionId, actorId, inserted);
       return rows;
     });
     this.changed(out.flatMap((r) => (r instanceof AppError ? [] : [cacheKey(r.row.domain, r.row.code)])));
