@@ -46,10 +46,12 @@ describe.skipIf(!onPostgres)('three live worker processes (PostgreSQL; skipped o
   for (let round = 1; round <= ROUNDS; round++) {
     it(`round ${round}: 1,500 jobs, each completed in exactly one attempt`, async () => {
       const db = testDb.db;
+      // Visible rows: their completions keep them (as `completed`, attempts counted), where an
+      // internal job's completion deletes it (migration 0504) and its attempts with it.
       const { rows: made } = await db.query<{ first: number; last: number }>(
         `WITH ins AS (
            INSERT INTO jobs (collection_id, task, payload, max_attempts, visible)
-           SELECT 'busy', 'test.noop', jsonb_build_object('round', ${round}, 'i', g), 5, false
+           SELECT 'busy', 'test.noop', jsonb_build_object('round', ${round}, 'i', g), 5, true
            FROM generate_series(1, ${JOBS}) g RETURNING id)
          SELECT min(id)::int AS first, max(id)::int AS last FROM ins`,
       );
@@ -140,7 +142,9 @@ describe('a completion write that fails is kept and retried', () => {
     // Two engines: whichever runs the job, the other sweeps for expired claims all along.
     for (let i = 0; i < 2; i++) {
       const e = new JobEngine(db, settings, log);
-      e.registerTask({ name: 'test.once', visible: false, handler: async (ctx) => void runs.push(ctx.job.id) });
+      // Visible: its completion rewrites the row as `completed` (the refused write); an internal
+      // task's completion deletes the row instead (migration 0504).
+      e.registerTask({ name: 'test.once', visible: true, handler: async (ctx) => void runs.push(ctx.job.id) });
       engines.push(e);
       await e.start();
     }
