@@ -168,7 +168,7 @@ export function AnalyticsPanel({
           ) : (
             <DataTable
               class="bars"
-              caption={`By ${label.toLowerCase()}`}
+              caption={`Clicks by ${label.toLowerCase()}`}
               rows={rows}
               rowKey={(r) => r.value}
               columns={[
