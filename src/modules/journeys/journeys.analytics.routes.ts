@@ -6,7 +6,10 @@ import type { JourneysService } from './journeys.service.ts';
 const tags = ['journeysAnalytics'];
 const base = '/admin/collection/:collectionId/journeys.analytics/:journeyId';
 
-/** A journey's funnel, stats and step recipients; each answer says which data gave it. */
+/**
+ * A journey's funnel, stats and step recipients; each answer says which data gave it. Then the
+ * funnel options' routes (issue 29): a journey's trends and people, and ad-hoc funnels.
+ */
 export const journeyAnalyticsRoutes = (service: JourneysService) => [
   defineRoute({
     method: 'POST',
@@ -46,5 +49,73 @@ export const journeyAnalyticsRoutes = (service: JourneysService) => [
     response: S.JourneyStepRecipientsResponse,
     analytics: true,
     handler: ({ scope, body }) => service.recipients(scope.collectionId, scope.journeyId, scope.stepId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${base}/trends`,
+    operationId: 'journeysAnalytics_trends',
+    tags,
+    summary: 'Conversion by entry day or week over a period (at most 366 days), and the previous period beside it',
+    guard: guard.admin,
+    params: S.AnalyticsParams,
+    body: S.JourneyTrendsRequest,
+    response: S.FunnelTrendsResponse,
+    handler: ({ scope, body }) => service.journeyTrends(scope.collectionId, scope.journeyId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${base}/people`,
+    operationId: 'journeysAnalytics_people',
+    tags,
+    summary: 'Entered, completed or dropped-off recipients of a step under the funnel options, paged',
+    guard: guard.admin,
+    params: S.AnalyticsParams,
+    body: S.JourneyPeopleRequest,
+    response: S.FunnelPeopleResponse,
+    handler: ({ scope, body }) => service.journeyPeople(scope.collectionId, scope.journeyId, body),
+  }),
+  ...funnelRoutes(service),
+];
+
+const funnels = '/admin/collection/:collectionId/funnels';
+const funnelTags = ['funnels'];
+
+/** Ad-hoc funnels: the steps in the request, no stored journey (docs/journeys.md, Funnel options). */
+const funnelRoutes = (service: JourneysService) => [
+  defineRoute({
+    method: 'POST',
+    url: `${funnels}/query`,
+    operationId: 'funnels_query',
+    tags: funnelTags,
+    summary: 'A funnel over steps given in the request, with windows, ordering, exclusions and breakdowns',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.FunnelQueryRequest,
+    response: S.FunnelQueryResponse,
+    handler: ({ scope, body }) => service.adHocQuery(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${funnels}/trends`,
+    operationId: 'funnels_trends',
+    tags: funnelTags,
+    summary: 'An ad-hoc funnel’s conversion by entry day or week, and the previous period beside it',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.FunnelTrendsRequest,
+    response: S.FunnelTrendsResponse,
+    handler: ({ scope, body }) => service.adHocTrends(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'POST',
+    url: `${funnels}/people`,
+    operationId: 'funnels_people',
+    tags: funnelTags,
+    summary: 'Entered, completed or dropped-off recipients of an ad-hoc funnel’s step, paged',
+    guard: guard.admin,
+    params: S.CollectionParams,
+    body: S.FunnelPeopleRequest,
+    response: S.FunnelPeopleResponse,
+    handler: ({ scope, body }) => service.adHocPeople(scope.collectionId, body),
   }),
 ];

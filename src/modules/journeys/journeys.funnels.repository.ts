@@ -1,0 +1,106 @@
+/**
+ * The SQL of the funnel options (issue 29): one statement gathers, per recipient, the events
+ * the walk of funnels.engine.ts needs — the journey entry (journey funnels) and the live events
+ * of the funnel's and exclusions' interactions in the period, at or after the entry, each
+ * reduced to its time, which steps and exclusions it matches (bit masks) and the breakdown
+ * property's value, in (time, storage id) order. Reads interaction_events by its
+ * `(collection_id, journey_id, occurred_at)` and `(collection_id, interaction_id, occurred_at)`
+ * indexes: the cost grows with the funnel's events, not with the collection.
+ */
+import sql, { join, raw, type Sql } from 'sql-template-tag';
+import type { Queryable } from '../../db/index.ts';
+import type { IdField } from '../interactions/index.ts';
+import type { WalkRecipient } from './funnels.engine.ts';
+
+/** An event matcher: an interaction and an outcome (null: any outcome). */
+export interface Matcher {
+  interactionId: string;
+  outcome: string | null;
+}
+
+/** A breakdown property: one of the event's columns, or a top-level metadata key. */
+export type PropertyRef = { column: 'app_id' | 'outcome' | 'source' | 'interaction_id' } | { metadataKey: string };
+
+export interface FunnelEventsInput {
+  idField: IdField;
+  /** A journey funnel (recipients enter at their first event carrying it), or ad-hoc. */
+  journeyId?: string;
+  steps: Matcher[];
+  exclusions: Matcher[];
+  property?: PropertyRef;
+  /** Inclusive. */
+  start?: string;
+  /** Exclusive. */
+  end?: string;
+}
+
+const matches = (m: Matcher): Sql =>
+  m.outcome === null
+    ? sql`x.interaction_id = ${m.interactionId}`
+    : sql`(x.interaction_id = ${m.interactionId} AND x.outcome = ${m.outcome})`;
+
+/** `sum of 2^k for each matcher k the event matches` (matchers ≤ 20: an int). */
+const mask = (ms: Matcher[]): Sql =>
+  ms.length === 0
+    ? sql`0`
+    : join(
+        ms.map((m, k) => sql`(CASE WHEN ${matches(m)} THEN ${1 << k} ELSE 0 END)`),
+        ' + ',
+      );
+
+const propertyOf = (p: PropertyRef | undefined): Sql => {
+  if (!p) return sql`NULL::text`;
+  // The column name is one of four literals (validated by the service), never client text.
+  if ('column' in p) return raw(`x.${p.column}`);
+  return sql`x.metadata ->> ${p.metadataKey}`;
+};
+
+interface Row {
+  rid: string;
+  et: number | null;
+  ev: string | null;
+  events: [number, number, number, string | null][] | null;
+}
+
+/** Each recipient's events for the walk (journey funnels: every entrant, with or without events). */
+export async function funnelEvents(db: Queryable, collectionId: string, f: FunnelEventsInput): Promise<WalkRecipient[]> {
+  const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
+  const period = (col: Sql) =>
+    sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}`;
+  const interactions = [...new Set([...f.steps, ...f.exclusions].map((m) => m.interactionId))];
+  const prop = propertyOf(f.property);
+  const m = sql`m AS (
+      SELECT x.${rid} AS rid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${prop} AS v
+      FROM interaction_events x
+      WHERE x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
+        AND x.deleted_at IS NULL AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}
+    )`;
+  const agg = sql`json_agg(json_build_array((extract(epoch FROM m.occurred_at) * 1000)::float8, m.sm, m.xm, m.v)
+      ORDER BY m.occurred_at, m.id)`;
+  let rows: Row[];
+  if (f.journeyId !== undefined) {
+    ({ rows } = await db.query<Row>(sql`
+      WITH entry AS (
+        SELECT DISTINCT ON (x.${rid}) x.${rid} AS rid, x.occurred_at AS t, ${prop} AS v
+        FROM interaction_events x
+        WHERE x.collection_id = ${collectionId} AND x.journey_id = ${f.journeyId} AND x.deleted_at IS NULL
+          AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}
+        ORDER BY x.${rid}, x.occurred_at, x.id
+      ), ${m}
+      SELECT e.rid, (extract(epoch FROM e.t) * 1000)::float8 AS et, e.v AS ev,
+        ${agg} FILTER (WHERE m.rid IS NOT NULL) AS events
+      FROM entry e LEFT JOIN m ON m.rid = e.rid AND m.occurred_at >= e.t AND (m.sm <> 0 OR m.xm <> 0)
+      GROUP BY e.rid, e.t, e.v`));
+  } else {
+    ({ rows } = await db.query<Row>(sql`
+      WITH ${m}
+      SELECT m.rid, NULL::float8 AS et, NULL::text AS ev, ${agg} AS events
+      FROM m WHERE m.sm <> 0 OR m.xm <> 0
+      GROUP BY m.rid`));
+  }
+  return rows.map((r) => ({
+    rid: r.rid,
+    entry: r.et === null ? undefined : { t: Number(r.et), v: r.ev },
+    events: (r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s, excl: x, v })),
+  }));
+}
