@@ -10,7 +10,7 @@
  *   with the previous period;
  * - for some, the options' path with only `ordering: 'ordered'` against the answer without
  *   options (the established funnel statement): the same counts and averages.
- * FUNNEL_CASES sets the number of cases (default 1,200). A failure names the case, the
+ * FUNNEL_CASES sets the number of cases (default 2,000). A failure names the case, the
  * request and the first difference.
  */
 import sql from 'sql-template-tag';
@@ -19,7 +19,7 @@ import { firstDifference, Rng } from './helpers/analytics-oracle.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { figures, groups, type OEvent, type OQuery, type OStep, people } from './helpers/funnel-oracle.ts';
 
-const CASES = Number(process.env.FUNNEL_CASES ?? 1200);
+const CASES = Number(process.env.FUNNEL_CASES ?? 2000);
 const BATCH = 150;
 const SEED = Number(process.env.FUNNEL_SEED ?? 29);
 
