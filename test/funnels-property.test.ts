@@ -161,7 +161,12 @@ function randomOptions(rng: Rng, c: Case, steps: OStep[], adHoc: boolean, force:
       const to = from + 1 + rng.int(n - 1 - from);
       const interactionId = rng.pick([c.ia[3], c.ia[3], c.ia[0], c.ia[1], c.ia[2]]);
       const outcome = rng.pick([undefined, 'success', 'fail']);
-      list.push({ interactionId, ...(outcome && { outcome }), fromStepId: steps[from].stepId, toStepId: steps[to].stepId });
+      list.push({
+        interactionId,
+        ...(outcome && { outcome }),
+        fromStepId: steps[from].stepId,
+        toStepId: steps[to].stepId,
+      });
       q.exclusions.push({ interactionId, outcome: outcome ?? null, from, to });
     }
     body.exclusions = list;
@@ -212,7 +217,7 @@ function expected(events: OEvent[], query: OQuery) {
   return { answer, ps };
 }
 
-async function post(url: string, body: unknown) {
+async function post(url: string, body: Record<string, unknown>) {
   const res = await t.inject({ method: 'POST', url: `${t.config.basePath}${url}`, headers: col.auth, payload: body });
   return res;
 }
@@ -240,14 +245,20 @@ describe('funnel options equal a brute-force computation on random event sets', 
 
         // 1. The journey's funnel report with options.
         const j = randomOptions(rng, c, steps, false, true);
-        const jBody = { stepMappings: steps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome })), ...j.body };
+        const jBody = {
+          stepMappings: steps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome })),
+          ...j.body,
+        };
         const jq: OQuery = { ...j.q, journeyId: c.journeyId, steps };
         const res = await post(`/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/funnel-report`, jBody);
         expect(res.statusCode, fail('journey status', jBody, res.body)).toBe(200);
         const got = res.json();
         const want = expected(events, jq);
         if (got.steps[1].completedCount > 0) converting++;
-        const d = firstDifference(pick(got, ['ordering', 'steps', 'breakdown']), { breakdown: undefined, ...want.answer });
+        const d = firstDifference(pick(got, ['ordering', 'steps', 'breakdown']), {
+          breakdown: undefined,
+          ...want.answer,
+        });
         expect(d, fail('journey funnel', jBody, d ?? '')).toBeUndefined();
         compared++;
 
@@ -255,14 +266,21 @@ describe('funnel options equal a brute-force computation on random event sets', 
         const adSteps: OStep[] = steps.map((s) => ({ ...s, outcome: rng.chance(0.3) ? null : s.outcome }));
         const a = randomOptions(rng, c, adSteps, true, false);
         const aBody = {
-          steps: adSteps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, ...(s.outcome !== null && { outcome: s.outcome }) })),
+          steps: adSteps.map((s) => ({
+            stepId: s.stepId,
+            interactionId: s.interactionId,
+            ...(s.outcome !== null && { outcome: s.outcome }),
+          })),
           ...a.body,
         };
         const aq: OQuery = { ...a.q, steps: adSteps };
         const ares = await post(`/admin/collection/${col.id}/funnels/query`, aBody);
         expect(ares.statusCode, fail('ad-hoc status', aBody, ares.body)).toBe(200);
         const awant = expected(events, aq);
-        const ad = firstDifference(pick(ares.json(), ['ordering', 'steps', 'breakdown']), { breakdown: undefined, ...awant.answer });
+        const ad = firstDifference(pick(ares.json(), ['ordering', 'steps', 'breakdown']), {
+          breakdown: undefined,
+          ...awant.answer,
+        });
         expect(ad, fail('ad-hoc funnel', aBody, ad ?? '')).toBeUndefined();
         compared++;
 
@@ -287,14 +305,23 @@ describe('funnel options equal a brute-force computation on random event sets', 
           }
           const entered = (p: (typeof ps)[number]) => (k === 0 ? useJourney || p.reached > 0 : p.reached >= k);
           const ids = members
-            .filter((p) => (status === 'entered' ? entered(p) : status === 'completed' ? p.reached > k : entered(p) && p.reached <= k))
+            .filter((p) =>
+              status === 'entered' ? entered(p) : status === 'completed' ? p.reached > k : entered(p) && p.reached <= k,
+            )
             .map((p) => p.rid)
             .sort((x, y) => (x < y ? -1 : 1));
           const url = useJourney
             ? `/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/people`
             : `/admin/collection/${col.id}/funnels/people`;
           const { stepMappings, ...rest } = base as Record<string, unknown>;
-          const body = { ...(useJourney ? { stepMappings } : {}), ...rest, ...extra, stepId: steps[k].stepId, status, limit: 2 };
+          const body = {
+            ...(useJourney ? { stepMappings } : {}),
+            ...rest,
+            ...extra,
+            stepId: steps[k].stepId,
+            status,
+            limit: 2,
+          };
           const seen: string[] = [];
           let cursor: string | undefined;
           for (let page = 0; page < 10; page++) {
@@ -315,7 +342,14 @@ describe('funnel options equal a brute-force computation on random event sets', 
           const start = B + rng.int(48) * HOUR;
           const end = start + (1 + rng.int(60)) * HOUR;
           const { breakdown: _b, ...opts } = j.body as Record<string, unknown>;
-          const body = { ...opts, stepMappings: jBody.stepMappings, periodStart: iso(start), periodEnd: iso(end), interval, compare: true };
+          const body = {
+            ...opts,
+            stepMappings: jBody.stepMappings,
+            periodStart: iso(start),
+            periodEnd: iso(end),
+            interval,
+            compare: true,
+          };
           const r = await post(`/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/trends`, body);
           expect(r.statusCode, fail('trends status', body, r.body)).toBe(200);
           const L = end - start;
@@ -328,9 +362,16 @@ describe('funnel options equal a brute-force computation on random event sets', 
           const buckets = (from: number, shift: number) => {
             const ps = people(events, { ...jq, breakdown: undefined, start: from, end: from + L });
             return starts.map((s, i) => {
-              const inB = ps.filter((p) => p.enteredAt + shift >= s && (i + 1 === starts.length || p.enteredAt + shift < starts[i + 1]));
+              const inB = ps.filter(
+                (p) => p.enteredAt + shift >= s && (i + 1 === starts.length || p.enteredAt + shift < starts[i + 1]),
+              );
               const done = inB.filter((p) => p.reached === n).length;
-              return { start: iso(s - shift), entered: inB.length, completed: done, conversionRate: inB.length ? done / inB.length : 0 };
+              return {
+                start: iso(s - shift),
+                entered: inB.length,
+                completed: done,
+                conversionRate: inB.length ? done / inB.length : 0,
+              };
             });
           };
           const wantT = {
@@ -350,8 +391,19 @@ describe('funnel options equal a brute-force computation on random event sets', 
           const plain = { stepMappings: jBody.stepMappings, ...pick(j.body, ['idField', 'periodStart', 'periodEnd']) };
           const clean = Object.fromEntries(Object.entries(plain).filter(([, v]) => v !== undefined));
           const r1 = await post(`/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/funnel-report`, clean);
-          const r2 = await post(`/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/funnel-report`, { ...clean, ordering: 'ordered' });
-          const fields = ['stepId', 'interactionId', 'outcome', 'enteredCount', 'completedCount', 'conversionRate', 'avgTimeToComplete'];
+          const r2 = await post(`/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/funnel-report`, {
+            ...clean,
+            ordering: 'ordered',
+          });
+          const fields = [
+            'stepId',
+            'interactionId',
+            'outcome',
+            'enteredCount',
+            'completedCount',
+            'conversionRate',
+            'avgTimeToComplete',
+          ];
           const od = firstDifference(
             r2.json().steps.map((s: Record<string, unknown>) => pick(s, fields)),
             r1.json().steps.map((s: Record<string, unknown>) => pick(s, fields)),

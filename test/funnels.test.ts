@@ -34,7 +34,12 @@ const STEPS = [
 ];
 
 async function append(c: TestCollection, payload: Record<string, unknown>) {
-  const res = await t.inject({ method: 'POST', url: `/admin/collection/${c.id}/interactions/append`, headers: c.auth, payload });
+  const res = await t.inject({
+    method: 'POST',
+    url: `/admin/collection/${c.id}/interactions/append`,
+    headers: c.auth,
+    payload,
+  });
   expect(res.statusCode, res.body).toBe(200);
 }
 
@@ -59,18 +64,45 @@ beforeAll(async () => {
   b = await t.createCollection();
   for (const c of [a, b]) {
     for (const id of ['open', 'view', 'cart', 'buy', 'coupon']) {
-      await t.inject({ method: 'POST', url: `/admin/collection/${c.id}/interactions`, headers: c.auth, payload: { id, appId: 'shop' } });
+      await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${c.id}/interactions`,
+        headers: c.auth,
+        payload: { id, appId: 'shop' },
+      });
     }
   }
   J = await journey(a);
   JB = await journey(b);
   const plans = ['pro', 'free', 'pro', 'free', undefined];
   const at: Record<string, [string, number][]> = {
-    u1: [['view', 10], ['cart', 20], ['buy', 40]],
-    u2: [['view', 5], ['cart', 65], ['buy', 180]],
-    u3: [['view', 30], ['coupon', 35], ['cart', 40], ['buy', 50]],
-    u4: [['view', 10], ['buy', 15], ['cart', 20]],
-    u5: [['view', 10], ['view', 1450], ['cart', 1460], ['buy', 1470]],
+    u1: [
+      ['view', 10],
+      ['cart', 20],
+      ['buy', 40],
+    ],
+    u2: [
+      ['view', 5],
+      ['cart', 65],
+      ['buy', 180],
+    ],
+    u3: [
+      ['view', 30],
+      ['coupon', 35],
+      ['cart', 40],
+      ['buy', 50],
+    ],
+    u4: [
+      ['view', 10],
+      ['buy', 15],
+      ['cart', 20],
+    ],
+    u5: [
+      ['view', 10],
+      ['view', 1450],
+      ['cart', 1460],
+      ['buy', 1470],
+    ],
   };
   for (const [i, u] of ['u1', 'u2', 'u3', 'u4', 'u5'].entries()) {
     await append(a, {
@@ -86,7 +118,14 @@ beforeAll(async () => {
     }
   }
   for (const u of ['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7']) {
-    await append(b, { interactionId: 'open', userId: u, outcome: 'success', journeyId: JB, timestamp: iso(B), metadata: { plan: 'b' } });
+    await append(b, {
+      interactionId: 'open',
+      userId: u,
+      outcome: 'success',
+      journeyId: JB,
+      timestamp: iso(B),
+      metadata: { plan: 'b' },
+    });
     for (const [k, interactionId] of ['view', 'cart', 'buy'].entries()) {
       await append(b, { interactionId, userId: u, outcome: 'success', timestamp: iso(B + (k + 1) * 1000) });
     }
@@ -110,7 +149,11 @@ describe('funnel options on the worked example', () => {
   it('without options the answer is as before: no option fields', async () => {
     const res = await report(a, J, {});
     expect(res.statusCode).toBe(200);
-    expect(counts(res.json().steps)).toEqual([[5, 5], [5, 5], [5, 4]]);
+    expect(counts(res.json().steps)).toEqual([
+      [5, 5],
+      [5, 5],
+      [5, 4],
+    ]);
     expect(res.json().ordering).toBeUndefined();
     expect(res.json().steps[0].medianTimeToComplete).toBeUndefined();
   });
@@ -121,7 +164,11 @@ describe('funnel options on the worked example', () => {
     const body = res.json();
     expect(body.ordering).toBe('ordered');
     // u2's cart at exactly 60 min counts; its buy (175 min) does not. u5 converts on its second view.
-    expect(counts(body.steps)).toEqual([[5, 5], [5, 5], [5, 3]]);
+    expect(counts(body.steps)).toEqual([
+      [5, 5],
+      [5, 5],
+      [5, 3],
+    ]);
     const s1 = body.steps[0];
     // From entry to the anchor: 600, 300, 1800, 600 and u5's 1 day 10 min (87,000) seconds.
     expect(s1.avgTimeToComplete).toBe(18060);
@@ -133,17 +180,29 @@ describe('funnel options on the worked example', () => {
 
   it('strict ordering: u4’s buy between view and cart breaks its sequence', async () => {
     const res = await report(a, J, { ordering: 'strict' });
-    expect(counts(res.json().steps)).toEqual([[5, 5], [5, 4], [4, 4]]);
+    expect(counts(res.json().steps)).toEqual([
+      [5, 5],
+      [5, 4],
+      [4, 4],
+    ]);
   });
 
   it('unordered: u4’s steps in any order count', async () => {
     const res = await report(a, J, { ordering: 'unordered' });
-    expect(counts(res.json().steps)).toEqual([[5, 5], [5, 5], [5, 5]]);
+    expect(counts(res.json().steps)).toEqual([
+      [5, 5],
+      [5, 5],
+      [5, 5],
+    ]);
   });
 
   it('an exclusion: u3’s coupon between view and buy removes it after the view', async () => {
     const res = await report(a, J, { exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 's3' }] });
-    expect(counts(res.json().steps)).toEqual([[5, 5], [5, 4], [4, 3]]);
+    expect(counts(res.json().steps)).toEqual([
+      [5, 5],
+      [5, 4],
+      [4, 3],
+    ]);
     const people = await post(a, `/journeys.analytics/${J}/people`, {
       exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 's3' }],
       stepId: 's2',
@@ -160,9 +219,21 @@ describe('funnel options on the worked example', () => {
       ['pro', false],
       [null, true],
     ]);
-    expect(counts(groups[0].steps)).toEqual([[2, 2], [2, 2], [2, 1]]);
-    expect(counts(groups[1].steps)).toEqual([[2, 2], [2, 2], [2, 2]]);
-    expect(counts(groups[2].steps)).toEqual([[1, 1], [1, 1], [1, 1]]);
+    expect(counts(groups[0].steps)).toEqual([
+      [2, 2],
+      [2, 2],
+      [2, 1],
+    ]);
+    expect(counts(groups[1].steps)).toEqual([
+      [2, 2],
+      [2, 2],
+      [2, 2],
+    ]);
+    expect(counts(groups[2].steps)).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]);
   });
 
   it('an ad-hoc funnel: step 1 entered and completed at its event', async () => {
@@ -174,7 +245,11 @@ describe('funnel options on the worked example', () => {
     const body = res.json();
     expect(body.steps.map((s: { stepId: string }) => s.stepId)).toEqual(['step1', 'step2', 'step3']);
     expect(body.steps[0].outcome).toBeUndefined();
-    expect(counts(body.steps)).toEqual([[5, 5], [5, 5], [5, 3]]);
+    expect(counts(body.steps)).toEqual([
+      [5, 5],
+      [5, 5],
+      [5, 3],
+    ]);
     expect(body.steps[0].medianTimeToComplete).toBe(0);
   });
 
@@ -190,22 +265,55 @@ describe('funnel options on the worked example', () => {
       [5, 4],
       [0, 0],
     ]);
-    expect(res.json().previous.buckets.map((x: { start: string }) => x.start)).toEqual([iso(B - 2 * DAY), iso(B - DAY)]);
+    expect(res.json().previous.buckets.map((x: { start: string }) => x.start)).toEqual([
+      iso(B - 2 * DAY),
+      iso(B - DAY),
+    ]);
     const page1 = await post(a, `/journeys.analytics/${J}/people`, { stepId: 's3', status: 'completed', limit: 3 });
     expect(page1.json()).toEqual({ items: ['u1', 'u2', 'u3'], nextCursor: 'u3' });
-    const page2 = await post(a, `/journeys.analytics/${J}/people`, { stepId: 's3', status: 'completed', limit: 3, cursor: 'u3' });
+    const page2 = await post(a, `/journeys.analytics/${J}/people`, {
+      stepId: 's3',
+      status: 'completed',
+      limit: 3,
+      cursor: 'u3',
+    });
     expect(page2.json()).toEqual({ items: ['u5'], nextCursor: null });
   });
 });
 
 describe('refusals name the field', () => {
   const cases: [string, Record<string, unknown>, string][] = [
-    ['an exclusion naming an unknown step', { exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 'zz' }] }, 'exclusions[0].toStepId'],
-    ['an exclusion backwards', { exclusions: [{ interactionId: 'coupon', fromStepId: 's3', toStepId: 's1' }] }, 'exclusions[0]'],
+    [
+      'an exclusion naming an unknown step',
+      { exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 'zz' }] },
+      'exclusions[0].toStepId',
+    ],
+    [
+      'an exclusion backwards',
+      { exclusions: [{ interactionId: 'coupon', fromStepId: 's3', toStepId: 's1' }] },
+      'exclusions[0]',
+    ],
     ['a window over 366 days', { conversionWindow: { value: 60, unit: 'week' } }, 'conversionWindow'],
-    ['step windows when unordered', { ordering: 'unordered', stepWindows: [{ stepId: 's2', value: 1, unit: 'hour' }] }, 'stepWindows[0]'],
-    ['exclusions when unordered', { ordering: 'unordered', exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 's2' }] }, 'exclusions[0]'],
-    ['a step window named twice', { stepWindows: [{ stepId: 's2', value: 1, unit: 'hour' }, { stepId: 's2', value: 2, unit: 'hour' }] }, 'stepWindows[1]'],
+    [
+      'step windows when unordered',
+      { ordering: 'unordered', stepWindows: [{ stepId: 's2', value: 1, unit: 'hour' }] },
+      'stepWindows[0]',
+    ],
+    [
+      'exclusions when unordered',
+      { ordering: 'unordered', exclusions: [{ interactionId: 'coupon', fromStepId: 's1', toStepId: 's2' }] },
+      'exclusions[0]',
+    ],
+    [
+      'a step window named twice',
+      {
+        stepWindows: [
+          { stepId: 's2', value: 1, unit: 'hour' },
+          { stepId: 's2', value: 2, unit: 'hour' },
+        ],
+      },
+      'stepWindows[1]',
+    ],
   ];
   it.each(cases)('%s', async (_, body, field) => {
     const res = await report(a, J, body);
@@ -223,7 +331,9 @@ describe('refusals name the field', () => {
       const res = await report(a, J, body);
       expect(res.statusCode, JSON.stringify(body)).toBe(400);
     }
-    const many = await post(a, '/funnels/query', { steps: Array.from({ length: 21 }, () => ({ interactionId: 'view' })) });
+    const many = await post(a, '/funnels/query', {
+      steps: Array.from({ length: 21 }, () => ({ interactionId: 'view' })),
+    });
     expect(many.statusCode).toBe(400);
   });
 
@@ -235,10 +345,16 @@ describe('refusals name the field', () => {
     expect(first.statusCode).toBe(400);
     expect(first.json().details.field).toBe('stepWindows[0]');
     const twice = await post(a, '/funnels/query', {
-      steps: [{ interactionId: 'view', stepId: 'x' }, { interactionId: 'buy', stepId: 'x' }],
+      steps: [
+        { interactionId: 'view', stepId: 'x' },
+        { interactionId: 'buy', stepId: 'x' },
+      ],
     });
     expect(twice.statusCode).toBe(400);
-    const long = await post(a, `/journeys.analytics/${J}/trends`, { periodStart: iso(B), periodEnd: iso(B + 400 * DAY) });
+    const long = await post(a, `/journeys.analytics/${J}/trends`, {
+      periodStart: iso(B),
+      periodEnd: iso(B + 400 * DAY),
+    });
     expect(long.statusCode).toBe(400);
     expect(long.json().details.field).toBe('periodEnd');
     const none = await post(a, `/journeys.analytics/${J}/trends`, {});
@@ -264,10 +380,24 @@ describe('refusals name the field', () => {
 
 describe('the tenant boundary', () => {
   it('each collection sees its own events only, whichever side asks', async () => {
-    const fromA = await post(a, '/funnels/query', { steps: STEPS.map(({ interactionId }) => ({ interactionId })), ordering: 'strict' });
-    expect(counts(fromA.json().steps)).toEqual([[5, 5], [5, 4], [4, 4]]);
-    const fromB = await post(b, '/funnels/query', { steps: STEPS.map(({ interactionId }) => ({ interactionId })), ordering: 'strict' });
-    expect(counts(fromB.json().steps)).toEqual([[7, 7], [7, 7], [7, 7]]);
+    const fromA = await post(a, '/funnels/query', {
+      steps: STEPS.map(({ interactionId }) => ({ interactionId })),
+      ordering: 'strict',
+    });
+    expect(counts(fromA.json().steps)).toEqual([
+      [5, 5],
+      [5, 4],
+      [4, 4],
+    ]);
+    const fromB = await post(b, '/funnels/query', {
+      steps: STEPS.map(({ interactionId }) => ({ interactionId })),
+      ordering: 'strict',
+    });
+    expect(counts(fromB.json().steps)).toEqual([
+      [7, 7],
+      [7, 7],
+      [7, 7],
+    ]);
     const bj = await report(b, JB, { breakdown: { property: 'metadata.plan' } });
     expect(bj.json().breakdown.map((g: { value: string }) => g.value)).toEqual(['b']);
   });

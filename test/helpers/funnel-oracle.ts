@@ -50,8 +50,10 @@ export interface OPerson {
 }
 
 const earlier = (a: OEvent, b: OEvent) => a.t < b.t || (a.t === b.t && a.id < b.id);
-const earliest = (evs: OEvent[]): OEvent | undefined => evs.reduce<OEvent | undefined>((m, e) => (!m || earlier(e, m) ? e : m), undefined);
-const latest = (evs: OEvent[]): OEvent | undefined => evs.reduce<OEvent | undefined>((m, e) => (!m || earlier(m, e) ? e : m), undefined);
+const earliest = (evs: OEvent[]): OEvent | undefined =>
+  evs.reduce<OEvent | undefined>((m, e) => (!m || earlier(e, m) ? e : m), undefined);
+const latest = (evs: OEvent[]): OEvent | undefined =>
+  evs.reduce<OEvent | undefined>((m, e) => (!m || earlier(m, e) ? e : m), undefined);
 const fits = (from: number, to: number, ms: number | undefined) => ms === undefined || to - from <= ms;
 
 export function propertyOf(e: OEvent, property: string): string | null {

@@ -180,7 +180,15 @@ export function walk(r: WalkRecipient, spec: WalkSpec): Walked {
   }
   const entryV = r.entry?.v ?? null;
   if (!best) {
-    return { rid: r.rid, counted: spec.journey, reached: 0, enteredAt: entryT ?? 0, times: [], first: entryV, last: entryV };
+    return {
+      rid: r.rid,
+      counted: spec.journey,
+      reached: 0,
+      enteredAt: entryT ?? 0,
+      times: [],
+      first: entryV,
+      last: entryV,
+    };
   }
   const anchorV = ev[best.anchor].v ?? null;
   return {
@@ -279,9 +287,9 @@ export function breakdownGroups(rows: Walked[], attribution: 'first' | 'last', l
   for (const w of rows) {
     if (!w.counted) continue;
     const v = attribution === 'last' ? w.last : w.first;
-    let g = by.get(v);
-    if (!g) by.set(v, (g = []));
-    g.push(w);
+    const g = by.get(v);
+    if (g) g.push(w);
+    else by.set(v, [w]);
   }
   const ranked = [...by.entries()].sort((x, y) => {
     if (y[1].length !== x[1].length) return y[1].length - x[1].length;

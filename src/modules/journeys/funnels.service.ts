@@ -15,8 +15,8 @@ import {
   bucketStart,
   type StepFigures,
   stepFigures,
-  type WalkSpec,
   type Walked,
+  type WalkSpec,
   walk,
 } from './funnels.engine.ts';
 import { funnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
@@ -270,7 +270,11 @@ export class FunnelsService {
     const { spec, rows } = await this.walked(collectionId, def, q);
     let members = rows;
     if (grouped && q.breakdown) {
-      const groups: BreakdownGroup[] = breakdownGroups(rows, q.breakdown.attribution ?? 'first', q.breakdown.limit ?? 10);
+      const groups: BreakdownGroup[] = breakdownGroups(
+        rows,
+        q.breakdown.attribution ?? 'first',
+        q.breakdown.limit ?? 10,
+      );
       const g = groups.find((x) => (q.other ? x.other : !x.other && x.value === q.breakdownValue));
       members = g?.members ?? [];
     }

@@ -63,7 +63,11 @@ interface Row {
 }
 
 /** Each recipient's events for the walk (journey funnels: every entrant, with or without events). */
-export async function funnelEvents(db: Queryable, collectionId: string, f: FunnelEventsInput): Promise<WalkRecipient[]> {
+export async function funnelEvents(
+  db: Queryable,
+  collectionId: string,
+  f: FunnelEventsInput,
+): Promise<WalkRecipient[]> {
   const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
   const period = (col: Sql) =>
     sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}`;

@@ -91,11 +91,15 @@ export const StepMapping = Closed(
 export type StepMapping = Type.Static<typeof StepMapping>;
 const StepMappings = Type.Array(StepMapping, { maxItems: 50 });
 
-
 // ---------------------------------------------------------------------------------------------
 // Funnel options (issue 29; docs/journeys.md "Funnel options" has the precise semantics)
 
-const WindowUnit = Type.Union([Type.Literal('minute'), Type.Literal('hour'), Type.Literal('day'), Type.Literal('week')]);
+const WindowUnit = Type.Union([
+  Type.Literal('minute'),
+  Type.Literal('hour'),
+  Type.Literal('day'),
+  Type.Literal('week'),
+]);
 const windowFields = {
   value: Type.Integer({ minimum: 1, maximum: 527_040, description: 'At most 366 days in all' }),
   unit: WindowUnit,
@@ -128,7 +132,9 @@ export const FunnelBreakdown = Closed({
       description: 'first (default): the value on the event that entered the funnel; last: on the last event counted',
     }),
   ),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Top values; the rest is "other"' })),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 50, default: 10, description: 'Top values; the rest is "other"' }),
+  ),
 });
 export type FunnelBreakdown = Type.Static<typeof FunnelBreakdown>;
 
@@ -180,7 +186,9 @@ const funnelStepFields = {
   medianTimeToComplete: Type.Optional(
     Nullable(Type.Number({ description: 'With options: nearest-rank median of the seconds to complete' })),
   ),
-  p90TimeToComplete: Type.Optional(Nullable(Type.Number({ description: 'With options: nearest-rank 90th percentile' }))),
+  p90TimeToComplete: Type.Optional(
+    Nullable(Type.Number({ description: 'With options: nearest-rank 90th percentile' })),
+  ),
   timeToCompleteHistogram: Type.Optional(
     Type.Array(
       Closed({
@@ -291,7 +299,6 @@ export const JourneyStepRecipientsResponse = Type.Array(Type.String(), {
   $id: 'JourneyStepRecipientsResponse',
   description: 'Recipient ids (userId or contactId), sorted',
 });
-
 
 // Ad-hoc funnels, trends and people (issue 29)
 

@@ -27,13 +27,13 @@ import type {
   FunnelTrendsRequest,
   FunnelTrendsResponse,
   JourneyFunnelReportRequest,
-  JourneyPeopleRequest,
-  JourneyTrendsRequest,
   JourneyFunnelReportResponse,
+  JourneyPeopleRequest,
   JourneyRecord,
   JourneyStatsRequest,
   JourneyStatsResponse,
   JourneyStepRecipientsRequest,
+  JourneyTrendsRequest,
   ListJourneysQuery,
   StepMapping,
   UpdateJourneyBody,
@@ -174,7 +174,8 @@ function adHocDef(steps: AdHocStep[]): FunnelDef {
   return {
     steps: steps.map((s, k) => {
       const stepId = s.stepId ?? `step${k + 1}`;
-      if (seen.has(stepId)) throw badRequest(`steps[${k}]: step id "${stepId}" is used twice`, { field: `steps[${k}]` });
+      if (seen.has(stepId))
+        throw badRequest(`steps[${k}]: step id "${stepId}" is used twice`, { field: `steps[${k}]` });
       seen.add(stepId);
       return { stepId, interactionId: s.interactionId, outcome: s.outcome ?? null };
     }),
