@@ -223,6 +223,11 @@ export class FunnelsService {
         conversionRate: c.entered === 0 ? 0 : c.completed / c.entered,
       }));
     };
+    // The previous period is an independent statement: both run at once (two connections).
+    const [current, previous] = await Promise.all([
+      bucketsOf(start, 0),
+      q.compare ? bucketsOf(start - length, length) : undefined,
+    ]);
     const answer: {
       interval: 'day' | 'week';
       periodStart: string;
@@ -233,13 +238,13 @@ export class FunnelsService {
       interval,
       periodStart: new Date(start).toISOString(),
       periodEnd: new Date(end).toISOString(),
-      buckets: await bucketsOf(start, 0),
+      buckets: current,
     };
-    if (q.compare) {
+    if (previous) {
       answer.previous = {
         periodStart: new Date(start - length).toISOString(),
         periodEnd: new Date(start).toISOString(),
-        buckets: await bucketsOf(start - length, length),
+        buckets: previous,
       };
     }
     return answer;

@@ -83,14 +83,18 @@ export async function funnelEvents(
       ORDER BY m.occurred_at, m.id)`;
   let rows: Row[];
   if (f.journeyId !== undefined) {
+    const journey = sql`x.collection_id = ${collectionId} AND x.journey_id = ${f.journeyId} AND x.deleted_at IS NULL
+      AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}`;
+    // The entry event's own value is needed only for a breakdown; without one, the first time
+    // per recipient is an index-only aggregate over the journey index (no heap, no sort).
+    const entry = f.property
+      ? sql`SELECT DISTINCT ON (x.${rid}) x.${rid} AS rid, x.occurred_at AS t, ${prop} AS v
+        FROM interaction_events x WHERE ${journey}
+        ORDER BY x.${rid}, x.occurred_at, x.id`
+      : sql`SELECT x.${rid} AS rid, min(x.occurred_at) AS t, NULL::text AS v
+        FROM interaction_events x WHERE ${journey} GROUP BY x.${rid}`;
     ({ rows } = await db.query<Row>(sql`
-      WITH entry AS (
-        SELECT DISTINCT ON (x.${rid}) x.${rid} AS rid, x.occurred_at AS t, ${prop} AS v
-        FROM interaction_events x
-        WHERE x.collection_id = ${collectionId} AND x.journey_id = ${f.journeyId} AND x.deleted_at IS NULL
-          AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}
-        ORDER BY x.${rid}, x.occurred_at, x.id
-      ), ${m}
+      WITH entry AS (${entry}), ${m}
       SELECT e.rid, (extract(epoch FROM e.t) * 1000)::float8 AS et, e.v AS ev,
         ${agg} FILTER (WHERE m.rid IS NOT NULL) AS events
       FROM entry e LEFT JOIN m ON m.rid = e.rid AND m.occurred_at >= e.t AND (m.sm <> 0 OR m.xm <> 0)
