@@ -17,7 +17,7 @@ import sql from 'sql-template-tag';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { firstDifference, Rng } from './helpers/analytics-oracle.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { figures, groups, type OEvent, type OQuery, type OStep, people } from './helpers/funnel-oracle.ts';
+import { figures, groups, type OClick, type OEvent, type OQuery, type OStep, people } from './helpers/funnel-oracle.ts';
 
 const CASES = Number(process.env.FUNNEL_CASES ?? 2000);
 const BATCH = 150;
@@ -41,6 +41,8 @@ afterAll(() => t.close());
 interface Case {
   n: number;
   journeyId: string;
+  linkId: string;
+  clicks: OClick[];
   ia: string[];
   events: Omit<OEvent, 'id'>[];
   eventIds: string[];
@@ -53,6 +55,14 @@ function makeCase(rng: Rng, n: number): Case {
   const users = Array.from({ length: 1 + rng.int(5) }, (_, i) => `${k}u${i}`);
   const events: Omit<OEvent, 'id'>[] = [];
   const eventIds: string[] = [];
+  // The case's link and its clicks (ids given when stored); most carry a click id.
+  const clicks: OClick[] = Array.from({ length: 1 + rng.int(4) }, (_, i) => ({
+    id: 0,
+    t: B + rng.int(12) * HOUR + rng.pick([0, 1000]),
+    clickId: rng.chance(0.8) ? `${k}ck${i}` : null,
+    country: rng.pick(['FR', 'DE', null]),
+  }));
+  const clickIds = clicks.flatMap((c) => (c.clickId ? [c.clickId] : []));
   // Times on a coarse grid (ties are frequent), over a day and a half; entries early.
   const time = (hours = 36) => B + rng.int(hours) * HOUR + rng.pick([0, 0, 0, 30 * 60_000, 1000]);
   for (const u of users) {
@@ -71,11 +81,12 @@ function makeCase(rng: Rng, n: number): Case {
         source: rng.pick(['admin', 'public']),
         metadata: rng.pick([{ plan: 'free' }, { plan: 'pro' }, { plan: 'team' }, {}, { plan: 3 }, null]),
         deleted: rng.chance(0.08),
+        clickId: clickIds.length && rng.chance(0.25) ? rng.pick(clickIds) : null,
       });
       eventIds.push(`${k}e${events.length}`);
     }
   }
-  return { n, journeyId, ia, events, eventIds };
+  return { n, journeyId, linkId: `lnk_${k}`, clicks, ia, events, eventIds };
 }
 
 /** Inserts the batch's journeys and events (one statement each); answers the events with ids. */
@@ -85,6 +96,26 @@ async function store(cases: Case[]): Promise<OEvent[][]> {
     INSERT INTO journeys (collection_id, id, name, journey_type, data)
     SELECT ${col.id}, j.id, j.name, 'event_triggered', '{}'::jsonb
     FROM jsonb_to_recordset(${JSON.stringify(journeys)}::jsonb) AS j(id text, name text)`);
+  const links = cases.map((c) => ({ id: c.linkId, code: `${col.id}-${c.linkId}` }));
+  await t.testDb.db.query(sql`
+    INSERT INTO links (collection_id, id, code, destination_url, created_by)
+    SELECT ${col.id}, l.id, l.code, 'https://example.com/', 'test'
+    FROM jsonb_to_recordset(${JSON.stringify(links)}::jsonb) AS l(id text, code text)`);
+  const clicks = cases.flatMap((c) =>
+    c.clicks.map((k) => ({ link_id: c.linkId, clicked_at: iso(k.t), click_id: k.clickId, country: k.country ?? '' })),
+  );
+  const { rows: clickRows } = await t.testDb.db.query<{
+    link_id: string;
+    click_id: string | null;
+    id: string | number;
+  }>(sql`
+    INSERT INTO link_clicks (collection_id, link_id, clicked_at, click_id, country)
+    SELECT ${col.id}, k.link_id, k.clicked_at, k.click_id, k.country
+    FROM jsonb_to_recordset(${JSON.stringify(clicks)}::jsonb) AS k(link_id text, clicked_at timestamptz, click_id text, country text)
+    RETURNING link_id, click_id, id`);
+  // Rows come back in the order given (one statement, one VALUES list): number the clicks so.
+  let next = 0;
+  for (const c of cases) for (const k of c.clicks) k.id = Number(clickRows[next++].id);
   const rows = cases.flatMap((c) =>
     c.events.map((e, i) => ({
       event_id: c.eventIds[i],
@@ -98,16 +129,17 @@ async function store(cases: Case[]): Promise<OEvent[][]> {
       source: e.source,
       metadata: e.metadata,
       deleted_at: e.deleted ? iso(B) : null,
+      click_id: e.clickId ?? null,
     })),
   );
   const { rows: ids } = await t.testDb.db.query<{ event_id: string; id: string | number }>(sql`
     INSERT INTO interaction_events (collection_id, event_id, interaction_id, occurred_at, user_id, contact_id,
-      outcome, journey_id, app_id, source, metadata, deleted_at)
+      outcome, journey_id, app_id, source, metadata, deleted_at, click_id)
     SELECT ${col.id}, r.event_id, r.interaction_id, r.occurred_at, r.user_id, r.contact_id, r.outcome, r.journey_id,
-      r.app_id, r.source, r.metadata, r.deleted_at
+      r.app_id, r.source, r.metadata, r.deleted_at, r.click_id
     FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(event_id text, interaction_id text,
       occurred_at timestamptz, user_id text, contact_id text, outcome text, journey_id text, app_id text,
-      source text, metadata jsonb, deleted_at timestamptz)
+      source text, metadata jsonb, deleted_at timestamptz, click_id text)
     RETURNING event_id, id`);
   const idOf = new Map(ids.map((r) => [r.event_id, Number(r.id)]));
   return cases.map((c) => c.events.map((e, i) => ({ ...e, id: idOf.get(c.eventIds[i]) as number })));
@@ -384,6 +416,71 @@ describe('funnel options equal a brute-force computation on random event sets', 
           const td = firstDifference(r.json(), wantT);
           expect(td, fail('trends', body, td ?? '')).toBeUndefined();
           compared++;
+        }
+
+        // 6. A funnel from the case's link's clicks (ad-hoc), with options; a breakdown by
+        // country sometimes; and for some, the options' path with only `ordering: 'ordered'`
+        // against the established link funnel (a journey's steps mapped to the link).
+        if (c.n % 2 === 0) {
+          const linkSteps: OStep[] = [
+            { stepId: 's1', interactionId: `link:${c.linkId}`, outcome: null },
+            ...adSteps.slice(1),
+          ];
+          const l = randomOptions(rng, c, linkSteps, true, false);
+          if (l.q.breakdown && rng.chance(0.5)) {
+            l.q.breakdown.property = 'country';
+            (l.body.breakdown as Record<string, unknown>).property = 'country';
+          }
+          const lBody = {
+            steps: linkSteps.map((x) => ({
+              stepId: x.stepId,
+              interactionId: x.interactionId,
+              ...(x.outcome !== null && { outcome: x.outcome }),
+            })),
+            ...l.body,
+          };
+          const lq: OQuery = { ...l.q, steps: linkSteps, clicks: c.clicks };
+          const lres = await post(`/admin/collection/${col.id}/funnels/query`, lBody);
+          expect(lres.statusCode, fail('link status', lBody, lres.body)).toBe(200);
+          const lwant = expected(events, lq);
+          const ld = firstDifference(pick(lres.json(), ['ordering', 'steps', 'breakdown']), {
+            breakdown: undefined,
+            ...lwant.answer,
+          });
+          expect(ld, fail(`link funnel, clicks ${JSON.stringify(c.clicks)}`, lBody, ld ?? '')).toBeUndefined();
+          compared++;
+          if (c.n % 4 === 0) {
+            const mappings = steps.map((x, k) => ({
+              stepId: x.stepId,
+              interactionId: k === 0 ? `link:${c.linkId}` : x.interactionId,
+              outcome: x.outcome,
+            }));
+            const period = pick(j.body, ['idField', 'periodStart', 'periodEnd']);
+            const clean = Object.fromEntries(
+              Object.entries({ stepMappings: mappings, ...period }).filter(([, v]) => v !== undefined),
+            );
+            const url = `/admin/collection/${col.id}/journeys.analytics/${c.journeyId}/funnel-report`;
+            const r1 = await post(url, clean);
+            const r2 = await post(url, { ...clean, ordering: 'ordered' });
+            expect(r2.statusCode, fail('link ordered status', clean, r2.body)).toBe(200);
+            const fields = [
+              'stepId',
+              'interactionId',
+              'enteredCount',
+              'completedCount',
+              'conversionRate',
+              'avgTimeToComplete',
+            ];
+            const od = firstDifference(
+              r2.json().steps.map((x: Record<string, unknown>) => pick(x, fields)),
+              r1.json().steps.map((x: Record<string, unknown>) => pick(x, fields)),
+            );
+            expect(
+              od,
+              fail(`link ordered vs plain, clicks ${JSON.stringify(c.clicks)}`, clean, od ?? ''),
+            ).toBeUndefined();
+            compared++;
+          }
         }
 
         // 5. Only `ordering: 'ordered'` on the options' path = the answer without options.

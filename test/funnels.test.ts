@@ -366,15 +366,93 @@ describe('refusals name the field', () => {
     expect(group.statusCode).toBe(400);
   });
 
-  it('a funnel from a link’s clicks does not take options yet (400), and answers without them', async () => {
-    const res = await report(a, J, {
-      stepMappings: [{ stepId: 's1', interactionId: 'link:lnk_none' }],
+  it('a breakdown by country is for a funnel from a link only', async () => {
+    const res = await report(a, J, { breakdown: { property: 'country' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().details.field).toBe('breakdown.property');
+  });
+});
+
+describe('a funnel from a link’s clicks, with options', () => {
+  // Link lnk_w in A: clicks c1 (FR, click id ck1), c2 (DE, ck2), c3 (FR, no click id) at B + 1 day.
+  // u9 views with ck1 a minute later, then carts and buys without it (its identity carries on);
+  // u8 views with ck2 and stops.
+  const D = B + DAY;
+  beforeAll(async () => {
+    await t.testDb.db.query(
+      `INSERT INTO links (collection_id, id, code, destination_url, created_by) VALUES ($1, 'lnk_w', $2, 'https://example.com/', 'test')`,
+      [a.id, `${a.id}-w`],
+    );
+    await t.testDb.db.query(
+      `INSERT INTO link_clicks (collection_id, link_id, clicked_at, click_id, country)
+       VALUES ($1, 'lnk_w', $2, 'ck1', 'FR'), ($1, 'lnk_w', $2, 'ck2', 'DE'), ($1, 'lnk_w', $2, NULL, 'FR')`,
+      [a.id, iso(D)],
+    );
+    await append(a, {
+      interactionId: 'view',
+      userId: 'u9',
+      outcome: 'success',
+      clickId: 'ck1',
+      timestamp: iso(D + MIN),
+    });
+    await append(a, { interactionId: 'cart', userId: 'u9', outcome: 'success', timestamp: iso(D + 2 * MIN) });
+    await append(a, { interactionId: 'buy', userId: 'u9', outcome: 'success', timestamp: iso(D + 3 * MIN) });
+    await append(a, {
+      interactionId: 'view',
+      userId: 'u8',
+      outcome: 'success',
+      clickId: 'ck2',
+      timestamp: iso(D + 5 * MIN),
+    });
+  });
+  const steps = [{ interactionId: 'link:lnk_w' }, ...STEPS.map(({ interactionId }) => ({ interactionId }))];
+
+  it('a click without a click id completes step 1 only; country splits the clicks', async () => {
+    const res = await post(a, '/funnels/query', {
+      steps,
+      periodStart: iso(D),
+      conversionWindow: { value: 1, unit: 'hour' },
+      breakdown: { property: 'country' },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(counts(res.json().steps)).toEqual([
+      [3, 3],
+      [2, 2],
+      [2, 1],
+      [1, 1],
+    ]);
+    const groups = res.json().breakdown;
+    expect(groups.map((g: { value: string }) => g.value)).toEqual(['FR', 'DE']);
+    expect(counts(groups[0].steps)).toEqual([
+      [2, 2],
+      [1, 1],
+      [1, 1],
+      [1, 1],
+    ]);
+    expect(counts(groups[1].steps)).toEqual([
+      [1, 1],
+      [1, 1],
+      [1, 0],
+      [0, 0],
+    ]);
+    // The journey's funnel report from the link (link → cart → buy), in strict order: u9's view
+    // is no step of it, so its cart is the next step event.
+    const journeyRes = await report(a, J, {
+      stepMappings: [{ stepId: 's1', interactionId: 'link:lnk_w' }],
+      periodStart: iso(D),
       ordering: 'strict',
     });
+    expect(journeyRes.statusCode, journeyRes.body).toBe(200);
+    expect(counts(journeyRes.json().steps)).toEqual([
+      [3, 3],
+      [2, 1],
+      [1, 1],
+    ]);
+  });
+
+  it('people are not answered for clicks (400)', async () => {
+    const res = await post(a, '/funnels/people', { steps, stepId: 'step2' });
     expect(res.statusCode).toBe(400);
-    expect(res.json().details.field).toBe('steps');
-    const plain = await report(a, J, { stepMappings: [{ stepId: 's1', interactionId: 'link:lnk_none' }] });
-    expect(plain.statusCode).toBe(200);
   });
 });
 
@@ -384,10 +462,11 @@ describe('the tenant boundary', () => {
       steps: STEPS.map(({ interactionId }) => ({ interactionId })),
       ordering: 'strict',
     });
+    // u1…u5, and u8 and u9 of the link's test (view only; view, cart, buy).
     expect(counts(fromA.json().steps)).toEqual([
+      [7, 7],
+      [7, 5],
       [5, 5],
-      [5, 4],
-      [4, 4],
     ]);
     const fromB = await post(b, '/funnels/query', {
       steps: STEPS.map(({ interactionId }) => ({ interactionId })),

@@ -4196,7 +4196,7 @@ export interface components {
                 toStepId: string;
             }[];
             breakdown?: {
-                /** @description appId, outcome, source, interactionId or metadata.<key> */
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
                 property: string;
                 /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
                 attribution?: "first" | "last";
@@ -4425,7 +4425,7 @@ export interface components {
                 toStepId: string;
             }[];
             breakdown?: {
-                /** @description appId, outcome, source, interactionId or metadata.<key> */
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
                 property: string;
                 /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
                 attribution?: "first" | "last";
@@ -4493,7 +4493,7 @@ export interface components {
                 toStepId: string;
             }[];
             breakdown?: {
-                /** @description appId, outcome, source, interactionId or metadata.<key> */
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
                 property: string;
                 /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
                 attribution?: "first" | "last";
@@ -4637,7 +4637,7 @@ export interface components {
                 toStepId: string;
             }[];
             breakdown?: {
-                /** @description appId, outcome, source, interactionId or metadata.<key> */
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
                 property: string;
                 /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
                 attribution?: "first" | "last";

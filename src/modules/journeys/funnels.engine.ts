@@ -30,6 +30,8 @@ export interface WalkRecipient {
   /** Journey funnels: the journey entry (time and its event's breakdown value). */
   entry?: { t: number; v?: string | null };
   events: WalkEvent[];
+  /** A click without a click id: it completes step 1 and does not enter step 2 (link-steps.ts). */
+  untracked?: boolean;
 }
 
 export interface WalkSpec {
@@ -43,6 +45,11 @@ export interface WalkSpec {
   exclusions: { from: number; to: number }[];
   /** A journey funnel (recipients enter at `entry`) or an ad-hoc one (they enter at the anchor). */
   journey: boolean;
+  /**
+   * A funnel from a link's clicks: each recipient's first event is its click, the only anchor
+   * (the attempt starts at the click, whatever the ordering).
+   */
+  fromClick?: boolean;
 }
 
 export interface Walked {
@@ -58,6 +65,8 @@ export interface Walked {
   /** The breakdown value under first- and last-touch attribution. */
   first: string | null;
   last: string | null;
+  /** Entered step 1 only (a click without a click id). */
+  untracked?: boolean;
 }
 
 interface Attempt {
@@ -159,7 +168,8 @@ export function walk(r: WalkRecipient, spec: WalkSpec): Walked {
   const entryT = r.entry?.t;
   let best: (Attempt & { anchor: number }) | undefined;
   const anchorBits = spec.ordering === 'unordered' ? (1 << spec.stepCount) - 1 : 1;
-  for (let a = 0; a < ev.length; a++) {
+  const anchors = spec.fromClick ? Math.min(1, ev.length) : ev.length;
+  for (let a = 0; a < anchors; a++) {
     if (!(ev[a].steps & anchorBits)) continue;
     if (entryT !== undefined && (ev[a].t < entryT || !within(entryT, ev[a].t, spec.stepWindowMs[0]))) continue;
     const att =
@@ -193,6 +203,7 @@ export function walk(r: WalkRecipient, spec: WalkSpec): Walked {
   const anchorV = ev[best.anchor].v ?? null;
   return {
     rid: r.rid,
+    ...(r.untracked && { untracked: true }),
     counted: true,
     reached: best.reached,
     enteredAt: entryT ?? ev[best.anchor].t,
@@ -230,6 +241,10 @@ export function nearestRank(sorted: number[], p: number): number | null {
   return sorted[Math.max(1, Math.ceil(p * sorted.length)) - 1];
 }
 
+/** Whether a walked recipient entered step k (0-based). */
+export const enteredStep = (w: Walked, k: number, journey: boolean): boolean =>
+  k === 0 ? journey || w.reached > 0 : w.reached >= k && !w.untracked;
+
 /** Per-step figures of a set of walked recipients (those counted). */
 export function stepFigures(rows: Walked[], stepCount: number, journey: boolean): StepFigures[] {
   const out: StepFigures[] = [];
@@ -238,7 +253,7 @@ export function stepFigures(rows: Walked[], stepCount: number, journey: boolean)
     const durations: number[] = [];
     for (const w of rows) {
       if (!w.counted) continue;
-      const isIn = k === 0 ? journey || w.reached > 0 : w.reached >= k;
+      const isIn = enteredStep(w, k, journey);
       if (!isIn) continue;
       entered++;
       if (w.reached > k) {

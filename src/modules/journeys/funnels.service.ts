@@ -13,13 +13,14 @@ import {
   type BreakdownGroup,
   breakdownGroups,
   bucketStart,
+  enteredStep,
   type StepFigures,
   stepFigures,
   type Walked,
   type WalkSpec,
   walk,
 } from './funnels.engine.ts';
-import { funnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
+import { funnelEvents, linkFunnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
 import { linkOfStep } from './journeys.link-steps.ts';
 import type { ConversionWindow, FunnelOptions } from './journeys.schema.ts';
 
@@ -56,20 +57,31 @@ function windowMs(w: ConversionWindow, field: string): number {
   return ms;
 }
 
-function propertyRef(property: string): PropertyRef {
+function propertyRef(property: string, fromClick: boolean): PropertyRef {
   const col = { appId: 'app_id', outcome: 'outcome', source: 'source', interactionId: 'interaction_id' } as const;
   if (property in col) return { column: col[property as keyof typeof col] };
+  if (property === 'country' || property === 'deviceType') {
+    if (!fromClick) {
+      throw badRequest(`breakdown.property "${property}" is a click's: only for a funnel whose first step is a link`, {
+        field: 'breakdown.property',
+      });
+    }
+    return { click: property === 'country' ? 'country' : 'device_type' };
+  }
   if (property.startsWith('metadata.') && property.length > 'metadata.'.length) {
     return { metadataKey: property.slice('metadata.'.length) };
   }
   throw badRequest(
-    `breakdown.property "${property}" is not one of appId, outcome, source, interactionId, metadata.<key>`,
+    `breakdown.property "${property}" is not one of appId, outcome, source, interactionId, metadata.<key>, country, deviceType`,
     { field: 'breakdown.property' },
   );
 }
 
 /** Checks the options against the funnel's steps and turns them into a walk's spec. */
-function prepare(def: FunnelDef, q: FunnelScope): { spec: WalkSpec; exclusions: Matcher[]; property?: PropertyRef } {
+function prepare(
+  def: FunnelDef,
+  q: FunnelScope,
+): { spec: WalkSpec; exclusions: Matcher[]; property?: PropertyRef; linkId?: string } {
   const n = def.steps.length;
   if (n > MAX_OPTION_STEPS) {
     throw badRequest(`A funnel with options has at most ${MAX_OPTION_STEPS} steps; this one has ${n}`, {
@@ -79,13 +91,17 @@ function prepare(def: FunnelDef, q: FunnelScope): { spec: WalkSpec; exclusions: 
   if (q.start && q.end && Date.parse(q.start) >= Date.parse(q.end)) {
     throw badRequest('The period start must be before its end', { field: 'periodStart' });
   }
-  const link = def.steps.find((s) => linkOfStep(s.interactionId) !== undefined);
-  if (link) {
-    throw badRequest(
-      `Step "${link.stepId}" is a link step: funnel options (windows, ordering, exclusions, breakdowns) are not available for a funnel from a link’s clicks yet; send the request without them`,
-      { field: 'steps', stepId: link.stepId },
-    );
+  // A funnel from a link's clicks (journeys.link-steps.ts): its first step only may be a link.
+  const linkId = n > 0 ? linkOfStep(def.steps[0].interactionId) : undefined;
+  const later = def.steps.slice(1).find((s) => linkOfStep(s.interactionId) !== undefined);
+  if (later) {
+    throw badRequest(`Step "${later.stepId}" is a link step: only the first step of a funnel may be one`, {
+      field: 'steps',
+      stepId: later.stepId,
+    });
   }
+  // Recipients enter at the journey entry, or at the first step's event (ad-hoc, a click).
+  const journey = def.journeyId !== undefined && linkId === undefined;
   const index = new Map(def.steps.map((s, k) => [s.stepId, k]));
   const stepIndex = (id: string, field: string) => {
     const k = index.get(id);
@@ -101,9 +117,9 @@ function prepare(def: FunnelDef, q: FunnelScope): { spec: WalkSpec; exclusions: 
     }
     const k = stepIndex(w.stepId, `${field}.stepId`);
     if (stepWindowMs[k] !== undefined) throw badRequest(`${field} names step "${w.stepId}" twice`, { field });
-    if (k === 0 && def.journeyId === undefined) {
+    if (k === 0 && !journey) {
       throw badRequest(
-        `${field}: the first step of an ad-hoc funnel has nothing before it to be timed from; remove its window`,
+        `${field}: the first step of an ad-hoc funnel or of a funnel from a link's clicks has nothing before it to be timed from; remove its window`,
         { field },
       );
     }
@@ -133,10 +149,12 @@ function prepare(def: FunnelDef, q: FunnelScope): { spec: WalkSpec; exclusions: 
       windowMs: q.conversionWindow ? windowMs(q.conversionWindow, 'conversionWindow') : undefined,
       stepWindowMs,
       exclusions: excl,
-      journey: def.journeyId !== undefined,
+      journey,
+      fromClick: linkId !== undefined,
     },
     exclusions,
-    property: q.breakdown ? propertyRef(q.breakdown.property) : undefined,
+    property: q.breakdown ? propertyRef(q.breakdown.property, linkId !== undefined) : undefined,
+    linkId,
   };
 }
 
@@ -151,17 +169,18 @@ export class FunnelsService {
 
   /** Every recipient of the funnel in the scope, walked. */
   async walked(collectionId: string, def: FunnelDef, q: FunnelScope): Promise<{ spec: WalkSpec; rows: Walked[] }> {
-    const { spec, exclusions, property } = prepare(def, q);
+    const { spec, exclusions, property, linkId } = prepare(def, q);
+    const input = {
+      idField: q.idField,
+      journeyId: def.journeyId,
+      steps: def.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome })),
+      exclusions,
+      property,
+      start: q.start,
+      end: q.end,
+    };
     const recipients = await this.analytics((tx) =>
-      funnelEvents(tx, collectionId, {
-        idField: q.idField,
-        journeyId: def.journeyId,
-        steps: def.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome })),
-        exclusions,
-        property,
-        start: q.start,
-        end: q.end,
-      }),
+      linkId === undefined ? funnelEvents(tx, collectionId, input) : linkFunnelEvents(tx, collectionId, linkId, input),
     );
     return { spec, rows: recipients.map((r) => walk(r, spec)).filter((w) => w.counted) };
   }
@@ -263,6 +282,11 @@ export class FunnelsService {
       cursor?: string;
     },
   ): Promise<{ items: string[]; nextCursor: string | null }> {
+    if (def.steps.length > 0 && linkOfStep(def.steps[0].interactionId) !== undefined) {
+      throw badRequest('People are not answered for a funnel from a link’s clicks (its recipients are clicks)', {
+        field: 'steps',
+      });
+    }
     const k = def.steps.findIndex((s) => s.stepId === q.stepId);
     if (k < 0) throw badRequest(`stepId "${q.stepId}" is not a step of this funnel`, { field: 'stepId' });
     const grouped = q.breakdownValue !== undefined || q.other === true;
@@ -284,7 +308,7 @@ export class FunnelsService {
       members = g?.members ?? [];
     }
     const status = q.status ?? 'completed';
-    const entered = (w: Walked) => (k === 0 ? spec.journey || w.reached > 0 : w.reached >= k);
+    const entered = (w: Walked) => enteredStep(w, k, spec.journey);
     const pick = (w: Walked) =>
       status === 'entered' ? entered(w) : status === 'completed' ? w.reached > k : entered(w) && w.reached <= k;
     const ids = members

@@ -18,8 +18,11 @@ export interface Matcher {
   outcome: string | null;
 }
 
-/** A breakdown property: one of the event's columns, or a top-level metadata key. */
-export type PropertyRef = { column: 'app_id' | 'outcome' | 'source' | 'interaction_id' } | { metadataKey: string };
+/** A breakdown property: one of the event's columns, a top-level metadata key, or the click's. */
+export type PropertyRef =
+  | { column: 'app_id' | 'outcome' | 'source' | 'interaction_id' }
+  | { metadataKey: string }
+  | { click: 'country' | 'device_type' };
 
 export interface FunnelEventsInput {
   idField: IdField;
@@ -52,6 +55,7 @@ const propertyOf = (p: PropertyRef | undefined): Sql => {
   if (!p) return sql`NULL::text`;
   // The column name is one of four literals (validated by the service), never client text.
   if ('column' in p) return raw(`x.${p.column}`);
+  if ('click' in p) return sql`NULL::text`;
   return sql`x.metadata ->> ${p.metadataKey}`;
 };
 
@@ -110,5 +114,69 @@ export async function funnelEvents(
     rid: r.rid,
     entry: r.et === null ? undefined : { t: Number(r.et), v: r.ev },
     events: (r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s, excl: x, v })),
+  }));
+}
+
+/**
+ * Each click's events for the walk of a funnel from a link's clicks (journeys.link-steps.ts has
+ * the rules): the clicks of the link in the period, each with a synthetic first event (the
+ * click, step 1) and then the live events of the later steps' and exclusions' interactions at
+ * or after the click, before the period's end, that carry the click id or come from the
+ * click's identity (its first event carrying the click id). `steps[0]` is the link step and
+ * matches no event. The recipient id is the click's row id.
+ */
+export async function linkFunnelEvents(
+  db: Queryable,
+  collectionId: string,
+  linkId: string,
+  f: FunnelEventsInput,
+): Promise<WalkRecipient[]> {
+  const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
+  const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
+  const interactions = [...new Set([...f.steps.slice(1), ...f.exclusions].map((m) => m.interactionId))];
+  const p = f.property;
+  const clickProp = p && 'click' in p ? raw(`nullif(c.${p.click}, '')`) : sql`NULL::text`;
+  // A click's own property (country, device) is the click's on every one of its events.
+  const prop = p && 'click' in p ? sql`e.v` : propertyOf(p);
+  const cols = sql`e.cid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${prop} AS v`;
+  const mapped = sql`x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
+    AND x.deleted_at IS NULL AND x.occurred_at >= e.t ${xEnd}`;
+  const { rows } = await db.query<{
+    cid: string;
+    untracked: boolean;
+    et: number;
+    ev: string | null;
+    events: Row['events'];
+  }>(sql`
+    WITH entry AS (
+      SELECT c.id AS cid, c.click_id, c.clicked_at AS t, ${clickProp} AS v FROM link_clicks c
+      WHERE c.collection_id = ${collectionId} AND c.link_id = ${linkId}
+        ${f.start ? sql`AND c.clicked_at >= ${f.start}::timestamptz` : sql``}
+        ${f.end ? sql`AND c.clicked_at < ${f.end}::timestamptz` : sql``}
+    ), ident AS (
+      SELECT e.cid, (SELECT x.${rid} FROM interaction_events x
+        WHERE x.collection_id = ${collectionId} AND x.click_id = e.click_id AND x.occurred_at >= e.t
+          AND x.deleted_at IS NULL AND x.${rid} IS NOT NULL ${xEnd}
+        ORDER BY x.occurred_at, x.id LIMIT 1) AS rid
+      FROM entry e WHERE e.click_id IS NOT NULL
+    ), m AS (
+      -- By the click id, and by the identity; UNION drops an event found both ways.
+      SELECT ${cols} FROM entry e JOIN interaction_events x ON x.click_id = e.click_id AND ${mapped}
+      UNION
+      SELECT ${cols} FROM entry e JOIN ident i ON i.cid = e.cid
+        JOIN interaction_events x ON x.${rid} = i.rid AND ${mapped}
+    )
+    SELECT e.cid, e.click_id IS NULL AS untracked, (extract(epoch FROM e.t) * 1000)::float8 AS et, e.v AS ev,
+      json_agg(json_build_array((extract(epoch FROM m.occurred_at) * 1000)::float8, m.sm, m.xm, m.v)
+        ORDER BY m.occurred_at, m.id) FILTER (WHERE m.cid IS NOT NULL AND (m.sm <> 0 OR m.xm <> 0)) AS events
+    FROM entry e LEFT JOIN m ON m.cid = e.cid
+    GROUP BY e.cid, e.click_id, e.t, e.v`);
+  return rows.map((r) => ({
+    rid: String(r.cid),
+    untracked: r.untracked,
+    events: [
+      { t: Number(r.et), steps: 1, excl: 0, v: r.ev },
+      ...(r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s & ~1, excl: x, v })),
+    ],
   }));
 }

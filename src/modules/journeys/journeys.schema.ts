@@ -124,8 +124,9 @@ export const FunnelBreakdown = Closed({
   property: Type.String({
     minLength: 1,
     maxLength: 120,
-    pattern: '^(appId|outcome|source|interactionId|metadata\\..+)$',
-    description: 'appId, outcome, source, interactionId or metadata.<key>',
+    pattern: '^(appId|outcome|source|interactionId|country|deviceType|metadata\\..+)$',
+    description:
+      'appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link',
   }),
   attribution: Type.Optional(
     Type.Union([Type.Literal('first'), Type.Literal('last')], {
