@@ -16,6 +16,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { enqueue, waitForStatus } from './helpers/jobs.ts';
 
 let t: TestApp;
 let a: TestCollection;
@@ -502,5 +503,80 @@ describe('the tenant boundary', () => {
       const anon = await t.inject({ method: 'POST', url: `/admin/collection/${a.id}${path}`, payload: { steps: [] } });
       expect(anon.statusCode).toBe(401);
     }
+  });
+});
+
+describe('people export (journeys.peopleExport)', () => {
+  it('writes the selected people as CSV with progress; another collection cannot download it', async () => {
+    const job = await enqueue(t, a, {
+      task: 'journeys.peopleExport',
+      payload: {
+        journeyId: J,
+        conversionWindow: { value: 1, unit: 'hour' },
+        breakdown: { property: 'metadata.plan' },
+        periodEnd: iso(B + 2 * DAY),
+      },
+    });
+    const done = await waitForStatus(t, a, job.id, ['completed', 'failed']);
+    expect(done.status, JSON.stringify(done)).toBe('completed');
+    expect(done.progress?.done).toBe(5);
+    const file = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/funnels/exports/${job.id}/download`,
+      headers: a.auth,
+    });
+    expect(file.statusCode).toBe(200);
+    expect(file.headers['content-type']).toContain('text/csv');
+    const lines = file.body.trim().split('\n');
+    expect(lines[0]).toBe(
+      'recipientId,breakdownValue,stepsCompleted,enteredAt,s1.completedAt,s2.completedAt,s3.completedAt',
+    );
+    // With the 1-hour window: u2 stops at the cart; u5 converts on its second view.
+    expect(lines.slice(1)).toEqual([
+      `u1,pro,3,${iso(B)},${iso(B + 10 * MIN)},${iso(B + 20 * MIN)},${iso(B + 40 * MIN)}`,
+      `u2,free,2,${iso(B)},${iso(B + 5 * MIN)},${iso(B + 65 * MIN)},`,
+      `u3,pro,3,${iso(B)},${iso(B + 30 * MIN)},${iso(B + 40 * MIN)},${iso(B + 50 * MIN)}`,
+      `u4,free,2,${iso(B)},${iso(B + 10 * MIN)},${iso(B + 20 * MIN)},`,
+      `u5,,3,${iso(B)},${iso(B + 1450 * MIN)},${iso(B + 1460 * MIN)},${iso(B + 1470 * MIN)}`,
+    ]);
+    const other = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${b.id}/funnels/exports/${job.id}/download`,
+      headers: b.auth,
+    });
+    expect(other.statusCode).toBe(404);
+  });
+
+  it('an ad-hoc export of one step’s dropped people; a payload with both journeyId and steps is refused', async () => {
+    const job = await enqueue(t, a, {
+      task: 'journeys.peopleExport',
+      payload: {
+        steps: STEPS.map(({ interactionId }) => ({ interactionId })),
+        stepId: 'step3',
+        status: 'dropped',
+        periodEnd: iso(B + DAY),
+      },
+    });
+    const done = await waitForStatus(t, a, job.id, ['completed', 'failed']);
+    expect(done.status, JSON.stringify(done)).toBe('completed');
+    const file = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${a.id}/funnels/exports/${job.id}/download`,
+      headers: a.auth,
+    });
+    expect(
+      file.body
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((l) => l.split(',')[0]),
+    ).toEqual(['u4']);
+    const refused = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/async/jobs`,
+      headers: a.auth,
+      payload: { task: 'journeys.peopleExport', payload: { journeyId: J, steps: [{ interactionId: 'view' }] } },
+    });
+    expect(refused.statusCode).toBe(400);
   });
 });

@@ -158,6 +158,13 @@ function prepare(
   };
 }
 
+export interface PeopleQuery extends FunnelScope {
+  stepId?: string;
+  status?: 'entered' | 'completed' | 'dropped';
+  breakdownValue?: string | null;
+  other?: boolean;
+}
+
 export interface FunnelResult {
   ordering: 'ordered' | 'strict' | 'unordered';
   steps: StepFigures[];
@@ -269,26 +276,25 @@ export class FunnelsService {
     return answer;
   }
 
-  /** Recipients of one step (entered, completed or dropped), ascending, a page after `cursor`. */
-  async people(
+  /**
+   * The people a request selects (a step's entered, completed or dropped recipients, of one
+   * breakdown group when asked; everyone counted without a step), ascending by id, with the
+   * breakdown value each is counted under.
+   */
+  async selected(
     collectionId: string,
     def: FunnelDef,
-    q: FunnelScope & {
-      stepId: string;
-      status?: 'entered' | 'completed' | 'dropped';
-      breakdownValue?: string | null;
-      other?: boolean;
-      limit?: number;
-      cursor?: string;
-    },
-  ): Promise<{ items: string[]; nextCursor: string | null }> {
+    q: PeopleQuery,
+  ): Promise<{ spec: WalkSpec; rows: (Walked & { value?: string | null })[] }> {
     if (def.steps.length > 0 && linkOfStep(def.steps[0].interactionId) !== undefined) {
       throw badRequest('People are not answered for a funnel from a link’s clicks (its recipients are clicks)', {
         field: 'steps',
       });
     }
-    const k = def.steps.findIndex((s) => s.stepId === q.stepId);
-    if (k < 0) throw badRequest(`stepId "${q.stepId}" is not a step of this funnel`, { field: 'stepId' });
+    const k = q.stepId === undefined ? -1 : def.steps.findIndex((s) => s.stepId === q.stepId);
+    if (q.stepId !== undefined && k < 0) {
+      throw badRequest(`stepId "${q.stepId}" is not a step of this funnel`, { field: 'stepId' });
+    }
     const grouped = q.breakdownValue !== undefined || q.other === true;
     if (grouped && !q.breakdown) {
       throw badRequest('breakdownValue and other need a breakdown: send breakdown too', { field: 'breakdown' });
@@ -297,25 +303,37 @@ export class FunnelsService {
       throw badRequest('Send breakdownValue or other: true, not both', { field: 'other' });
     }
     const { spec, rows } = await this.walked(collectionId, def, q);
-    let members = rows;
-    if (grouped && q.breakdown) {
+    let members: (Walked & { value?: string | null })[] = rows;
+    if (q.breakdown) {
       const groups: BreakdownGroup[] = breakdownGroups(
         rows,
         q.breakdown.attribution ?? 'first',
         q.breakdown.limit ?? 10,
       );
-      const g = groups.find((x) => (q.other ? x.other : !x.other && x.value === q.breakdownValue));
-      members = g?.members ?? [];
+      const chosen = grouped
+        ? groups.filter((x) => (q.other ? x.other : !x.other && x.value === q.breakdownValue))
+        : groups;
+      members = chosen.flatMap((g) => g.members.map((w) => ({ ...w, value: g.other ? null : g.value })));
     }
-    const status = q.status ?? 'completed';
-    const entered = (w: Walked) => enteredStep(w, k, spec.journey);
-    const pick = (w: Walked) =>
-      status === 'entered' ? entered(w) : status === 'completed' ? w.reached > k : entered(w) && w.reached <= k;
-    const ids = members
-      .filter(pick)
-      .map((w) => w.rid)
-      .filter((rid) => q.cursor === undefined || rid > q.cursor)
-      .sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
+    if (k >= 0) {
+      const status = q.status ?? 'completed';
+      const entered = (w: Walked) => enteredStep(w, k, spec.journey);
+      members = members.filter((w) =>
+        status === 'entered' ? entered(w) : status === 'completed' ? w.reached > k : entered(w) && w.reached <= k,
+      );
+    }
+    members.sort((x, y) => (x.rid < y.rid ? -1 : x.rid > y.rid ? 1 : 0));
+    return { spec, rows: members };
+  }
+
+  /** Recipients of one step (entered, completed or dropped), ascending, a page after `cursor`. */
+  async people(
+    collectionId: string,
+    def: FunnelDef,
+    q: PeopleQuery & { stepId: string; limit?: number; cursor?: string },
+  ): Promise<{ items: string[]; nextCursor: string | null }> {
+    const { rows } = await this.selected(collectionId, def, q);
+    const ids = rows.map((w) => w.rid).filter((rid) => q.cursor === undefined || rid > q.cursor);
     const limit = q.limit ?? 1000;
     const items = ids.slice(0, limit);
     return { items, nextCursor: ids.length > limit ? items[items.length - 1] : null };

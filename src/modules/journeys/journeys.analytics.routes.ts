@@ -1,3 +1,4 @@
+import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
 import * as S from './journeys.schema.ts';
@@ -117,5 +118,24 @@ const funnelRoutes = (service: JourneysService) => [
     body: S.FunnelPeopleRequest,
     response: S.FunnelPeopleResponse,
     handler: ({ scope, body }) => service.adHocPeople(scope.collectionId, body),
+  }),
+  defineRoute({
+    method: 'GET',
+    url: `${funnels}/exports/:jobId/download`,
+    operationId: 'funnels_downloadPeopleExport',
+    tags: funnelTags,
+    summary: 'Download the CSV of a finished journeys.peopleExport job',
+    guard: guard.admin,
+    params: S.ExportParams,
+    response: Type.String({ description: 'The file: text/csv' }),
+    // The file is streamed as stored: its length and name are the export's.
+    handler: async ({ scope, reply }) => {
+      const file = await service.openPeopleExport(scope.collectionId, scope.jobId);
+      reply
+        .type('text/csv; charset=utf-8')
+        .header('content-length', file.byteCount)
+        .header('content-disposition', `attachment; filename="${file.fileName}"`);
+      return reply.send(file.stream);
+    },
   }),
 ];

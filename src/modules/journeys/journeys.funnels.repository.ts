@@ -180,3 +180,56 @@ export async function linkFunnelEvents(
     ],
   }));
 }
+
+// ---------------------------------------------------------------------------------------------
+// People exports (migration 0208): written by the journeys.peopleExport task, read by the download
+
+export async function startPeopleExport(db: Queryable, collectionId: string, jobId: number): Promise<void> {
+  // A retried attempt starts over: its partial chunks go with the old row.
+  await db.query(sql`DELETE FROM funnel_exports WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+  await db.query(sql`INSERT INTO funnel_exports (collection_id, job_id) VALUES (${collectionId}, ${jobId})`);
+}
+
+export async function appendPeopleExportChunk(
+  db: Queryable,
+  collectionId: string,
+  jobId: number,
+  seq: number,
+  data: Buffer,
+  rows: number,
+): Promise<void> {
+  await db.query(sql`
+    INSERT INTO funnel_export_chunks (collection_id, job_id, seq, data) VALUES (${collectionId}, ${jobId}, ${seq}, ${data})`);
+  await db.query(sql`
+    UPDATE funnel_exports SET row_count = row_count + ${rows}, byte_count = byte_count + ${data.length}
+    WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+}
+
+export async function finishPeopleExport(db: Queryable, collectionId: string, jobId: number): Promise<void> {
+  await db.query(
+    sql`UPDATE funnel_exports SET complete = true WHERE collection_id = ${collectionId} AND job_id = ${jobId}`,
+  );
+}
+
+export async function findPeopleExport(
+  db: Queryable,
+  collectionId: string,
+  jobId: number,
+): Promise<{ byte_count: number; complete: boolean; chunks: number } | undefined> {
+  const { rows } = await db.query<{ byte_count: number; complete: boolean; chunks: number }>(sql`
+    SELECT byte_count, complete,
+      (SELECT count(*)::int FROM funnel_export_chunks c WHERE c.collection_id = x.collection_id AND c.job_id = x.job_id) AS chunks
+    FROM funnel_exports x WHERE collection_id = ${collectionId} AND job_id = ${jobId}`);
+  return rows[0];
+}
+
+export async function readPeopleExportChunk(
+  db: Queryable,
+  collectionId: string,
+  jobId: number,
+  seq: number,
+): Promise<Buffer | undefined> {
+  const { rows } = await db.query<{ data: Uint8Array }>(sql`
+    SELECT data FROM funnel_export_chunks WHERE collection_id = ${collectionId} AND job_id = ${jobId} AND seq = ${seq}`);
+  return rows[0] ? Buffer.from(rows[0].data) : undefined;
+}

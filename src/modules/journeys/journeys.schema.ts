@@ -422,6 +422,34 @@ export const FunnelPeopleResponse = Closed(
 );
 export type FunnelPeopleResponse = Type.Static<typeof FunnelPeopleResponse>;
 
+/** The `journeys.peopleExport` task's payload: a journey's funnel or an ad-hoc one, and which people. */
+export const PeopleExportPayload = Closed(
+  {
+    journeyId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'A journey’s funnel' })),
+    stepMappings: Type.Optional(StepMappings),
+    steps: Type.Optional(
+      Type.Array(AdHocStep, { minItems: 1, maxItems: 20, description: 'An ad-hoc funnel (without journeyId)' }),
+    ),
+    idField: Type.Optional(IdField),
+    periodStart: Type.Optional(Instant('Inclusive start of the period')),
+    periodEnd: Type.Optional(Instant('Exclusive end of the period', 'end')),
+    ...funnelOptionFields,
+    stepId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 200,
+        description: 'Only this step’s people (with status); default everyone',
+      }),
+    ),
+    status: peopleFields.status,
+    breakdownValue: peopleFields.breakdownValue,
+    other: peopleFields.other,
+  },
+  { description: 'journeyId or steps; the people request’s fields without paging' },
+);
+export type PeopleExportPayload = Type.Static<typeof PeopleExportPayload>;
+export const ExportParams = inCollection({ jobId: Type.Integer({ minimum: 1 }) });
+
 export { CollectionParams } from '../../platform/routes.ts';
 export const JourneyParams = inCollection({ id: IdParam() });
 export const AnalyticsParams = inCollection({ journeyId: IdParam() });

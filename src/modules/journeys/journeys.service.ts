@@ -12,6 +12,7 @@ import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { isObject, paging } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
+import { openPeopleExport } from './funnels.export.ts';
 import { type FunnelDef, type FunnelResult, FunnelsService, hasOptions } from './funnels.service.ts';
 import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
@@ -35,6 +36,7 @@ import type {
   JourneyStepRecipientsRequest,
   JourneyTrendsRequest,
   ListJourneysQuery,
+  PeopleExportPayload,
   StepMapping,
   UpdateJourneyBody,
 } from './journeys.schema.ts';
@@ -399,6 +401,17 @@ export class JourneysService {
       start: q.periodStart,
       end: q.periodEnd,
     });
+  }
+
+  /** The funnel of a people export's payload: a journey's (404 when gone) or ad-hoc. */
+  exportFunnel = (collectionId: string, p: PeopleExportPayload): Promise<FunnelDef> =>
+    p.journeyId !== undefined
+      ? this.journeyDef(collectionId, p.journeyId, p.stepMappings)
+      : Promise.resolve(adHocDef(p.steps ?? []));
+
+  /** A finished people export's file (journeys.peopleExport). */
+  openPeopleExport(collectionId: string, jobId: number) {
+    return openPeopleExport(this.db, collectionId, jobId);
   }
 
   async adHocPeople(collectionId: string, q: FunnelPeopleRequest): Promise<FunnelPeopleResponse> {
