@@ -163,6 +163,7 @@ describe('funnel options on the worked example', () => {
     const res = await report(a, J, { conversionWindow: { value: 1, unit: 'hour' } });
     expect(res.statusCode, res.body).toBe(200);
     const body = res.json();
+    expect(res.headers['x-analytics-source']).toBe('events');
     expect(body.ordering).toBe('ordered');
     // u2's cart at exactly 60 min counts; its buy (175 min) does not. u5 converts on its second view.
     expect(counts(body.steps)).toEqual([
@@ -252,6 +253,7 @@ describe('funnel options on the worked example', () => {
       [5, 3],
     ]);
     expect(body.steps[0].medianTimeToComplete).toBe(0);
+    expect(res.headers['x-analytics-source']).toBe('events');
   });
 
   it('trends by day with the previous period, and people paged', async () => {

@@ -5,6 +5,8 @@ import * as S from './journeys.schema.ts';
 import type { JourneysService } from './journeys.service.ts';
 
 const tags = ['journeysAnalytics'];
+/** The funnel options' answers always read the events (X-Analytics-Source: events). */
+const fromEvents = <T>(answer: T) => ({ answer, source: 'events' as const });
 const base = '/admin/collection/:collectionId/journeys.analytics/:journeyId';
 
 /**
@@ -61,7 +63,9 @@ export const journeyAnalyticsRoutes = (service: JourneysService) => [
     params: S.AnalyticsParams,
     body: S.JourneyTrendsRequest,
     response: S.FunnelTrendsResponse,
-    handler: ({ scope, body }) => service.journeyTrends(scope.collectionId, scope.journeyId, body),
+    analytics: true,
+    handler: async ({ scope, body }) =>
+      fromEvents(await service.journeyTrends(scope.collectionId, scope.journeyId, body)),
   }),
   defineRoute({
     method: 'POST',
@@ -73,7 +77,9 @@ export const journeyAnalyticsRoutes = (service: JourneysService) => [
     params: S.AnalyticsParams,
     body: S.JourneyPeopleRequest,
     response: S.FunnelPeopleResponse,
-    handler: ({ scope, body }) => service.journeyPeople(scope.collectionId, scope.journeyId, body),
+    analytics: true,
+    handler: async ({ scope, body }) =>
+      fromEvents(await service.journeyPeople(scope.collectionId, scope.journeyId, body)),
   }),
   ...funnelRoutes(service),
 ];
@@ -93,7 +99,8 @@ const funnelRoutes = (service: JourneysService) => [
     params: S.CollectionParams,
     body: S.FunnelQueryRequest,
     response: S.FunnelQueryResponse,
-    handler: ({ scope, body }) => service.adHocQuery(scope.collectionId, body),
+    analytics: true,
+    handler: async ({ scope, body }) => fromEvents(await service.adHocQuery(scope.collectionId, body)),
   }),
   defineRoute({
     method: 'POST',
@@ -105,7 +112,8 @@ const funnelRoutes = (service: JourneysService) => [
     params: S.CollectionParams,
     body: S.FunnelTrendsRequest,
     response: S.FunnelTrendsResponse,
-    handler: ({ scope, body }) => service.adHocTrends(scope.collectionId, body),
+    analytics: true,
+    handler: async ({ scope, body }) => fromEvents(await service.adHocTrends(scope.collectionId, body)),
   }),
   defineRoute({
     method: 'POST',
@@ -117,7 +125,8 @@ const funnelRoutes = (service: JourneysService) => [
     params: S.CollectionParams,
     body: S.FunnelPeopleRequest,
     response: S.FunnelPeopleResponse,
-    handler: ({ scope, body }) => service.adHocPeople(scope.collectionId, body),
+    analytics: true,
+    handler: async ({ scope, body }) => fromEvents(await service.adHocPeople(scope.collectionId, body)),
   }),
   defineRoute({
     method: 'GET',
