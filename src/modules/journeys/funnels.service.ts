@@ -183,6 +183,8 @@ export class FunnelsService {
       steps: def.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome })),
       exclusions,
       property,
+      // First touch is the journey entry's value or the click's: the step events' are not read.
+      eventValues: !(q.breakdown?.attribution !== 'last' && (spec.journey || spec.fromClick)),
       start: q.start,
       end: q.end,
     };

@@ -31,6 +31,11 @@ export interface FunnelEventsInput {
   steps: Matcher[];
   exclusions: Matcher[];
   property?: PropertyRef;
+  /**
+   * Whether the walk reads the property on the step events (last touch, or an ad-hoc funnel's
+   * anchor); a journey's first touch reads only the entry's, so the step events stay index-only.
+   */
+  eventValues?: boolean;
   /** Inclusive. */
   start?: string;
   /** Exclusive. */
@@ -77,8 +82,9 @@ export async function funnelEvents(
     sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}`;
   const interactions = [...new Set([...f.steps, ...f.exclusions].map((m) => m.interactionId))];
   const prop = propertyOf(f.property);
+  const eventProp = f.eventValues === false ? sql`NULL::text` : prop;
   const m = sql`m AS (
-      SELECT x.${rid} AS rid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${prop} AS v
+      SELECT x.${rid} AS rid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${eventProp} AS v
       FROM interaction_events x
       WHERE x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
         AND x.deleted_at IS NULL AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}
@@ -137,7 +143,7 @@ export async function linkFunnelEvents(
   const p = f.property;
   const clickProp = p && 'click' in p ? raw(`nullif(c.${p.click}, '')`) : sql`NULL::text`;
   // A click's own property (country, device) is the click's on every one of its events.
-  const prop = p && 'click' in p ? sql`e.v` : propertyOf(p);
+  const prop = p && 'click' in p ? sql`e.v` : f.eventValues === false ? sql`NULL::text` : propertyOf(p);
   const cols = sql`e.cid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${prop} AS v`;
   const mapped = sql`x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
     AND x.deleted_at IS NULL AND x.occurred_at >= e.t ${xEnd}`;
