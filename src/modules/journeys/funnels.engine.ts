@@ -169,8 +169,18 @@ export function walk(r: WalkRecipient, spec: WalkSpec): Walked {
   let best: (Attempt & { anchor: number }) | undefined;
   const anchorBits = spec.ordering === 'unordered' ? (1 << spec.stepCount) - 1 : 1;
   const anchors = spec.fromClick ? Math.min(1, ev.length) : ev.length;
+  // In ordered mode an attempt depends on its anchor's time only (steps are found by time), and
+  // without windows or exclusions the earliest anchor reaches furthest: later ones add nothing.
+  const timeOnly = spec.ordering === 'ordered';
+  const firstOnly =
+    timeOnly &&
+    spec.windowMs === undefined &&
+    spec.exclusions.length === 0 &&
+    spec.stepWindowMs.every((w, k) => w === undefined || k === 0);
+  let lastTried: number | undefined;
   for (let a = 0; a < anchors; a++) {
     if (!(ev[a].steps & anchorBits)) continue;
+    if (timeOnly && ev[a].t === lastTried) continue;
     if (entryT !== undefined && (ev[a].t < entryT || !within(entryT, ev[a].t, spec.stepWindowMs[0]))) continue;
     const att =
       spec.ordering === 'strict'
@@ -185,8 +195,9 @@ export function walk(r: WalkRecipient, spec: WalkSpec): Walked {
       // The last touch is then the latest event among those that completed the kept steps.
       att.lastIdx = lastCompleting(ev, att, a, spec);
     }
+    lastTried = ev[a].t;
     if (!best || att.reached > best.reached) best = { ...att, anchor: a };
-    if (best.reached === spec.stepCount) break;
+    if (best.reached === spec.stepCount || firstOnly) break;
   }
   const entryV = r.entry?.v ?? null;
   if (!best) {
