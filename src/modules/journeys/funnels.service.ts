@@ -17,6 +17,7 @@ import {
   type StepFigures,
   stepFigures,
   type Walked,
+  type WalkRecipient,
   type WalkSpec,
   walk,
 } from './funnels.engine.ts';
@@ -188,10 +189,20 @@ export class FunnelsService {
       start: q.start,
       end: q.end,
     };
-    const recipients = await this.analytics((tx) =>
-      linkId === undefined ? funnelEvents(tx, collectionId, input) : linkFunnelEvents(tx, collectionId, linkId, input),
+    // Walked a batch at a time as the cursor hands them over: only the walks are kept.
+    const rows: Walked[] = [];
+    const each = (batch: WalkRecipient[]) => {
+      for (const r of batch) {
+        const w = walk(r, spec);
+        if (w.counted) rows.push(w);
+      }
+    };
+    await this.analytics((tx) =>
+      linkId === undefined
+        ? funnelEvents(tx, collectionId, input, each)
+        : linkFunnelEvents(tx, collectionId, linkId, input, each),
     );
-    return { spec, rows: recipients.map((r) => walk(r, spec)).filter((w) => w.counted) };
+    return { spec, rows };
   }
 
   /** The funnel's figures per step, and per breakdown value when asked. */

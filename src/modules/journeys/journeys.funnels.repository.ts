@@ -64,6 +64,26 @@ const propertyOf = (p: PropertyRef | undefined): Sql => {
   return sql`x.metadata ->> ${p.metadataKey}`;
 };
 
+/** Rows fetched at a time: the service holds one batch of gathered events, not all of them. */
+const BATCH_ROWS = 5000;
+
+/**
+ * Runs `query` as a cursor in the caller's transaction (the analytics one) and hands its rows
+ * over a batch at a time: a funnel of a million entrants is never held whole as rows.
+ */
+async function eachBatch<R>(db: Queryable, query: Sql, fn: (rows: R[]) => void): Promise<void> {
+  // Every row is read: plan for all of them (hash joins), not for a fast first batch, which
+  // is what a cursor's default (cursor_tuple_fraction 0.1) would pick.
+  await db.query('SET LOCAL cursor_tuple_fraction = 1.0');
+  await db.query(sql`DECLARE funnel_rows NO SCROLL CURSOR FOR ${query}`);
+  for (;;) {
+    const { rows } = await db.query<R & Record<string, unknown>>(`FETCH ${BATCH_ROWS} FROM funnel_rows`);
+    fn(rows);
+    if (rows.length < BATCH_ROWS) break;
+  }
+  await db.query('CLOSE funnel_rows');
+}
+
 interface Row {
   rid: string;
   et: number | null;
@@ -71,12 +91,16 @@ interface Row {
   events: [number, number, number, string | null][] | null;
 }
 
-/** Each recipient's events for the walk (journey funnels: every entrant, with or without events). */
+/**
+ * Each recipient's events for the walk (journey funnels: every entrant, with or without
+ * events), handed to `each` a batch at a time. Runs in a transaction (a cursor).
+ */
 export async function funnelEvents(
   db: Queryable,
   collectionId: string,
   f: FunnelEventsInput,
-): Promise<WalkRecipient[]> {
+  each: (batch: WalkRecipient[]) => void,
+): Promise<void> {
   const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
   const period = (col: Sql) =>
     sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}`;
@@ -91,7 +115,7 @@ export async function funnelEvents(
     )`;
   const agg = sql`json_agg(json_build_array((extract(epoch FROM m.occurred_at) * 1000)::float8, m.sm, m.xm, m.v)
       ORDER BY m.occurred_at, m.id)`;
-  let rows: Row[];
+  let query: Sql;
   if (f.journeyId !== undefined) {
     const journey = sql`x.collection_id = ${collectionId} AND x.journey_id = ${f.journeyId} AND x.deleted_at IS NULL
       AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)}`;
@@ -103,24 +127,28 @@ export async function funnelEvents(
         ORDER BY x.${rid}, x.occurred_at, x.id`
       : sql`SELECT x.${rid} AS rid, min(x.occurred_at) AS t, NULL::text AS v
         FROM interaction_events x WHERE ${journey} GROUP BY x.${rid}`;
-    ({ rows } = await db.query<Row>(sql`
+    query = sql`
       WITH entry AS (${entry}), ${m}
       SELECT e.rid, (extract(epoch FROM e.t) * 1000)::float8 AS et, e.v AS ev,
         ${agg} FILTER (WHERE m.rid IS NOT NULL) AS events
       FROM entry e LEFT JOIN m ON m.rid = e.rid AND m.occurred_at >= e.t AND (m.sm <> 0 OR m.xm <> 0)
-      GROUP BY e.rid, e.t, e.v`));
+      GROUP BY e.rid, e.t, e.v`;
   } else {
-    ({ rows } = await db.query<Row>(sql`
+    query = sql`
       WITH ${m}
       SELECT m.rid, NULL::float8 AS et, NULL::text AS ev, ${agg} AS events
       FROM m WHERE m.sm <> 0 OR m.xm <> 0
-      GROUP BY m.rid`));
+      GROUP BY m.rid`;
   }
-  return rows.map((r) => ({
-    rid: r.rid,
-    entry: r.et === null ? undefined : { t: Number(r.et), v: r.ev },
-    events: (r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s, excl: x, v })),
-  }));
+  await eachBatch<Row>(db, query, (rows) =>
+    each(
+      rows.map((r) => ({
+        rid: r.rid,
+        entry: r.et === null ? undefined : { t: Number(r.et), v: r.ev },
+        events: (r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s, excl: x, v })),
+      })),
+    ),
+  );
 }
 
 /**
@@ -136,7 +164,8 @@ export async function linkFunnelEvents(
   collectionId: string,
   linkId: string,
   f: FunnelEventsInput,
-): Promise<WalkRecipient[]> {
+  each: (batch: WalkRecipient[]) => void,
+): Promise<void> {
   const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
   const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
   const interactions = [...new Set([...f.steps.slice(1), ...f.exclusions].map((m) => m.interactionId))];
@@ -147,13 +176,7 @@ export async function linkFunnelEvents(
   const cols = sql`e.cid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${prop} AS v`;
   const mapped = sql`x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
     AND x.deleted_at IS NULL AND x.occurred_at >= e.t ${xEnd}`;
-  const { rows } = await db.query<{
-    cid: string;
-    untracked: boolean;
-    et: number;
-    ev: string | null;
-    events: Row['events'];
-  }>(sql`
+  const query = sql`
     WITH entry AS (
       SELECT c.id AS cid, c.click_id, c.clicked_at AS t, ${clickProp} AS v FROM link_clicks c
       WHERE c.collection_id = ${collectionId} AND c.link_id = ${linkId}
@@ -176,15 +199,20 @@ export async function linkFunnelEvents(
       json_agg(json_build_array((extract(epoch FROM m.occurred_at) * 1000)::float8, m.sm, m.xm, m.v)
         ORDER BY m.occurred_at, m.id) FILTER (WHERE m.cid IS NOT NULL AND (m.sm <> 0 OR m.xm <> 0)) AS events
     FROM entry e LEFT JOIN m ON m.cid = e.cid
-    GROUP BY e.cid, e.click_id, e.t, e.v`);
-  return rows.map((r) => ({
-    rid: String(r.cid),
-    untracked: r.untracked,
-    events: [
-      { t: Number(r.et), steps: 1, excl: 0, v: r.ev },
-      ...(r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s & ~1, excl: x, v })),
-    ],
-  }));
+    GROUP BY e.cid, e.click_id, e.t, e.v`;
+  type ClickRow = { cid: string; untracked: boolean; et: number; ev: string | null; events: Row['events'] };
+  await eachBatch<ClickRow>(db, query, (rows) =>
+    each(
+      rows.map((r) => ({
+        rid: String(r.cid),
+        untracked: r.untracked,
+        events: [
+          { t: Number(r.et), steps: 1, excl: 0, v: r.ev },
+          ...(r.events ?? []).map(([t, s, x, v]) => ({ t: Number(t), steps: s & ~1, excl: x, v })),
+        ],
+      })),
+    ),
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
