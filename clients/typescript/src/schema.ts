@@ -1785,6 +1785,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/collection/{collectionId}/journeys.analytics/{journeyId}/trends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Conversion by entry day or week over a period (at most 366 days), and the previous period beside it */
+        post: operations["journeysAnalytics_trends"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/journeys.analytics/{journeyId}/people": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Entered, completed or dropped-off recipients of a step under the funnel options, paged */
+        post: operations["journeysAnalytics_people"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/funnels/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A funnel over steps given in the request, with windows, ordering, exclusions and breakdowns */
+        post: operations["funnels_query"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/funnels/trends": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** An ad-hoc funnel’s conversion by entry day or week, and the previous period beside it */
+        post: operations["funnels_trends"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/funnels/people": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Entered, completed or dropped-off recipients of an ad-hoc funnel’s step, paged */
+        post: operations["funnels_people"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/collection/{collectionId}/funnels/exports/{jobId}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download the CSV of a finished journeys.peopleExport job */
+        get: operations["funnels_downloadPeopleExport"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "case.created": {
@@ -4190,7 +4292,7 @@ export interface components {
                 [key: string]: unknown;
             };
         };
-        /** @description An empty stepMappings uses the journey’s own step mappings */
+        /** @description An empty stepMappings uses the journey’s own step mappings. Without any of conversionWindow, stepWindows, ordering, exclusions, breakdown the answer is as before (and from maintained progress when it can be) */
         JourneyFunnelReportRequest: {
             /** @description Which identity counts as one recipient (default userId) */
             idField?: "userId" | "contactId";
@@ -4205,6 +4307,39 @@ export interface components {
                 /** @description Default success with an interactionId; without one, the step’s own outcome, else success */
                 outcome?: string;
             }[];
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+            breakdown?: {
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
+                property: string;
+                /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
+                attribution?: "first" | "last";
+                /**
+                 * @description Top values; the rest is "other"
+                 * @default 10
+                 */
+                limit?: number;
+            };
         };
         JourneyFunnelReportResponse: {
             journeyId: string;
@@ -4212,6 +4347,8 @@ export interface components {
             periodEnd: string | null;
             /** @description Which identity counts as one recipient (default userId) */
             idField: "userId" | "contactId";
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
             steps: {
                 stepId: string;
                 interactionId: string;
@@ -4221,6 +4358,43 @@ export interface components {
                 /** @description completedCount / enteredCount, 0 when none entered */
                 conversionRate: number;
                 avgTimeToComplete: number | null;
+                medianTimeToComplete?: number | null;
+                p90TimeToComplete?: number | null;
+                /** @description With options: the seconds to complete in fixed buckets */
+                timeToCompleteHistogram?: {
+                    /** @description Seconds, inclusive */
+                    from: number;
+                    to: number | null;
+                    count: number;
+                }[];
+            }[];
+            /** @description With a breakdown: the funnel of each value’s recipients */
+            breakdown?: {
+                value: string | null;
+                /**
+                 * @description The values beyond the top ones, together
+                 * @enum {boolean}
+                 */
+                other?: true;
+                steps: {
+                    stepId: string;
+                    interactionId: string;
+                    outcome: string;
+                    enteredCount: number;
+                    completedCount: number;
+                    /** @description completedCount / enteredCount, 0 when none entered */
+                    conversionRate: number;
+                    avgTimeToComplete: number | null;
+                    medianTimeToComplete?: number | null;
+                    p90TimeToComplete?: number | null;
+                    /** @description With options: the seconds to complete in fixed buckets */
+                    timeToCompleteHistogram?: {
+                        /** @description Seconds, inclusive */
+                        from: number;
+                        to: number | null;
+                        count: number;
+                    }[];
+                }[];
             }[];
         };
         JourneyStatsRequest: {
@@ -4276,6 +4450,352 @@ export interface components {
         };
         /** @description Recipient ids (userId or contactId), sorted */
         JourneyStepRecipientsResponse: string[];
+        JourneyTrendsRequest: {
+            /** @description Which identity counts as one recipient (default userId) */
+            idField?: "userId" | "contactId";
+            stepMappings?: {
+                stepId: string;
+                /** @description Default: the step’s own (data.steps[].config) */
+                interactionId?: string;
+                /** @description Default success with an interactionId; without one, the step’s own outcome, else success */
+                outcome?: string;
+            }[];
+            /** @description Inclusive start of the period (at most 366 days long). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            periodStart: string;
+            /** @description Exclusive end of the period. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+            periodEnd: string;
+            /** @description UTC days, or weeks from Monday */
+            interval?: "day" | "week";
+            /** @description Also the previous period of the same length */
+            compare?: boolean;
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+        };
+        FunnelTrendsResponse: {
+            interval: "day" | "week";
+            /** Format: date-time */
+            periodStart: string;
+            /** Format: date-time */
+            periodEnd: string;
+            buckets: {
+                /** Format: date-time */
+                start: string;
+                /** @description Recipients who entered the funnel in this bucket */
+                entered: number;
+                /** @description Of them, those who completed the last step */
+                completed: number;
+                conversionRate: number;
+            }[];
+            previous?: {
+                /** Format: date-time */
+                periodStart: string;
+                /** Format: date-time */
+                periodEnd: string;
+                buckets: {
+                    /** Format: date-time */
+                    start: string;
+                    /** @description Recipients who entered the funnel in this bucket */
+                    entered: number;
+                    /** @description Of them, those who completed the last step */
+                    completed: number;
+                    conversionRate: number;
+                }[];
+            };
+        };
+        JourneyPeopleRequest: {
+            /** @description Which identity counts as one recipient (default userId) */
+            idField?: "userId" | "contactId";
+            /** @description Inclusive start of the period. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            periodStart?: string;
+            /** @description Exclusive end of the period. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+            periodEnd?: string;
+            stepMappings?: {
+                stepId: string;
+                /** @description Default: the step’s own (data.steps[].config) */
+                interactionId?: string;
+                /** @description Default success with an interactionId; without one, the step’s own outcome, else success */
+                outcome?: string;
+            }[];
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+            breakdown?: {
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
+                property: string;
+                /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
+                attribution?: "first" | "last";
+                /**
+                 * @description Top values; the rest is "other"
+                 * @default 10
+                 */
+                limit?: number;
+            };
+            /** @description The step whose recipients are listed */
+            stepId: string;
+            /**
+             * @description dropped: entered the step and did not complete it
+             * @default completed
+             */
+            status?: "entered" | "completed" | "dropped";
+            breakdownValue?: string | null;
+            /** @description Only the breakdown’s other group */
+            other?: boolean;
+            /** @default 1000 */
+            limit?: number;
+            /** @description The previous page’s nextCursor */
+            cursor?: string;
+        };
+        FunnelPeopleResponse: {
+            /** @description Recipient ids, ascending */
+            items: string[];
+            nextCursor: string | null;
+        };
+        /** @description A funnel over steps given in the request, without a stored journey: step 1 is entered at its event */
+        FunnelQueryRequest: {
+            /** @description Which identity counts as one recipient (default userId) */
+            idField?: "userId" | "contactId";
+            /** @description Inclusive start of the period. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            periodStart?: string;
+            /** @description Exclusive end of the period. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+            periodEnd?: string;
+            steps: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                /** @description Default: step1, step2, … */
+                stepId?: string;
+            }[];
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+            breakdown?: {
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
+                property: string;
+                /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
+                attribution?: "first" | "last";
+                /**
+                 * @description Top values; the rest is "other"
+                 * @default 10
+                 */
+                limit?: number;
+            };
+        };
+        FunnelQueryResponse: {
+            periodStart: string | null;
+            periodEnd: string | null;
+            /** @description Which identity counts as one recipient (default userId) */
+            idField: "userId" | "contactId";
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering: "ordered" | "strict" | "unordered";
+            steps: {
+                stepId: string;
+                interactionId: string;
+                outcome?: string;
+                enteredCount: number;
+                completedCount: number;
+                /** @description completedCount / enteredCount, 0 when none entered */
+                conversionRate: number;
+                avgTimeToComplete: number | null;
+                medianTimeToComplete?: number | null;
+                p90TimeToComplete?: number | null;
+                /** @description With options: the seconds to complete in fixed buckets */
+                timeToCompleteHistogram?: {
+                    /** @description Seconds, inclusive */
+                    from: number;
+                    to: number | null;
+                    count: number;
+                }[];
+            }[];
+            /** @description With a breakdown: the funnel of each value’s recipients */
+            breakdown?: {
+                value: string | null;
+                /**
+                 * @description The values beyond the top ones, together
+                 * @enum {boolean}
+                 */
+                other?: true;
+                steps: {
+                    stepId: string;
+                    interactionId: string;
+                    outcome?: string;
+                    enteredCount: number;
+                    completedCount: number;
+                    /** @description completedCount / enteredCount, 0 when none entered */
+                    conversionRate: number;
+                    avgTimeToComplete: number | null;
+                    medianTimeToComplete?: number | null;
+                    p90TimeToComplete?: number | null;
+                    /** @description With options: the seconds to complete in fixed buckets */
+                    timeToCompleteHistogram?: {
+                        /** @description Seconds, inclusive */
+                        from: number;
+                        to: number | null;
+                        count: number;
+                    }[];
+                }[];
+            }[];
+        };
+        FunnelTrendsRequest: {
+            /** @description Which identity counts as one recipient (default userId) */
+            idField?: "userId" | "contactId";
+            steps: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                /** @description Default: step1, step2, … */
+                stepId?: string;
+            }[];
+            /** @description Inclusive start of the period (at most 366 days long). ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            periodStart: string;
+            /** @description Exclusive end of the period. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+            periodEnd: string;
+            /** @description UTC days, or weeks from Monday */
+            interval?: "day" | "week";
+            /** @description Also the previous period of the same length */
+            compare?: boolean;
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+        };
+        FunnelPeopleRequest: {
+            /** @description Which identity counts as one recipient (default userId) */
+            idField?: "userId" | "contactId";
+            /** @description Inclusive start of the period. ISO 8601 date or date-time (UTC when no offset); a date alone is that day's start */
+            periodStart?: string;
+            /** @description Exclusive end of the period. ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
+            periodEnd?: string;
+            steps: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                /** @description Default: step1, step2, … */
+                stepId?: string;
+            }[];
+            /** @description Steps 2… must be completed within this time of the first step’s event */
+            conversionWindow?: {
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            };
+            /** @description Per step: the most time from completing the step before (or entering) to completing it */
+            stepWindows?: {
+                stepId: string;
+                /** @description At most 366 days in all */
+                value: number;
+                unit: "minute" | "hour" | "day" | "week";
+            }[];
+            /** @description ordered (default): steps in order, other events between them allowed; strict: each step the very next funnel event; unordered: any order */
+            ordering?: "ordered" | "strict" | "unordered";
+            exclusions?: {
+                interactionId: string;
+                /** @description Default: any outcome */
+                outcome?: string;
+                fromStepId: string;
+                toStepId: string;
+            }[];
+            breakdown?: {
+                /** @description appId, outcome, source, interactionId or metadata.<key>; country or deviceType (the click’s) for a funnel from a link */
+                property: string;
+                /** @description first (default): the value on the event that entered the funnel; last: on the last event counted */
+                attribution?: "first" | "last";
+                /**
+                 * @description Top values; the rest is "other"
+                 * @default 10
+                 */
+                limit?: number;
+            };
+            /** @description The step whose recipients are listed */
+            stepId: string;
+            /**
+             * @description dropped: entered the step and did not complete it
+             * @default completed
+             */
+            status?: "entered" | "completed" | "dropped";
+            breakdownValue?: string | null;
+            /** @description Only the breakdown’s other group */
+            other?: boolean;
+            /** @default 1000 */
+            limit?: number;
+            /** @description The previous page’s nextCursor */
+            cursor?: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -13480,6 +14000,383 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JourneyStepRecipientsResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    journeysAnalytics_trends: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                journeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JourneyTrendsRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunnelTrendsResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    journeysAnalytics_people: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                journeyId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["JourneyPeopleRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunnelPeopleResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    funnels_query: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FunnelQueryRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunnelQueryResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    funnels_trends: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FunnelTrendsRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunnelTrendsResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    funnels_people: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FunnelPeopleRequest"];
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunnelPeopleResponse"];
+                };
+            };
+            /** @description Bad request: validation failed or a malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Missing, invalid, or insufficient credential */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Not found (also for resources of another collection) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description Rate limited; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    funnels_downloadPeopleExport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The collection (tenant) id */
+                collectionId: string;
+                jobId: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file: text/csv */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
                 };
             };
             /** @description Bad request: validation failed or a malformed body */

@@ -19,6 +19,7 @@
  */
 import { defineModule, WORKING } from '../../platform/module.ts';
 import { webhooksModule } from '../webhooks/index.ts';
+import { peopleExportTask } from './funnels.export.ts';
 import { journeyEvents } from './journeys.events.ts';
 import { MilestonePublisher } from './journeys.milestones.ts';
 import { progressTask } from './journeys.progress.ts';
@@ -43,6 +44,8 @@ export const journeysModule = defineModule({
       'journey_progress_counts',
       'journey_progress_dirty',
       'journey_milestones',
+      'funnel_exports',
+      'funnel_export_chunks',
     ],
     // link_clicks: a journey may begin with a link's clicks (journeys.link-steps.ts).
     reads: ['collections', 'interaction_events', 'link_clicks'],
@@ -58,7 +61,7 @@ export const journeysModule = defineModule({
     ),
   routes: journeysRoutes,
   events: journeyEvents,
-  tasks: (service) => [progressTask(service.analytics)],
+  tasks: (service) => [progressTask(service.analytics), peopleExportTask(service.funnels, service.exportFunnel)],
   // Journeys stored before progress was kept are adopted once, and milestones published, by
   // the processes that run jobs.
   background: (service) => [

@@ -12,19 +12,31 @@ import { AppError, badRequest, notFound } from '../../platform/errors.ts';
 import { newId } from '../../platform/ids.ts';
 import { isObject, paging } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
+import { openPeopleExport } from './funnels.export.ts';
+import { type FunnelDef, type FunnelResult, FunnelsService, hasOptions } from './funnels.service.ts';
 import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
 import { followSteps, queueRebuild } from './journeys.progress.ts';
 import * as repo from './journeys.repository.ts';
 import type {
+  AdHocStep,
   CreateJourneyBody,
+  FunnelPeopleRequest,
+  FunnelPeopleResponse,
+  FunnelQueryRequest,
+  FunnelQueryResponse,
+  FunnelTrendsRequest,
+  FunnelTrendsResponse,
   JourneyFunnelReportRequest,
   JourneyFunnelReportResponse,
+  JourneyPeopleRequest,
   JourneyRecord,
   JourneyStatsRequest,
   JourneyStatsResponse,
   JourneyStepRecipientsRequest,
+  JourneyTrendsRequest,
   ListJourneysQuery,
+  PeopleExportPayload,
   StepMapping,
   UpdateJourneyBody,
 } from './journeys.schema.ts';
@@ -144,11 +156,38 @@ function followsKept(state: repo.ProgressState | undefined, steps: repo.Resolved
 }
 type KeptState = repo.ProgressState & { steps: repo.KeptStep[] };
 
+/** Each step's figures beside its id and mapping (outcome absent: any outcome). */
+function withSteps(def: FunnelDef, figures: FunnelResult['steps']) {
+  return def.steps.map((s, k) => ({
+    stepId: s.stepId,
+    interactionId: s.interactionId,
+    ...(s.outcome !== null && { outcome: s.outcome }),
+    ...figures[k],
+  }));
+}
+
 function checkWindow(start?: string, end?: string) {
   if (start && end && Date.parse(start) >= Date.parse(end)) throw badRequest('The window start must be before its end');
 }
 
+/** An ad-hoc funnel's steps: ids default to step1, step2, …; one id twice is a 400. */
+function adHocDef(steps: AdHocStep[]): FunnelDef {
+  const seen = new Set<string>();
+  return {
+    steps: steps.map((s, k) => {
+      const stepId = s.stepId ?? `step${k + 1}`;
+      if (seen.has(stepId))
+        throw badRequest(`steps[${k}]: step id "${stepId}" is used twice`, { field: `steps[${k}]` });
+      seen.add(stepId);
+      return { stepId, interactionId: s.interactionId, outcome: s.outcome ?? null };
+    }),
+  };
+}
+
 export class JourneysService {
+  /** The funnel options' path (issue 29): windows, ordering, exclusions, breakdowns, trends, people. */
+  readonly funnels: FunnelsService;
+
   constructor(
     private readonly db: Db,
     /**
@@ -161,7 +200,9 @@ export class JourneysService {
     private readonly log: { info(o: object, msg: string): void; warn(o: object, msg: string): void },
     /** Publishes the milestones progress notes (in processes that run jobs). */
     readonly milestones: MilestonePublisher,
-  ) {}
+  ) {
+    this.funnels = new FunnelsService(analytics);
+  }
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
     const data = body.data ?? {};
@@ -259,6 +300,7 @@ export class JourneysService {
     q: JourneyFunnelReportRequest,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const idField = q.idField ?? 'userId';
+    if (hasOptions(q)) return { answer: await this.optionsReport(collectionId, journeyId, q), source: 'events' };
     const { steps, counts, source } = await this.funnel(collectionId, journeyId, {
       stepMappings: q.stepMappings,
       idField,
@@ -282,6 +324,103 @@ export class JourneysService {
       }),
     };
     return { answer, source };
+  }
+
+  /** A journey's funnel under the request's options, from the events (funnels.service.ts). */
+  private async optionsReport(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyFunnelReportRequest,
+  ): Promise<JourneyFunnelReportResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    const idField = q.idField ?? 'userId';
+    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const answer: JourneyFunnelReportResponse = {
+      journeyId,
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      ordering: r.ordering,
+      steps: withSteps(def, r.steps) as JourneyFunnelReportResponse['steps'],
+    };
+    if (r.breakdown) {
+      answer.breakdown = r.breakdown.map((g) => ({
+        ...g,
+        steps: withSteps(def, g.steps) as JourneyFunnelReportResponse['steps'],
+      }));
+    }
+    return answer;
+  }
+
+  /** A journey's steps under the request's mappings, as a funnel of the options' path. */
+  private async journeyDef(collectionId: string, journeyId: string, mappings?: StepMapping[]): Promise<FunnelDef> {
+    const journey = await this.row(collectionId, journeyId);
+    return { journeyId, steps: resolveSteps(journey.data, mappings) };
+  }
+
+  /** An ad-hoc funnel (steps in the request, no journey). */
+  async adHocQuery(collectionId: string, q: FunnelQueryRequest): Promise<FunnelQueryResponse> {
+    const def = adHocDef(q.steps);
+    const idField = q.idField ?? 'userId';
+    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const answer: FunnelQueryResponse = {
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      ordering: r.ordering,
+      steps: withSteps(def, r.steps),
+    };
+    if (r.breakdown) answer.breakdown = r.breakdown.map((g) => ({ ...g, steps: withSteps(def, g.steps) }));
+    return answer;
+  }
+
+  async journeyTrends(collectionId: string, journeyId: string, q: JourneyTrendsRequest): Promise<FunnelTrendsResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    return this.funnels.trends(collectionId, def, {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<FunnelTrendsResponse> {
+    return this.funnels.trends(collectionId, adHocDef(q.steps), {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  async journeyPeople(collectionId: string, journeyId: string, q: JourneyPeopleRequest): Promise<FunnelPeopleResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    return this.funnels.people(collectionId, def, {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  /** The funnel of a people export's payload: a journey's (404 when gone) or ad-hoc. */
+  exportFunnel = (collectionId: string, p: PeopleExportPayload): Promise<FunnelDef> =>
+    p.journeyId !== undefined
+      ? this.journeyDef(collectionId, p.journeyId, p.stepMappings)
+      : Promise.resolve(adHocDef(p.steps ?? []));
+
+  /** A finished people export's file (journeys.peopleExport). */
+  openPeopleExport(collectionId: string, jobId: number) {
+    return openPeopleExport(this.db, collectionId, jobId);
+  }
+
+  async adHocPeople(collectionId: string, q: FunnelPeopleRequest): Promise<FunnelPeopleResponse> {
+    return this.funnels.people(collectionId, adHocDef(q.steps), {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
   }
 
   async stats(
