@@ -273,22 +273,30 @@ export function processCpuUs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10_000;
 }
 
-/**
- * CPU time (µs) used so far by every process of a name (`postgres`, `redis-server`): a server's
- * backends and helpers together. Processes that ended in between are not counted, so take it
- * over a span in which the server's connections stay open.
- */
-export function processesCpuUs(name: string): number {
-  let total = 0;
+/** CPU time (µs) used so far by each process of a name (`postgres`, `redis-server`), by pid. */
+export function processesCpuUs(name: string): Map<number, number> {
+  const out = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) !== name) continue;
-      total += processCpuUs(Number(entry));
+      out.set(Number(entry), processCpuUs(Number(entry)));
     } catch {
       // Ended while we looked.
     }
   }
+  return out;
+}
+
+/**
+ * The CPU (µs) the processes of `before` and `after` (processesCpuUs) used in between: each
+ * one's growth, a process that started meanwhile all of its time. One that ended meanwhile is
+ * missing (its last share unknown), so take it over a span in which the server's connections
+ * stay open.
+ */
+export function cpuUsedUs(before: Map<number, number>, after: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, us] of after) total += us - (before.get(pid) ?? 0);
   return total;
 }

@@ -30,6 +30,7 @@ import {
   benchDatabase,
   call,
   checkoutAt,
+  cpuUsedUs,
   type LoadResult,
   load,
   processCpuUs,
@@ -59,8 +60,8 @@ interface Target {
 interface Subject {
   name: string;
   url: string;
-  /** CPU used so far by the subject and its servers (µs). */
-  cpuUs(): number;
+  /** CPU used so far by the subject and by each process of its servers (µs, by pid; the subject as pid 0). */
+  cpuUs(): Map<number, number>;
   /** Clicks stored so far. */
   stored(): Promise<number>;
   stop(): Promise<unknown>;
@@ -120,7 +121,7 @@ async function ours(
     key: c.key,
     collection: c.id,
     db,
-    cpuUs: () => processCpuUs(service.child.pid as number) + processesCpuUs('postgres'),
+    cpuUs: () => withProcess(processesCpuUs('postgres'), service.child.pid as number),
     stored: async () => Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM link_clicks')).rows[0].n),
     stop: async () => {
       await db.end();
@@ -173,9 +174,14 @@ async function measure(s: Subject, t: Target, durationSeconds?: number): Promise
     await sleep(20);
   }
   const seconds = (performance.now() - t0) / 1000;
-  const cpu = s.cpuUs() - cpu0;
+  const cpu = cpuUsedUs(cpu0, s.cpuUs());
   await sleep(500);
   return { ...r, storedPerSecond: r.answered / seconds, cpuUsPerClick: cpu / r.answered };
+}
+
+/** `servers` with the subject's own process added (its pid is not a server's). */
+function withProcess(servers: Map<number, number>, pid: number): Map<number, number> {
+  return servers.set(pid, processCpuUs(pid));
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -234,7 +240,8 @@ try {
   );
   runs.push({ key: FULL, subject: now, target: { paths: [`/${full.code}`], headers: { host: domain } } });
 
-  const kutt: Kutt | { missing: string } = await startKutt();
+  const kutt: Kutt | { missing: string } =
+    process.env.BENCH_KUTT === '0' ? { missing: 'BENCH_KUTT=0' } : await startKutt();
   if ('missing' in kutt) console.error(`Kutt skipped: ${kutt.missing}`);
   else {
     started.push(kutt);
@@ -244,7 +251,7 @@ try {
       subject: {
         name: kutt.name,
         url: kutt.url,
-        cpuUs: () => processCpuUs(kutt.pid) + processesCpuUs('postgres') + processesCpuUs('redis-server'),
+        cpuUs: () => withProcess(new Map([...processesCpuUs('postgres'), ...processesCpuUs('redis-server')]), kutt.pid),
         stored: () => kutt.storedVisits(),
         stop: () => kutt.stop(),
       },
