@@ -286,8 +286,9 @@ try {
       unexpected: rs.reduce((n, x) => n + x.unexpected, 0),
     };
   };
+  const peer = runs.some((r) => r.key.startsWith('Kutt')) ? ' and Kutt' : '';
   console.log(
-    `\n## Redirect: ${current.commit} against ${baseline.commit} and Kutt (PostgreSQL, medians of ${ROUNDS} interleaved rounds)\n`,
+    `\n## Redirect: ${current.commit} against ${baseline.commit}${peer} (PostgreSQL, medians of ${ROUNDS} interleaved rounds)\n`,
   );
   console.log('| scenario | req/s | stored/s | p50 ms | p99 ms | CPU µs a click (process + PostgreSQL) | note |');
   console.log('|---|---:|---:|---:|---:|---:|---|');
