@@ -624,6 +624,18 @@ describe('refusals', () => {
     });
   }
 
+  it('the collection’s window cannot widen past the last hour a date-time names (found by the fuzz test)', async () => {
+    const end = `to=${encodeURIComponent('9999-12-31T23:59:59.999Z')}`;
+    const res = await analytics(a.id, '/analytics', end, a.auth);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json()).toMatchObject({ details: { field: 'to' } });
+    expect(res.json().message).toMatch(/at most 9999-12-31T23:00:00.000Z/);
+    // A link's analytics count exactly (no widening): the same `to` is answered as given.
+    const ofLink = await analytics(a.id, `/${linksOfA[0].id}/analytics`, end, a.auth);
+    expect(ofLink.statusCode, ofLink.body).toBe(200);
+    expect(ofLink.json().to).toBe('9999-12-31T23:59:59.999Z');
+  });
+
   it('a link’s analytics has no groupBy=link, and an unknown link is 404', async () => {
     expect((await analytics(a.id, `/${linksOfA[0].id}/analytics`, 'groupBy=link', a.auth)).statusCode).toBe(400);
     expect((await analytics(a.id, '/lnk_missing/analytics', '', a.auth)).statusCode).toBe(404);

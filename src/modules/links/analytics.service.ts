@@ -23,6 +23,8 @@ import { utcDay } from './visitors.ts';
 
 type Interval = repo.Interval;
 const HOUR = 3_600_000;
+/** The last whole hour an ISO 8601 date-time can name. */
+const LAST_HOUR = Date.UTC(9999, 11, 31, 23);
 const DAY = 86_400_000;
 /** The window a request without `from` covers: a useful first chart for each interval. */
 const DEFAULT_WINDOW_MS: Record<Interval, number> = {
@@ -86,6 +88,12 @@ function windowOf(q: { from?: string; to?: string; interval?: Interval }, now: D
   if (wholeHours) {
     from = new Date(Math.floor(from.getTime() / HOUR) * HOUR);
     to = new Date(Math.ceil(to.getTime() / HOUR) * HOUR);
+    // Widened past year 9999 the answer's `to` would not be an ISO date-time any more.
+    if (to.getTime() > LAST_HOUR) {
+      throw badRequest('to must be at most 9999-12-31T23:00:00.000Z (the collection counts whole hours)', {
+        field: 'to',
+      });
+    }
   }
   const days = (to.getTime() - from.getTime()) / DAY;
   if (days > MAX_WINDOW_DAYS) {
