@@ -115,10 +115,13 @@ export async function startKutt(): Promise<Kutt | { missing: string }> {
       ),
     database,
   );
+  // A process group of its own: its queue runs visits in child processes (Bull's sandbox), which
+  // outlive their parent when only it is killed.
   const child: ChildProcess = spawn('node', ['server/server.js'], {
     cwd: dir,
     env,
     stdio: ['ignore', 'pipe', 'inherit'],
+    detached: true,
   });
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('Kutt did not start within 30 s')), 30_000);
@@ -151,12 +154,21 @@ export async function startKutt(): Promise<Kutt | { missing: string }> {
         database,
       ),
     async stop() {
-      // Its visit queue keeps it up after SIGTERM: killed after a grace period.
+      // Its visit queue keeps it up after SIGTERM: the whole group is killed after a grace period.
+      const group = -(child.pid as number);
+      const signal = (s: NodeJS.Signals) => {
+        try {
+          process.kill(group, s);
+        } catch {
+          // The group is gone already.
+        }
+      };
       const exited = new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(null)));
-      child.kill('SIGTERM');
-      const grace = setTimeout(() => child.kill('SIGKILL'), 5000);
+      signal('SIGTERM');
+      const grace = setTimeout(() => signal('SIGKILL'), 5000);
       await exited;
       clearTimeout(grace);
+      signal('SIGKILL');
       redisFlush();
       await admin((c) => c.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`));
     },
