@@ -90,6 +90,7 @@ function randomClick(link: { id: string; code: string }, collectionId: string): 
     proxyCity: city,
     query: randomQuery(),
     trigger: rand() < 0.25 ? 'qr' : 'link',
+    route: pick(['destination', 'rule:0', 'variant:0', 'variant:1']),
   };
 }
 
@@ -121,6 +122,7 @@ interface Row {
   utm_term: string;
   utm_content: string;
   trigger: string;
+  route: string;
   visitor: string;
 }
 
@@ -128,7 +130,7 @@ const stored = async (collectionId: string) =>
   (
     await t.testDb.db.query<Row>(
       `SELECT collection_id, link_id, id, clicked_at, country, region, city, device_type, browser, os, referer,
-         utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor
+         utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, route, visitor
        FROM link_clicks WHERE collection_id = $1 ORDER BY clicked_at, id`,
       [collectionId],
     )
@@ -161,8 +163,11 @@ const valueIn: Record<string, (r: Row) => string> = {
   utm_content: (r) => r.utm_content,
   trigger: (r) => r.trigger,
   link: (r) => r.link_id,
+  route: (r) => r.route,
 };
+/** `route` is a link's own breakdown (its values name one link's ways), `link` the collection's. */
 const LINK_GROUP_BY = Object.keys(valueIn).filter((g) => g !== 'link');
+const COLLECTION_GROUP_BY = Object.keys(valueIn).filter((g) => g !== 'route');
 
 const DAY = 86_400_000;
 function bucketOf(interval: string, t: number): number {
@@ -332,7 +337,7 @@ describe('analytics equal a brute-force count over the stored clicks', () => {
 
     it(`the collection's analytics, every groupBy (includeBots=${includeBots}, seed ${SEED})`, async () => {
       const all = await stored(a.id);
-      for (const groupBy of [undefined, ...Object.keys(valueIn)]) {
+      for (const groupBy of [undefined, ...COLLECTION_GROUP_BY]) {
         const q = randomQuery2(groupBy, includeBots);
         const res = await analytics(a.id, '/analytics', queryString(q), a.auth);
         expect(res.statusCode, `${res.body} (seed ${SEED})`).toBe(200);
@@ -636,8 +641,11 @@ describe('refusals', () => {
     expect(ofLink.json().to).toBe('9999-12-31T23:59:59.999Z');
   });
 
-  it('a link’s analytics has no groupBy=link, and an unknown link is 404', async () => {
+  it('a link’s analytics has no groupBy=link, the collection’s no groupBy=route, and an unknown link is 404', async () => {
     expect((await analytics(a.id, `/${linksOfA[0].id}/analytics`, 'groupBy=link', a.auth)).statusCode).toBe(400);
+    const byRoute = await analytics(a.id, '/analytics', 'groupBy=route', a.auth);
+    expect(byRoute.statusCode).toBe(400);
+    expect(byRoute.body).toMatch(/groupBy/);
     expect((await analytics(a.id, '/lnk_missing/analytics', '', a.auth)).statusCode).toBe(404);
     expect((await analytics(a.id, '/lnk_missing/clicks.csv', '', a.auth)).statusCode).toBe(404);
   });

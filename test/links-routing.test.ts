@@ -82,6 +82,17 @@ describe('rules', () => {
     expect(await where(l.code, { 'user-agent': DESKTOP })).toBe('https://example.com/desktop');
     expect(await where(l.code)).toBe('https://example.com/desktop');
     expect(await clicksOf(l.id)).toBe(4);
+    // Each click keeps the way it was sent.
+    const { rows } = await t.testDb.db.query<{ user_agent: string; route: string }>(
+      'SELECT user_agent, route FROM link_clicks WHERE link_id = $1',
+      [l.id],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.user_agent, r.route]))).toEqual({
+      [IPHONE]: 'rule:0',
+      [ANDROID]: 'rule:1',
+      [DESKTOP]: 'destination',
+      lightMyRequest: 'destination', // the injector's own user agent
+    });
   });
 
   it('evaluates in order, first match wins; a list matches any value; every condition must hold', async () => {

@@ -5,7 +5,7 @@
  */
 import sql, { raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
-import type { GroupBy } from './analytics.dimensions.ts';
+import type { AnyGroupBy } from './analytics.dimensions.ts';
 import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
 
 export type Interval = 'hour' | 'day' | 'week' | 'month';
@@ -86,7 +86,7 @@ export async function forgetVisitorDays(db: Queryable, before: string): Promise<
 // --- reads ------------------------------------------------------------------------------------
 
 /** A groupBy's value in a click row, for the reads of a link's clicks. Whitelisted SQL, from a Map. */
-const VALUE_SQL: ReadonlyMap<GroupBy, string> = new Map<GroupBy, string>([
+const VALUE_SQL: ReadonlyMap<AnyGroupBy, string> = new Map<AnyGroupBy, string>([
   ['country', 'country'],
   ['region', 'region'],
   ['city', 'city'],
@@ -105,6 +105,7 @@ const VALUE_SQL: ReadonlyMap<GroupBy, string> = new Map<GroupBy, string>([
   ['utm_content', 'utm_content'],
   ['trigger', 'trigger'],
   ['link', 'link_id'],
+  ['route', 'route'],
 ]);
 
 export interface SeriesRow {
@@ -131,7 +132,7 @@ export interface AnalyticsWindow {
   to: Date;
   interval: Interval;
   includeBots: boolean;
-  groupBy?: GroupBy;
+  groupBy?: AnyGroupBy;
   limit: number;
 }
 
@@ -256,6 +257,7 @@ export interface ExportClickRow {
   utm_campaign: string;
   utm_term: string;
   utm_content: string;
+  route: string;
 }
 
 /** A page of a link's clicks in time order after `after` (keyset on the primary key's tail). */
@@ -267,7 +269,7 @@ export async function exportPage(
 ): Promise<ExportClickRow[]> {
   const { rows } = await db.query<ExportClickRow>(sql`
     SELECT id, link_id, clicked_at, ip_address, user_agent, referer, country, region, city, device_type, browser, os,
-      trigger, utm_source, utm_medium, utm_campaign, utm_term, utm_content
+      trigger, utm_source, utm_medium, utm_campaign, utm_term, utm_content, route
     FROM link_clicks
     WHERE collection_id = ${collectionId} AND link_id = ${linkId}
       ${q.from ? sql`AND clicked_at >= ${q.from}` : sql``}

@@ -1,7 +1,7 @@
 /** Schemas of click analytics and the CSV export of clicks (analytics.routes.ts). */
 import { Type } from 'typebox';
 import { Closed, Instant, Timestamp } from '../../platform/schemas.ts';
-import { GROUP_BY } from './analytics.dimensions.ts';
+import { GROUP_BY, LINK_GROUP_BY } from './analytics.dimensions.ts';
 
 /** The series' buckets at most, whatever the interval (the aggregates' bound). */
 export const MAX_BUCKETS = 1000;
@@ -16,7 +16,6 @@ const Interval = Type.Union([Type.Literal('hour'), Type.Literal('day'), Type.Lit
 });
 
 const literals = (names: readonly string[]) => names.map((n) => Type.Literal(n));
-const linkGroupBy = GROUP_BY.filter((g) => g !== 'link');
 
 const window = {
   from: Type.Optional(
@@ -45,7 +44,10 @@ const window = {
 export const LinkAnalyticsQuery = Closed({
   ...window,
   groupBy: Type.Optional(
-    Type.Union(literals(linkGroupBy), { description: 'The dimension of the breakdown (none: totals and series only)' }),
+    Type.Union(literals(LINK_GROUP_BY), {
+      description:
+        'The dimension of the breakdown (none: totals and series only); `route`: by the way of the link each click was sent (destination, rule:<i>, variant:<i>)',
+    }),
   ),
 });
 export type LinkAnalyticsQuery = Type.Static<typeof LinkAnalyticsQuery>;
@@ -128,4 +130,5 @@ export const EXPORT_COLUMNS = [
   'utm_campaign',
   'utm_term',
   'utm_content',
+  'route',
 ] as const;

@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { Db } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
-import { DIM, type GroupBy } from './analytics.dimensions.ts';
+import { type AnyGroupBy, DIM } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
 import {
   type ClickAnalytics,
@@ -124,7 +124,7 @@ function windowOf(q: { from?: string; to?: string; interval?: Interval }, now: D
 function answer(
   w: Window,
   includeBots: boolean,
-  groupBy: GroupBy | undefined,
+  groupBy: AnyGroupBy | undefined,
   rows: repo.AnalyticsRows,
   linkId?: string,
 ): ClickAnalytics {
@@ -188,6 +188,7 @@ function csvLine(c: repo.ExportClickRow): string {
     c.utm_campaign,
     c.utm_term,
     c.utm_content,
+    c.route,
   ]
     .map(csvCell)
     .join(',')}\n`;

@@ -19,6 +19,7 @@ import {
   type ConversionsQuery,
   collectionConversions,
   type LinkConversions,
+  type LinkConversionsQuery,
   linkConversions,
   newClickId,
 } from './attribution.ts';
@@ -445,6 +446,15 @@ export class LinksService {
       deviceType: r.device_type,
       trigger: r.trigger,
       clickId: r.click_id,
+      region: r.region,
+      browser: r.browser,
+      os: r.os,
+      utmSource: r.utm_source,
+      utmMedium: r.utm_medium,
+      utmCampaign: r.utm_campaign,
+      utmTerm: r.utm_term,
+      utmContent: r.utm_content,
+      route: r.route,
     }));
     return { items, limit, offset, total };
   }
@@ -558,7 +568,7 @@ export class LinksService {
   }
 
   /** A link's conversions: events carrying its click ids (attribution.ts). */
-  conversions(collectionId: string, linkId: string, query: ConversionsQuery): Promise<LinkConversions> {
+  conversions(collectionId: string, linkId: string, query: LinkConversionsQuery): Promise<LinkConversions> {
     return linkConversions(this.db, collectionId, linkId, query);
   }
 

@@ -68,7 +68,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       t = choose(r, link.linkId, visitor);
     }
     const q = r.passQuery ? req.url.indexOf('?') : -1;
-    return { location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie };
+    return { location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie, route: t.route };
   }
 
   /** Sends the visitor on, counting the click (not for HEAD: a look, not a visit). */
@@ -78,7 +78,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       req.headers['x-forwarded-for'],
       service.trusted,
     );
-    const { location, cookie } = locate(req, link, ip, viaTrustedProxy);
+    const { location, cookie, route } = locate(req, link, ip, viaTrustedProxy);
     if (cookie) reply.header('set-cookie', cookie);
     // Fastify answers HEAD from the GET route. A HEAD is a link checker or a preview
     // fetcher asking where the code leads, not a visit: the same answer, no click, no
@@ -107,6 +107,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       domain: link.domain,
       trigger: visitTrigger(req.query),
       clickId,
+      route,
     });
     return redirect(reply, clickId ? withClickId(location, clickId) : location, status);
   }
