@@ -335,6 +335,30 @@ describe('analytics equal a brute-force count over the stored clicks', () => {
       }
     });
 
+    it(`a link's analytics narrowed by one or two filters, each dimension (includeBots=${includeBots}, seed ${SEED})`, async () => {
+      const all = await stored(a.id);
+      for (const dim of LINK_GROUP_BY) {
+        const link = pick(linksOfA);
+        const ofLink = all.filter((r) => r.link_id === link.id);
+        // A value the link's clicks have (or, now and then, one they do not), and maybe a second dimension.
+        const filters: Record<string, string> = { [dim]: rand() < 0.9 ? valueIn[dim](pick(ofLink)) : 'none-such' };
+        const second = pick(LINK_GROUP_BY);
+        if (rand() < 0.5 && second !== dim) filters[second] = valueIn[second](pick(ofLink));
+        const q = randomQuery2(pick([undefined, ...LINK_GROUP_BY]), includeBots);
+        const res = await analytics(a.id, `/${link.id}/analytics`, queryString({ ...q, ...filters }), a.auth);
+        expect(res.statusCode, `${res.body} (seed ${SEED})`).toBe(200);
+        const body = res.json();
+        // Uniques among the narrowed clicks: the first of a visitor's day that matches.
+        const matching = ofLink.filter((r) =>
+          Object.entries(filters).every(([g, v]) => valueIn[g](r).slice(0, 500) === v),
+        );
+        const expected = bruteForce(matching, { ...q, from: body.from, to: body.to });
+        const what = `${queryString({ ...q, ...filters })} (seed ${SEED})`;
+        expect(body.totals, `totals ${what}`).toEqual(expected.totals);
+        expect(body.breakdown, `breakdown ${what}`).toEqual(expected.breakdown);
+      }
+    });
+
     it(`the collection's analytics, every groupBy (includeBots=${includeBots}, seed ${SEED})`, async () => {
       const all = await stored(a.id);
       for (const groupBy of [undefined, ...COLLECTION_GROUP_BY]) {
@@ -617,6 +641,7 @@ describe('refusals', () => {
     ['/analytics', 'from=2023-01-01&to=2026-01-01', /at most 732/],
     ['/analytics', 'from=2026-01-01&to=2026-03-01&interval=hour', /1000 hour buckets/],
     ['/analytics', 'unknown=1', /unknown/],
+    ['/analytics', `country=${'x'.repeat(501)}`, /country/],
     ['/clicks.csv', 'from=2026-03-02&to=2026-03-01', /from must be before to/],
   ];
   for (const [path, query, message] of cases) {

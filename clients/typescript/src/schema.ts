@@ -9308,6 +9308,36 @@ export interface operations {
                 limit?: number;
                 /** @description Count the clicks of bots (crawlers, previewers, HTTP libraries) too */
                 includeBots?: boolean;
+                /** @description Only the clicks whose country is this value */
+                country?: string;
+                /** @description Only the clicks whose region is this value */
+                region?: string;
+                /** @description Only the clicks whose city is this value */
+                city?: string;
+                /** @description Only the clicks whose device is this value */
+                device?: string;
+                /** @description Only the clicks whose browser is this value */
+                browser?: string;
+                /** @description Only the clicks whose os is this value */
+                os?: string;
+                /** @description Only the clicks whose referer is this value */
+                referer?: string;
+                /** @description Only the clicks whose referer_url is this value */
+                referer_url?: string;
+                /** @description Only the clicks whose utm_source is this value */
+                utm_source?: string;
+                /** @description Only the clicks whose utm_medium is this value */
+                utm_medium?: string;
+                /** @description Only the clicks whose utm_campaign is this value */
+                utm_campaign?: string;
+                /** @description Only the clicks whose utm_term is this value */
+                utm_term?: string;
+                /** @description Only the clicks whose utm_content is this value */
+                utm_content?: string;
+                /** @description Only the clicks whose trigger is this value */
+                trigger?: string;
+                /** @description Only the clicks whose route is this value */
+                route?: string;
                 /** @description The dimension of the breakdown (none: totals and series only); `route`: by the way of the link each click was sent (destination, rule:<i>, variant:<i>) */
                 groupBy?: "country" | "region" | "city" | "device" | "browser" | "os" | "referer" | "referer_url" | "utm_source" | "utm_medium" | "utm_campaign" | "utm_term" | "utm_content" | "trigger" | "route";
             };

@@ -3,7 +3,7 @@
  * collection-wide rollup (written by the click batch, read by the collection's analytics), a
  * link's analytics from its clicks, and the pages of a CSV export. Migration 0620 has the tables.
  */
-import sql, { raw, type Sql } from 'sql-template-tag';
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import type { AnyGroupBy } from './analytics.dimensions.ts';
 import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
@@ -108,6 +108,9 @@ const VALUE_SQL: ReadonlyMap<AnyGroupBy, string> = new Map<AnyGroupBy, string>([
   ['route', 'route'],
 ]);
 
+/** A dimension's value in a click row, cut as the rollup and every answer cut it. */
+const valueOf = (g: AnyGroupBy) => raw(`left(${VALUE_SQL.get(g)}, ${VALUE_MAX})`);
+
 export interface SeriesRow {
   start: Date;
   clicks: number;
@@ -133,6 +136,8 @@ export interface AnalyticsWindow {
   interval: Interval;
   includeBots: boolean;
   groupBy?: AnyGroupBy;
+  /** A link's only: the clicks whose value in each dimension is the one given. */
+  filters?: [AnyGroupBy, string][];
   limit: number;
 }
 
@@ -201,8 +206,9 @@ export async function linkAnalytics(
   w: AnalyticsWindow,
 ): Promise<AnalyticsRows> {
   const dayStart = new Date(Math.floor(w.from.getTime() / 86_400_000) * 86_400_000);
-  const value = w.groupBy ? raw(`left(${VALUE_SQL.get(w.groupBy)}, ${VALUE_MAX})`) : raw(`''`);
+  const value = w.groupBy ? valueOf(w.groupBy) : raw(`''`);
   const bots = w.includeBots ? sql`` : sql`AND device_type <> 'bot'`;
+  const narrowed = (w.filters ?? []).map(([g, v]) => sql`AND ${valueOf(g)} = ${v}`);
   const { rows } = await db.query<BreakdownRow & { start: Date | null; part: number }>(sql`
     WITH c AS (
       SELECT clicked_at, ${value} AS value,
@@ -210,7 +216,7 @@ export async function linkAnalytics(
           PARTITION BY (clicked_at AT TIME ZONE 'UTC')::date, visitor ORDER BY clicked_at, id) = 1)::int AS u
       FROM link_clicks
       WHERE collection_id = ${collectionId} AND link_id = ${linkId}
-        AND clicked_at >= ${dayStart} AND clicked_at < ${w.to} ${bots}
+        AND clicked_at >= ${dayStart} AND clicked_at < ${w.to} ${bots} ${narrowed.length ? join(narrowed, ' ') : sql``}
     ), w AS (
       SELECT * FROM c WHERE clicked_at >= ${w.from}
     ), g AS (

@@ -1,7 +1,7 @@
 /** Schemas of click analytics and the CSV export of clicks (analytics.routes.ts). */
 import { Type } from 'typebox';
 import { Closed, Instant, Timestamp } from '../../platform/schemas.ts';
-import { GROUP_BY, LINK_GROUP_BY } from './analytics.dimensions.ts';
+import { GROUP_BY, LINK_GROUP_BY, VALUE_MAX } from './analytics.dimensions.ts';
 
 /** The series' buckets at most, whatever the interval (the aggregates' bound). */
 export const MAX_BUCKETS = 1000;
@@ -41,8 +41,22 @@ const window = {
   ),
 };
 
+/**
+ * A link's analytics may be narrowed to the clicks with given values (`country=DE&device=mobile`):
+ * one value per dimension, every one given must match (as a breakdown names it: `referer` is the
+ * host, `device` the device type). The collection's analytics read a rollup counted one dimension
+ * at a time, which cannot be narrowed by another: filters are a link's only.
+ */
+const filters = Object.fromEntries(
+  LINK_GROUP_BY.map((g) => [
+    g,
+    Type.Optional(Type.String({ maxLength: VALUE_MAX, description: `Only the clicks whose ${g} is this value` })),
+  ]),
+) as { [K in (typeof LINK_GROUP_BY)[number]]: ReturnType<typeof Type.Optional<ReturnType<typeof Type.String>>> };
+
 export const LinkAnalyticsQuery = Closed({
   ...window,
+  ...filters,
   groupBy: Type.Optional(
     Type.Union(literals(LINK_GROUP_BY), {
       description:

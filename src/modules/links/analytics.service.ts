@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { Db } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
-import { type AnyGroupBy, DIM } from './analytics.dimensions.ts';
+import { type AnyGroupBy, DIM, LINK_GROUP_BY, type LinkGroupBy } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
 import {
   type ClickAnalytics,
@@ -206,10 +206,12 @@ export class LinkAnalytics {
     const w = windowOf(q, now, false);
     if (!(await findLink(this.db, collectionId, linkId))) throw notFound('Link');
     const includeBots = q.includeBots ?? false;
+    const filters = LINK_GROUP_BY.flatMap((g): [LinkGroupBy, string][] => (q[g] === undefined ? [] : [[g, q[g]]]));
     const rows = await repo.linkAnalytics(this.db, collectionId, linkId, {
       ...w,
       includeBots,
       groupBy: q.groupBy,
+      filters,
       limit: q.limit ?? 10,
     });
     return answer(w, includeBots, q.groupBy, rows, linkId);
