@@ -1,4 +1,5 @@
 export { type Analytics, analyticsRunner, inAnalyticsTransaction } from './analytics.ts';
+export { type ChunkedFiles, chunkedFiles, type FileWriter, type StoredFile } from './chunked-files.ts';
 export type { Db, DbLogger, DbStatus, PreparedSql, Queryable, QueryResult, Tx } from './client.ts';
 export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
 export { allOf, setList } from './conditions.ts';

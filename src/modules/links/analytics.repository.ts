@@ -7,6 +7,7 @@ import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import type { AnyGroupBy } from './analytics.dimensions.ts';
 import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
+import type { ClickRow } from './links.repository.ts';
 
 export type Interval = 'hour' | 'day' | 'week' | 'month';
 
@@ -109,7 +110,7 @@ const VALUE_SQL: ReadonlyMap<AnyGroupBy, string> = new Map<AnyGroupBy, string>([
 ]);
 
 /** A dimension's value in a click row, cut as the rollup and every answer cut it. */
-const valueOf = (g: AnyGroupBy) => raw(`left(${VALUE_SQL.get(g)}, ${VALUE_MAX})`);
+const valueSql = (g: AnyGroupBy) => raw(`left(${VALUE_SQL.get(g)}, ${VALUE_MAX})`);
 
 export interface SeriesRow {
   start: Date;
@@ -206,9 +207,9 @@ export async function linkAnalytics(
   w: AnalyticsWindow,
 ): Promise<AnalyticsRows> {
   const dayStart = new Date(Math.floor(w.from.getTime() / 86_400_000) * 86_400_000);
-  const value = w.groupBy ? valueOf(w.groupBy) : raw(`''`);
+  const value = w.groupBy ? valueSql(w.groupBy) : raw(`''`);
   const bots = w.includeBots ? sql`` : sql`AND device_type <> 'bot'`;
-  const narrowed = (w.filters ?? []).map(([g, v]) => sql`AND ${valueOf(g)} = ${v}`);
+  const narrowed = (w.filters ?? []).map(([g, v]) => sql`AND ${valueSql(g)} = ${v}`);
   const { rows } = await db.query<BreakdownRow & { start: Date | null; part: number }>(sql`
     WITH c AS (
       SELECT clicked_at, ${value} AS value,
@@ -244,27 +245,8 @@ export async function linkAnalytics(
 
 // --- export -----------------------------------------------------------------------------------
 
-export interface ExportClickRow {
-  id: number;
-  link_id: string;
-  clicked_at: Date;
-  ip_address: string;
-  user_agent: string;
-  referer: string;
-  country: string;
-  region: string;
-  city: string;
-  device_type: string;
-  browser: string;
-  os: string;
-  trigger: string;
-  utm_source: string;
-  utm_medium: string;
-  utm_campaign: string;
-  utm_term: string;
-  utm_content: string;
-  route: string;
-}
+/** A click as the CSV export writes it: the click list's row, with its link. */
+export type ExportClickRow = Omit<ClickRow, 'click_id' | 'total'> & { link_id: string };
 
 /** A page of a link's clicks in time order after `after` (keyset on the primary key's tail). */
 export async function exportPage(

@@ -6,6 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import type { Db } from '../../db/index.ts';
+import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { type AnyGroupBy, DIM, LINK_GROUP_BY, type LinkGroupBy } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
@@ -160,15 +161,8 @@ function answer(
   return out;
 }
 
-function csvCell(v: unknown): string {
-  const s = v instanceof Date ? v.toISOString() : String(v ?? '');
-  // A cell a spreadsheet would run as a formula is prefixed with a quote (CSV injection).
-  const safe = /^[=+\-@\t\r]/.test(s) ? `'${s}` : s;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
-
-function csvLine(c: repo.ExportClickRow): string {
-  return `${[
+function clickLine(c: repo.ExportClickRow): string {
+  return csvLine([
     c.id,
     c.link_id,
     c.clicked_at,
@@ -189,9 +183,7 @@ function csvLine(c: repo.ExportClickRow): string {
     c.utm_term,
     c.utm_content,
     c.route,
-  ]
-    .map(csvCell)
-    .join(',')}\n`;
+  ]);
 }
 
 export class LinkAnalytics {
@@ -262,7 +254,7 @@ export class LinkAnalytics {
           after,
           limit: EXPORT_PAGE,
         });
-        if (page.length > 0) yield page.map(csvLine).join('');
+        if (page.length > 0) yield page.map(clickLine).join('');
         if (page.length < EXPORT_PAGE) break;
         const last = page[page.length - 1];
         after = { at: last.clicked_at, id: last.id };
