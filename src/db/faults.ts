@@ -17,6 +17,9 @@ const UNAVAILABLE_STATES = new Set([
   '53300', // too_many_connections
   '55P03', // lock_not_available (lock_timeout)
   '57014', // query_canceled (statement_timeout)
+  // read_only_sql_transaction: a write reached a host that has become a standby (a failover
+  // demoted it while we held connections); the pool looks for the new primary (primary.ts).
+  '25006',
 ]);
 
 /** SQLSTATEs of a transaction that lost a race; running it again normally succeeds. */
