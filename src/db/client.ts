@@ -17,7 +17,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import { lockDataDir } from './data-dir-lock.ts';
-import { isConnectionLost, isTransient } from './faults.ts';
+import { isConnectionLost, isServerGone, isTransient } from './faults.ts';
 import { parseDatabaseUrl } from './hosts.ts';
 import { Listener } from './listener.ts';
 import { PrimaryPool } from './primary.ts';
@@ -411,7 +411,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
           // A replica that went away (or cancelled the read for a conflict with recovery):
           // the read is asked of the primary instead, so the caller sees no difference.
           if (!isTransient(err)) throw err;
-          if (isConnectionLost(err)) replicas?.lost(replica, err);
+          if (isServerGone(err)) replicas?.lost(replica, err);
         }
       }
       return o?.workMemMb ? transaction((tx) => withWorkMem(tx, o.workMemMb as number, fn), true) : fn({ query });

@@ -54,6 +54,18 @@ export function isConnectionLost(err: unknown): boolean {
   return !code && typeof message === 'string' && LOST_MESSAGES.test(message);
 }
 
+/** Unavailable, but the server is there: a busy server or a statement that waited too long. */
+const SERVER_STILL_THERE = new Set(['53300', '55P03', '57014']);
+
+/**
+ * The server behind the connection is gone, or is no longer the primary (25006): the failover
+ * pool (primary.ts) then looks for the primary again, and a read replica is skipped. A lock or
+ * statement timeout, or a full server, is not that.
+ */
+export function isServerGone(err: unknown): boolean {
+  return isConnectionLost(err) && !SERVER_STILL_THERE.has(codeOf(err));
+}
+
 /** A deadlock victim or a serialization failure: the transaction may simply be run again. */
 export function isRetryableConflict(err: unknown): boolean {
   return CONFLICT_STATES.has(codeOf(err));

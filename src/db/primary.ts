@@ -19,7 +19,7 @@
  */
 import pg from 'pg';
 import type { DbLogger } from './client.ts';
-import { isConnectionLost } from './faults.ts';
+import { isServerGone } from './faults.ts';
 import type { HostTarget, ParsedDatabaseUrl } from './hosts.ts';
 
 /** How long a failed discovery is reused before the next one (ms). */
@@ -82,8 +82,8 @@ export class PrimaryPool {
    */
   failed(pool: pg.Pool, err: unknown): void {
     if (this.fixed || pool !== this.pool) return;
+    if (!isServerGone(err)) return;
     const demoted = (err as { code?: string } | null)?.code === '25006';
-    if (!demoted && !isConnectionLost(err)) return;
     this.log.warn(
       { host: this.host?.name, err: { message: String((err as Error)?.message ?? err) } },
       demoted
