@@ -97,6 +97,9 @@ describe.skipIf(!onPostgres || !canRunClusters())('read replicas (servers of its
       DATABASE_URL: primary.url,
       DATABASE_READ_URL: standby.url,
       DATABASE_READ_CHECK_MS: '100',
+      // Never skipped for lag here: a replica paused behind the primary is still `ok`, so only
+      // the read-your-writes rule keeps a caller's reads on the primary (the test after next).
+      DATABASE_READ_MAX_LAG_MS: '600000',
     });
     primaryOnly = await service({ DATABASE_URL: primary.url });
     expect((await withReplica.call('POST', '/platform/collections', { id: C, name: 'Replicated' })).status).toBe(200);
@@ -120,12 +123,59 @@ describe.skipIf(!onPostgres || !canRunClusters())('read replicas (servers of its
     await cluster?.destroy();
   });
 
-  it("shows the caller's own write in its next list, replica or not", async () => {
-    for (let i = 0; i < 5; i++) {
-      const created = await withReplica.call('POST', links, { url: `https://example.com/${i}` });
-      expect(created.status).toBe(200);
-      const list = (await withReplica.call('GET', `${links}?limit=50`)).body as { items: { id: string }[] };
-      expect(list.items.map((l) => l.id)).toContain((created.body as { id: string }).id);
+  it("shows the caller's own write in its next list, while the replica has not replayed it", async () => {
+    await cluster.waitForReplay(primary, standby);
+    await until(() => withReplica.db.status().replicas?.[0]?.state === 'ok');
+    await cluster.query(standby, 'SELECT pg_wal_replay_pause()');
+    try {
+      for (let i = 0; i < 5; i++) {
+        const created = await withReplica.call('POST', links, { url: `https://example.com/${i}` });
+        expect(created.status).toBe(200);
+        const list = (await withReplica.call('GET', `${links}?limit=50`)).body as { items: { id: string }[] };
+        expect(list.items.map((l) => l.id)).toContain((created.body as { id: string }).id);
+      }
+      // The standby has none of them: the lists above came from the primary.
+      const onStandby = await cluster.query(standby, 'SELECT count(*)::int AS n FROM links');
+      expect(onStandby).toEqual([{ n: 0 }]);
+    } finally {
+      await cluster.query(standby, 'SELECT pg_wal_replay_resume()');
+    }
+  });
+
+  it('skips a replica lagging past the limit, warning once, and reads it again once it catches up', async () => {
+    const logged: string[] = [];
+    const log = { warn: (_: object, m: string) => logged.push(m), info: (_: object, m: string) => logged.push(m) };
+    const db = await openPostgres({
+      connectionString: primary.url,
+      readUrls: [standby.url],
+      readMaxLagMs: 300,
+      readCheckMs: 100,
+      log,
+    });
+    const servedBy = () =>
+      db.read(
+        'lag-test',
+        async (q) => (await q.query<{ port: number }>('SELECT inet_server_port() AS port')).rows[0].port,
+      );
+    try {
+      await until(() => db.status().replicas?.[0]?.state === 'ok');
+      expect(await servedBy()).toBe(standby.port);
+      await cluster.query(standby, 'SELECT pg_wal_replay_pause()');
+      await cluster.query(primary, 'CREATE TABLE lag_probe (x int); INSERT INTO lag_probe VALUES (1)');
+      await until(() => db.status().replicas?.[0]?.state === 'lagging');
+      expect(await servedBy()).toBe(primary.port);
+      // Several checks later, still one warning: logged per change of state, not per check.
+      await new Promise((r) => setTimeout(r, 500));
+      expect(logged.filter((m) => m.includes('lagging'))).toHaveLength(1);
+      expect(db.status().replicas?.[0]?.lagSeconds).toBeGreaterThan(0.3);
+      await cluster.query(standby, 'SELECT pg_wal_replay_resume()');
+      await until(() => db.status().replicas?.[0]?.state === 'ok');
+      expect(await servedBy()).toBe(standby.port);
+      expect(logged).toContain('database: read replica back in use');
+    } finally {
+      await cluster.query(standby, 'SELECT pg_wal_replay_resume()');
+      await cluster.query(primary, 'DROP TABLE IF EXISTS lag_probe');
+      await db.close();
     }
   });
 
@@ -177,6 +227,43 @@ describe.skipIf(!onPostgres || !canRunClusters())('read replicas (servers of its
     expect(await answers(withReplica)).toEqual(expected);
     expect(withReplica.db.status().replicas?.[0]?.lagSeconds).toBeNull();
   }, 60_000);
+
+  it('drops the pool of a host that turned read-only (25006) and writes on the next host that accepts writes', async () => {
+    const other = await cluster.primary({ name: 'other' });
+    const db = await openPostgres({
+      connectionString: `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${other.port}/postgres?target_session_attrs=read-write`,
+    });
+    const port = async () => (await db.query<{ port: number }>('SELECT inet_server_port() AS port')).rows[0].port;
+    // A session of its own that may still write, to undo the change whatever happens.
+    const admin = {
+      ...primary,
+      url: `${primary.url}?options=${encodeURIComponent('-c default_transaction_read_only=off')}`,
+    };
+    try {
+      expect(await port()).toBe(primary.port);
+      // What a switchover does to the old primary, as far as clients can tell: writes refused.
+      await cluster.query(admin, 'ALTER SYSTEM SET default_transaction_read_only = on');
+      await cluster.query(admin, 'SELECT pg_reload_conf()');
+      await until(async () => {
+        const [row] = await cluster.query<{ v: string }>(primary, 'SELECT current_setting($1) AS v', [
+          'default_transaction_read_only',
+        ]);
+        return row.v === 'on';
+      });
+      // The pool's connection reads the new setting before its next statement.
+      await new Promise((r) => setTimeout(r, 300));
+      const err = await db.query('CREATE TABLE demoted_probe (x int)').catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: '25006' });
+      expect(isTransient(err)).toBe(true);
+      await db.query('CREATE TABLE demoted_probe (x int)');
+      expect(await port()).toBe(other.port);
+    } finally {
+      await db.close();
+      await cluster.query(admin, 'ALTER SYSTEM RESET default_transaction_read_only');
+      await cluster.query(admin, 'SELECT pg_reload_conf()');
+      await cluster.stop(other);
+    }
+  });
 });
 
 async function until(ok: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {

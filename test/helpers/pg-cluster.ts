@@ -63,8 +63,8 @@ export class PgCluster {
    * A primary ready for streaming standbys; `synchronous: true` makes every commit wait until a
    * standby has it (synchronous_standby_names = '*', synchronous_commit = on).
    */
-  async primary(options: { synchronous?: boolean } = {}): Promise<PgServer> {
-    const server = await this.newServer('primary');
+  async primary(options: { synchronous?: boolean; name?: string } = {}): Promise<PgServer> {
+    const server = await this.newServer(options.name ?? 'primary');
     await asPostgres('initdb', ['-D', server.dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
     const conf = [
       `port = ${server.port}`,
