@@ -42,6 +42,7 @@ export class PrimaryPool {
   private discovering: Promise<pg.Pool> | undefined;
   private failure: { err: Error; until: number } | undefined;
   private closed = false;
+  private everFound = false;
   /** Connections that reported an error at some point: never reused (see client.ts). */
   readonly lostConnections = new WeakSet<pg.ClientBase>();
   private readonly fixed: boolean;
@@ -118,8 +119,6 @@ export class PrimaryPool {
     this.failure = { err, until: performance.now() + RETRY_AFTER_MS };
     throw err;
   }
-
-  private everFound = false;
 
   private async probe(target: HostTarget): Promise<'accepts writes' | 'read-only' | 'unreachable'> {
     if (this.fixed) return 'accepts writes';
