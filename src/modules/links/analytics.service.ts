@@ -196,15 +196,18 @@ export class LinkAnalytics {
     now = new Date(),
   ): Promise<ClickAnalytics> {
     const w = windowOf(q, now, false);
-    if (!(await findLink(this.db, collectionId, linkId))) throw notFound('Link');
     const includeBots = q.includeBots ?? false;
     const filters = LINK_GROUP_BY.flatMap((g): [LinkGroupBy, string][] => (q[g] === undefined ? [] : [[g, q[g]]]));
-    const rows = await repo.linkAnalytics(this.db, collectionId, linkId, {
-      ...w,
-      includeBots,
-      groupBy: q.groupBy,
-      filters,
-      limit: q.limit ?? 10,
+    // Reads only: a read replica serves them when one may (db/client.ts, `Db.read`).
+    const rows = await this.db.read(collectionId, async (r) => {
+      if (!(await findLink(r, collectionId, linkId))) throw notFound('Link');
+      return repo.linkAnalytics(r, collectionId, linkId, {
+        ...w,
+        includeBots,
+        groupBy: q.groupBy,
+        filters,
+        limit: q.limit ?? 10,
+      });
     });
     return answer(w, includeBots, q.groupBy, rows, linkId);
   }
@@ -213,13 +216,15 @@ export class LinkAnalytics {
     // The rollup counts whole hours: the window is widened to them, and the answer says so.
     const w = windowOf(q, now, true);
     const includeBots = q.includeBots ?? false;
-    const rows = await repo.collectionAnalytics(this.db, collectionId, {
-      ...w,
-      includeBots,
-      groupBy: q.groupBy,
-      dim: q.groupBy && DIM.get(q.groupBy),
-      limit: q.limit ?? 10,
-    });
+    const rows = await this.db.read(collectionId, (r) =>
+      repo.collectionAnalytics(r, collectionId, {
+        ...w,
+        includeBots,
+        groupBy: q.groupBy,
+        dim: q.groupBy && DIM.get(q.groupBy),
+        limit: q.limit ?? 10,
+      }),
+    );
     return answer(w, includeBots, q.groupBy, rows);
   }
 
