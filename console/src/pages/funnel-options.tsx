@@ -119,6 +119,18 @@ export function OptionsFields({
           <option value="contactId">contactId</option>
         </select>
       </label>
+      <label>
+        Ordering
+        <select
+          name="ordering"
+          value={s.ordering}
+          onChange={(e) => set({ ordering: e.currentTarget.value as Ordering })}
+        >
+          <option value="ordered">ordered (other events between allowed)</option>
+          <option value="strict">strict (each step the very next)</option>
+          <option value="unordered">unordered (any order)</option>
+        </select>
+      </label>
       <fieldset class="window">
         <legend>Conversion window</legend>
         <label>
@@ -147,18 +159,6 @@ export function OptionsFields({
           </select>
         </label>
       </fieldset>
-      <label>
-        Ordering
-        <select
-          name="ordering"
-          value={s.ordering}
-          onChange={(e) => set({ ordering: e.currentTarget.value as Ordering })}
-        >
-          <option value="ordered">ordered (other events between allowed)</option>
-          <option value="strict">strict (each step the very next)</option>
-          <option value="unordered">unordered (any order)</option>
-        </select>
-      </label>
       <fieldset class="breakdown">
         <legend>Breakdown</legend>
         <label>

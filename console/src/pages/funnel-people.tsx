@@ -4,7 +4,7 @@
  * opens onto their events in the period. **Export CSV** runs the `journeys.peopleExport` job
  * for the same selection, follows its progress and offers the file when it is done.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/src/index.ts';
 import { DataTable, Empty, ErrorNote, Loading, saveBlob, useAsync, usePolling, when } from '../ui.tsx';
 import { optionFields } from './funnel-options.tsx';
@@ -35,6 +35,9 @@ export function People(props: FunnelScope & { of: PeopleOf; steps: FunnelStep[] 
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const [eventsOf, setEventsOf] = useState<string>();
   const cursor = cursors.at(-1);
+  // Opened from a button far above (the steps' table, the breakdown): brought into view.
+  const panel = useRef<HTMLElement>(null);
+  useEffect(() => panel.current?.scrollIntoView({ block: 'start' }), []);
   const selection = {
     periodStart: from,
     periodEnd: to,
@@ -68,7 +71,7 @@ export function People(props: FunnelScope & { of: PeopleOf; steps: FunnelStep[] 
       };
   const items = people.data?.items ?? [];
   return (
-    <section class="people" aria-labelledby="people-title">
+    <section class="people" aria-labelledby="people-title" ref={panel}>
       <h3 id="people-title">
         People of step {stepId}
         {of.group
