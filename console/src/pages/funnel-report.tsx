@@ -161,10 +161,6 @@ function Breakdown({
               },
             })),
             { label: 'Conversion', value: (g) => percent(rate(g)), numeric: true },
-            {
-              label: 'Bar',
-              value: (g) => <span class="bar" aria-hidden="true" style={{ width: `${100 * rate(g)}%` }} />,
-            },
             ...(onPeople
               ? [
                   {
@@ -185,6 +181,11 @@ function Breakdown({
                   },
                 ]
               : []),
+            // Last: a table of bars gives its last column the room (style.css, table.bars).
+            {
+              label: 'Bar',
+              value: (g) => <span class="bar" aria-hidden="true" style={{ width: `${100 * rate(g)}%` }} />,
+            },
           ]}
         />
       ) : null}
