@@ -314,6 +314,8 @@ describe.skipIf(!HAVE_BROWSER)('the journeys page’s funnel in Chromium', () =>
     await table.getByRole('button', { name: 'People of pro' }).click();
     await page.getByRole('heading', { name: 'People of step s1 · pro' }).waitFor();
     await until('entered, pro', people, (v) => v === 'u1 u3 u7');
+    // The tabs count the group's people at the step.
+    expect(await page.getByRole('tab').allInnerTexts()).toEqual(['Entered (3)', 'Converted (3)', 'Dropped off (0)']);
     await table.getByRole('button', { name: 'People of other values' }).click();
     await until('entered, the other values', people, (v) => v === 'u5');
     expect(await text(page.getByRole('heading', { name: /^People of step s1/ }))).toBe(

@@ -1,10 +1,12 @@
 /**
- * The console in a real browser, for browser suites other than test/console.process.test.ts
- * (which keeps its own set-up: a webhook receiver, logs checked for keys): the current sources
- * built into a temporary folder, the service started as a child process with BASE_PATH
- * /api/v1 on PGlite or on PostgreSQL (TEST_DATABASE_URL), and Debian's Chromium driven by
- * playwright-core. `HAVE_BROWSER` is false without Chromium: suites skip themselves then
- * (and fail under CI, as the main suite does).
+ * What the console's browser suites share: Debian's Chromium (`HAVE_BROWSER` is false without
+ * it: suites skip themselves then, and fail under CI), the service's key and BASE_PATH, reading
+ * tables and text as a person does, and what sticks out of a phone's screen. `startConsole` is
+ * the whole set-up for a suite that needs nothing more (test/console-funnels.process.test.ts):
+ * the current sources built into a temporary folder, the service started as a child process
+ * with BASE_PATH /api/v1 on PGlite or on PostgreSQL (TEST_DATABASE_URL), and a browser page.
+ * test/console.process.test.ts keeps its own set-up (a webhook receiver, every request and log
+ * line kept to check that no key shows up in them).
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

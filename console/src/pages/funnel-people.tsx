@@ -26,6 +26,7 @@ const PAGE_SIZES = [5, 20, 100];
 const groupFields = (of: PeopleOf) =>
   !of.group ? {} : 'other' in of.group ? { other: true } : { breakdownValue: of.group.value };
 
+/** `steps`: the funnel's, or the group's when `of` names one (their counts label the tabs). */
 export function People(props: FunnelScope & { of: PeopleOf; steps: FunnelStep[] }) {
   const { api, collectionId, journeyId, from, to, settings, of, steps } = props;
   const [stepId, setStepId] = useState(of.stepId);
@@ -62,13 +63,12 @@ export function People(props: FunnelScope & { of: PeopleOf; steps: FunnelStep[] 
       setEventsOf(undefined);
     };
   const step = steps.find((s) => s.stepId === stepId);
-  const counts: Record<Status, number | undefined> = of.group
-    ? { entered: undefined, completed: undefined, dropped: undefined }
-    : {
-        entered: step?.enteredCount,
-        completed: step?.completedCount,
-        dropped: step ? step.enteredCount - step.completedCount : undefined,
-      };
+  // The step's counts (the group's, when one was picked: `steps` are then the group's).
+  const counts: Record<Status, number | undefined> = {
+    entered: step?.enteredCount,
+    completed: step?.completedCount,
+    dropped: step ? step.enteredCount - step.completedCount : undefined,
+  };
   const items = people.data?.items ?? [];
   return (
     <section class="people" aria-labelledby="people-title" ref={panel}>

@@ -30,6 +30,10 @@ export const count = (n: number) => n.toLocaleString('en');
 export const groupName = (g: Pick<BreakdownGroup, 'value' | 'other'>) =>
   g.other ? 'other values' : g.value === null ? '(none)' : g.value;
 
+/** Whether a breakdown group is the one a people request names. */
+const sameGroup = (g: BreakdownGroup, of: PeopleOf) =>
+  of.group !== undefined && ('other' in of.group ? g.other === true : !g.other && g.value === of.group.value);
+
 export function FunnelReport(props: FunnelScope & { name: string; fromLink: boolean }) {
   const { api, collectionId, journeyId, name, from, to, settings, fromLink } = props;
   const report = useAsync(
@@ -71,7 +75,14 @@ export function FunnelReport(props: FunnelScope & { name: string; fromLink: bool
               People are not listed for a funnel from a link’s clicks: its recipients are clicks, not users.
             </p>
           ) : null}
-          {peopleOf ? <People key={JSON.stringify(peopleOf)} {...scope} of={peopleOf} steps={steps} /> : null}
+          {peopleOf ? (
+            <People
+              key={JSON.stringify(peopleOf)}
+              {...scope}
+              of={peopleOf}
+              steps={(peopleOf.group && groups?.find((g) => sameGroup(g, peopleOf))?.steps) || steps}
+            />
+          ) : null}
         </>
       ) : null}
     </section>
