@@ -323,7 +323,7 @@ describe.skipIf(!HAVE_BROWSER)('the journeys page’s funnel in Chromium', () =>
     );
   });
 
-  it('fits a phone (390 px): nothing wider than the screen', async () => {
+  it('fits a phone (390 px): nothing wider than the screen; no error and no CSP refusal in the whole session', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     // The charts shrink when they hear of the new size (a ResizeObserver): asked until then.
     await until(
@@ -335,5 +335,6 @@ describe.skipIf(!HAVE_BROWSER)('the journeys page’s funnel in Chromium', () =>
     await shot('390-funnel');
     await page.setViewportSize({ width: 1280, height: 900 });
     expect(run.pageErrors).toEqual([]);
+    expect(run.logged.filter((l) => /Content Security Policy|Refused to|^error/i.test(l))).toEqual([]);
   });
 });

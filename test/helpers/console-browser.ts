@@ -33,8 +33,9 @@ export interface ConsoleRun {
   api: string;
   page: Page;
   context: BrowserContext;
-  /** Errors the page threw (none is expected). */
+  /** Errors the page threw, and what it logged (a refused CSP rule among them): none is expected. */
   pageErrors: string[];
+  logged: string[];
   call(method: string, path: string, body?: unknown, key?: string): Promise<Record<string, unknown>>;
   stop(): Promise<void>;
 }
@@ -80,6 +81,8 @@ export async function startConsole(prefix: string, env: Record<string, string> =
     const page = await context.newPage();
     const pageErrors: string[] = [];
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    const logged: string[] = [];
+    page.on('console', (m) => logged.push(`${m.type()}: ${m.text()}`));
     const call = async (method: string, path: string, body?: unknown, key = SUPER) => {
       const res = await fetch(`${api}${path}`, {
         method,
@@ -90,7 +93,7 @@ export async function startConsole(prefix: string, env: Record<string, string> =
       if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
       return json;
     };
-    return { api, page, context, pageErrors, call, stop };
+    return { api, page, context, pageErrors, logged, call, stop };
   } catch (err) {
     await stop();
     throw err;
