@@ -2,7 +2,8 @@
  * Charts with uPlot (about 50 KB, 22 KB gzipped; canvas, fast with thousands of points),
  * loaded on first use so the first page (sign-in) does not carry it. Two shapes cover the
  * console: bars over time (clicks per hour or day, cases per week) and bars per category
- * (funnel steps, statuses, priorities), with one series drawn over another for "of which".
+ * (funnel steps, statuses, priorities), with one series drawn over another for "of which";
+ * a series may be a line instead (a funnel's conversion trend beside the previous period's).
  */
 
 import { useEffect, useRef, useState } from 'preact/hooks';
@@ -10,10 +11,13 @@ import type uPlot from 'uplot';
 
 export interface ChartSeries {
   label: string;
-  values: number[];
+  values: (number | null)[];
   color: string;
   /** Bar width as a share of a slot; a narrower series drawn later sits inside a wider one. */
   width?: number;
+  /** Drawn as a line with points instead of bars (a trend beside another); `dash` for a dashed one. */
+  line?: boolean;
+  dash?: number[];
 }
 
 export type ChartSpec =
@@ -29,7 +33,14 @@ export type ChartSpec =
        */
       window?: [number, number];
     }
-  | { kind: 'category'; labels: string[]; xLabel: string; series: ChartSeries[] };
+  | {
+      kind: 'category';
+      labels: string[];
+      xLabel: string;
+      series: ChartSeries[];
+      /** Written after the count axis's numbers (`%` for rates); default none. */
+      unit?: string;
+    };
 
 export const COLORS = { primary: '#2563eb', secondary: '#16a34a', muted: '#94a3b8' };
 
@@ -52,16 +63,24 @@ function optionsFor(U: typeof uPlot, spec: ChartSpec, width: number): uPlot.Opti
             v === null ? '' : new Date((v - spec.stepSeconds / 2) * 1000).toISOString().slice(0, 16).replace('T', ' '),
         }
       : { label: spec.xLabel, value: (_u, i) => (i === null ? '' : (spec.labels[i] ?? '')) },
-    ...spec.series.map((s) => ({
-      label: s.label,
-      stroke: s.color,
-      fill: `${s.color}cc`,
-      width: 0,
-      paths: bars(s.width ?? 0.7),
-      points: { show: false },
-    })),
+    ...spec.series.map((s) =>
+      s.line
+        ? { label: s.label, stroke: s.color, width: 2, dash: s.dash, points: { show: true, size: 6, fill: s.color } }
+        : {
+            label: s.label,
+            stroke: s.color,
+            fill: `${s.color}cc`,
+            width: 0,
+            paths: bars(s.width ?? 0.7),
+            points: { show: false },
+          },
+    ),
   ];
-  const yAxis: uPlot.Axis = { incrs: COUNT_STEPS, values: (_u, splits) => splits.map((v) => v.toLocaleString('en')) };
+  const unit = spec.kind === 'category' && spec.unit ? ` ${spec.unit}` : '';
+  const yAxis: uPlot.Axis = {
+    incrs: COUNT_STEPS,
+    values: (_u, splits) => splits.map((v) => `${v.toLocaleString('en')}${unit}`),
+  };
   // uPlot's own legend shows "--" until hovered and its time axis reads 12-hour: the legend
   // is drawn under the chart instead (Legend), and the axis reads 24-hour UTC like the tables.
   const legend = { show: false };
@@ -161,7 +180,7 @@ export function Chart({ spec, label }: { spec: ChartSpec; label: string }) {
       <ul class="legend" aria-hidden="true">
         {spec.series.map((s) => (
           <li key={s.label}>
-            <span class="swatch" style={{ background: s.color }} />
+            <span class={s.dash ? 'swatch dashed' : 'swatch'} style={{ background: s.color }} />
             {s.label}
           </li>
         ))}

@@ -297,6 +297,22 @@ export const daysAgo = (n: number) => day(new Date(Date.now() - n * 86_400_000))
 export const json = (v: unknown) => JSON.stringify(v, null, 2);
 
 /**
+ * Offers a file fetched with the key (a QR code, an export) as a download: the admin API needs
+ * the console's credential, so the browser cannot follow a plain link to it.
+ */
+export function saveBlob(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // After the click has been handled: the download has its own copy.
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/**
  * A button that copies `text` to the clipboard and says so. The Clipboard API needs a secure
  * context (https, or localhost); elsewhere the button says to select the text instead.
  */

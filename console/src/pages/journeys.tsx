@@ -1,29 +1,25 @@
 /**
- * Journeys: pick a journey and a window; its funnel as a chart (entered, and of them
- * completed, per step) and a table (conversion per step and from the first, time to
- * complete); the recipients of a step.
+ * Journeys: pick a journey, a period and the funnel's options (window, ordering, exclusions,
+ * breakdown); its funnel as bars with the conversion on them, the steps' times to convert,
+ * the breakdown's groups, the trend against the previous period, and the people at a step
+ * with their events (funnel-*.tsx). What is typed is asked for only on **Show**.
  */
-import { useMemo, useState } from 'preact/hooks';
-import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
-import { Chart, COLORS } from '../chart.tsx';
+import { useState } from 'preact/hooks';
 import type { PageProps } from '../main.tsx';
-import {
-  DataTable,
-  DayRangeFields,
-  daysAgo,
-  duration,
-  Empty,
-  ErrorNote,
-  Figure,
-  Loading,
-  percent,
-  useAsync,
-} from '../ui.tsx';
+import { DayRangeFields, daysAgo, Empty, ErrorNote, Loading, useAsync } from '../ui.tsx';
+import { DEFAULT_SETTINGS, type FunnelSettings, OptionsFields } from './funnel-options.tsx';
+import { FunnelReport } from './funnel-report.tsx';
 
-type FunnelStep = Schemas['JourneyFunnelReportResponse']['steps'][number];
+/** A journey's step ids in order (`data.steps[].id`, or `stepId` as the original names it). */
+function stepIdsOf(steps: Record<string, unknown>[] | undefined): string[] {
+  return (steps ?? []).map((s) => String(s.id ?? s.stepId ?? '')).filter((id) => id !== '');
+}
 
-/** Ids with numbers in them, compared by the numbers' values. */
-const NATURAL = new Intl.Collator('en', { numeric: true });
+/** Whether the journey's first step is a link's clicks (`link:<linkId>`): its recipients are clicks. */
+function startsFromLink(steps: Record<string, unknown>[] | undefined): boolean {
+  const config = steps?.[0]?.config as { interactionId?: unknown } | undefined;
+  return typeof config?.interactionId === 'string' && config.interactionId.startsWith('link:');
+}
 
 export default function JourneysPage({ api, collectionId }: PageProps) {
   const path = { collectionId };
@@ -31,12 +27,22 @@ export default function JourneysPage({ api, collectionId }: PageProps) {
     () => api.GET('/admin/collection/{collectionId}/journeys', { params: { path, query: { limit: 100 } } }),
     [api, collectionId],
   );
+  // Offered in the exclusions' interaction field (any id may be typed).
+  const interactions = useAsync(
+    () => api.GET('/admin/collection/{collectionId}/interactions', { params: { path, query: { limit: 500 } } }),
+    [api, collectionId],
+  );
   const [picked, setPicked] = useState('');
   const [from, setFrom] = useState(daysAgo(30));
   const [to, setTo] = useState(daysAgo(0));
-  const [window, setWindow] = useState({ from: daysAgo(30), to: daysAgo(0) });
+  const [draft, setDraft] = useState<FunnelSettings>(DEFAULT_SETTINGS);
+  const [shown, setShown] = useState({ journeyId: '', from, to, settings: DEFAULT_SETTINGS });
   const journeyId = picked || journeys.data?.items[0]?.id || '';
   const journey = journeys.data?.items.find((j) => j.id === journeyId);
+  const stepIds = stepIdsOf(journey?.steps);
+  const fromLink = startsFromLink(journey?.steps);
+  // Until Show is pressed, the first journey is shown with the defaults.
+  const showing = journeys.data?.items.find((j) => j.id === (shown.journeyId || journeyId));
 
   return (
     <>
@@ -51,15 +57,24 @@ export default function JourneysPage({ api, collectionId }: PageProps) {
       ) : null}
       {journeys.data && journeys.data.items.length > 0 ? (
         <form
-          class="inline"
+          class="grid funnel-options"
+          aria-label="Funnel"
           onSubmit={(e) => {
             e.preventDefault();
-            setWindow({ from, to });
+            setShown({ journeyId, from, to, settings: draft });
           }}
         >
           <label>
             Journey
-            <select name="journey" value={journeyId} onChange={(e) => setPicked(e.currentTarget.value)}>
+            <select
+              name="journey"
+              value={journeyId}
+              onChange={(e) => {
+                setPicked(e.currentTarget.value);
+                // Exclusions name the steps of the journey they were made for.
+                setDraft({ ...draft, exclusions: [] });
+              }}
+            >
               {journeys.data.items.map((j) => (
                 <option key={j.id} value={j.id}>
                   {j.name}
@@ -69,204 +84,28 @@ export default function JourneysPage({ api, collectionId }: PageProps) {
             </select>
           </label>
           <DayRangeFields from={from} to={to} onFrom={setFrom} onTo={setTo} />
+          <OptionsFields value={draft} onChange={setDraft} stepIds={stepIds} fromLink={fromLink} />
+          <datalist id="funnel-interactions">
+            {(interactions.data?.items ?? []).map((t) => (
+              <option key={t.id} value={t.id} />
+            ))}
+          </datalist>
           <button type="submit">Show</button>
         </form>
       ) : null}
-      {journey ? (
-        <Funnel
-          key={`${journey.id} ${window.from} ${window.to}`}
+      {showing ? (
+        <FunnelReport
+          key={`${showing.id} ${shown.from} ${shown.to} ${JSON.stringify(shown.settings)}`}
           api={api}
           collectionId={collectionId}
-          journeyId={journey.id}
-          name={journey.name}
-          from={window.from}
-          to={window.to}
+          journeyId={showing.id}
+          name={showing.name}
+          from={shown.from}
+          to={shown.to}
+          settings={shown.settings}
+          fromLink={startsFromLink(showing.steps)}
         />
       ) : null}
     </>
-  );
-}
-
-function Funnel({
-  api,
-  collectionId,
-  journeyId,
-  name,
-  from,
-  to,
-}: {
-  api: ServiceClient;
-  collectionId: string;
-  journeyId: string;
-  name: string;
-  from: string;
-  to: string;
-}) {
-  const path = { collectionId, journeyId };
-  const report = useAsync(
-    () =>
-      api.POST('/admin/collection/{collectionId}/journeys.analytics/{journeyId}/funnel-report', {
-        params: { path },
-        // [] counts the journey's own steps and mappings (data.steps).
-        body: { stepMappings: [], periodStart: from, periodEnd: to },
-      }),
-    [api, collectionId, journeyId, from, to],
-  );
-  const [recipientsOf, setRecipientsOf] = useState<string>();
-  const steps = report.data?.steps ?? [];
-  const spec = useMemo(
-    () => ({
-      kind: 'category' as const,
-      labels: steps.map((s) => s.stepId),
-      xLabel: 'Step',
-      series: [
-        { label: 'Entered', values: steps.map((s) => s.enteredCount), color: COLORS.muted, width: 0.7 },
-        { label: 'Completed', values: steps.map((s) => s.completedCount), color: COLORS.secondary, width: 0.45 },
-      ],
-    }),
-    [report.data],
-  );
-  const first = steps[0]?.enteredCount ?? 0;
-  const last = steps.at(-1)?.completedCount ?? 0;
-  return (
-    <section aria-labelledby="funnel-title">
-      <h2 id="funnel-title">Funnel of {name}</h2>
-      <ErrorNote error={report.error} doing="count the funnel" />
-      {report.loading && !report.data ? <Loading what="the funnel" /> : null}
-      {report.data && steps.length === 0 ? <Empty>This journey has no steps to count.</Empty> : null}
-      {report.data && steps.length > 0 ? (
-        <>
-          <p class="total">
-            <strong>{first}</strong> entered from {from} to {to} (included); <strong>{last}</strong> completed the last
-            step: {percent(first ? last / first : 0)} overall.
-          </p>
-          <Figure
-            title="Entered and completed per step"
-            chart={
-              <Chart
-                spec={spec}
-                label={`Funnel: ${steps.map((s) => `${s.stepId} ${s.enteredCount} entered, ${s.completedCount} completed`).join('; ')}`}
-              />
-            }
-            table={<FunnelTable steps={steps} first={first} onRecipients={setRecipientsOf} />}
-          />
-          <FunnelTable steps={steps} first={first} onRecipients={setRecipientsOf} caption="Steps" />
-          {recipientsOf ? (
-            <Recipients
-              key={recipientsOf}
-              api={api}
-              collectionId={collectionId}
-              journeyId={journeyId}
-              stepId={recipientsOf}
-              from={from}
-              to={to}
-            />
-          ) : null}
-        </>
-      ) : null}
-    </section>
-  );
-}
-
-function FunnelTable({
-  steps,
-  first,
-  onRecipients,
-  caption = 'Funnel steps',
-}: {
-  steps: FunnelStep[];
-  first: number;
-  onRecipients: (stepId: string) => void;
-  caption?: string;
-}) {
-  return (
-    <DataTable<FunnelStep>
-      caption={caption}
-      class="funnel"
-      rows={steps}
-      rowKey={(s) => s.stepId}
-      columns={[
-        { label: 'Step', value: (s) => s.stepId },
-        { label: 'Completes on', value: (s) => `${s.interactionId} · ${s.outcome}` },
-        { label: 'Entered', value: (s) => s.enteredCount, numeric: true },
-        { label: 'Completed', value: (s) => s.completedCount, numeric: true },
-        { label: 'Conversion', value: (s) => percent(s.conversionRate), numeric: true },
-        { label: 'Of all who entered', value: (s) => percent(first ? s.completedCount / first : 0), numeric: true },
-        { label: 'Average time to complete', value: (s) => duration(s.avgTimeToComplete), numeric: true },
-        {
-          label: 'Recipients',
-          value: (s) => (
-            <button type="button" onClick={() => onRecipients(s.stepId)}>
-              Recipients of {s.stepId}
-            </button>
-          ),
-        },
-      ]}
-    />
-  );
-}
-
-function Recipients({
-  api,
-  collectionId,
-  journeyId,
-  stepId,
-  from,
-  to,
-}: {
-  api: ServiceClient;
-  collectionId: string;
-  journeyId: string;
-  stepId: string;
-  from: string;
-  to: string;
-}) {
-  const [status, setStatus] = useState<'completed' | 'pending' | 'entered'>('completed');
-  const ids = useAsync(
-    () =>
-      api.POST('/admin/collection/{collectionId}/journeys.analytics/{journeyId}/steps/{stepId}/recipients', {
-        params: { path: { collectionId, journeyId, stepId } },
-        body: { status, from, to, limit: 1000 },
-      }),
-    [api, collectionId, journeyId, stepId, status, from, to],
-  );
-  // Shown in natural order (user-2 before user-10); the service answers them in text order.
-  const shown = useMemo(() => (ids.data ? [...ids.data].sort(NATURAL.compare) : undefined), [ids.data]);
-  return (
-    <section class="recipients" aria-labelledby="recipients-title">
-      <h3 id="recipients-title">Recipients of step {stepId}</h3>
-      <form class="inline" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Who
-          <select
-            name="recipientStatus"
-            value={status}
-            onChange={(e) => setStatus(e.currentTarget.value as typeof status)}
-          >
-            <option value="completed">completed it</option>
-            <option value="pending">entered, not completed</option>
-            <option value="entered">entered it</option>
-          </select>
-        </label>
-      </form>
-      <ErrorNote error={ids.error} doing="list the recipients" />
-      {ids.loading && !ids.data ? <Loading what="recipients" /> : null}
-      {ids.data && ids.data.length === 0 ? <Empty>Nobody.</Empty> : null}
-      {ids.data && ids.data.length > 0 ? (
-        <>
-          <p>
-            {ids.data.length}
-            {ids.data.length === 1000 ? ' (the first 1000)' : ''} recipient{ids.data.length === 1 ? '' : 's'}:
-          </p>
-          <ul class="ids" data-recipients={shown?.join(' ')}>
-            {shown?.map((id) => (
-              <li key={id}>
-                <code>{id}</code>
-              </li>
-            ))}
-          </ul>
-        </>
-      ) : null}
-    </section>
   );
 }

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { ServiceClient } from '../../../clients/typescript/src/index.ts';
-import { ErrorNote } from '../ui.tsx';
+import { ErrorNote, saveBlob as save } from '../ui.tsx';
 
 interface QrOptions {
   format: 'png' | 'svg';
@@ -21,18 +21,6 @@ async function fetchQr(api: ServiceClient, collectionId: string, linkId: string,
     parseAs: 'blob',
   });
   return image as unknown as Blob;
-}
-
-function save(blob: Blob, name: string): void {
-  const url = URL.createObjectURL(blob);
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  document.body.append(a);
-  a.click();
-  a.remove();
-  // After the click has been handled: the download has its own copy.
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 /** The link whose code is drawn (its `code` names the downloaded file). */
