@@ -74,6 +74,7 @@ export interface Db extends Queryable {
 export interface DbStatus {
   /** `lost` while the LISTEN connection is being re-established; `idle` before any LISTEN. */
   listener: 'idle' | 'connected' | 'lost';
+  replicas?: { name: string; lagSeconds: number | null; state: string }[];
 }
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
