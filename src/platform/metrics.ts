@@ -19,6 +19,7 @@
  *   failing it: the process metrics still tell what happened.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import type { Db } from '../db/index.ts';
@@ -249,6 +250,38 @@ export class AppMetrics implements Metrics {
       return this.registry.metrics();
     });
   }
+}
+
+/**
+ * /metrics on a listener of its own (METRICS_PORT), for any role: a worker serves no HTTP
+ * otherwise, yet its jobs and deliveries are counted in its own registry. Anything else there
+ * is a 404; the token, when set, is asked for as on the API's port.
+ */
+export async function listenForScrapes(
+  registry: Registry,
+  settings: MetricsSettings & { port: number },
+  host: string,
+): Promise<Server> {
+  const expected = settings.token ? Buffer.from(`Bearer ${settings.token}`) : undefined;
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== METRICS_PATH) {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found: GET /metrics\n');
+      return;
+    }
+    if (expected && !sameSecret(req.headers.authorization, expected)) {
+      res.writeHead(401, { 'content-type': 'text/plain' }).end('Authorization: Bearer <METRICS_TOKEN> needed\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => res.writeHead(503, { 'content-type': 'text/plain' }).end('Metrics unavailable; retry\n'),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(settings.port, host, () => resolve());
+  });
+  return server;
 }
 
 function sameSecret(given: string | undefined, expected: Buffer): boolean {
