@@ -109,9 +109,10 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   logRequests(app);
-  // Before any route: each route gets its request count as it is registered.
+  // Before any route: each route gets its request count as it is registered (unless
+  // METRICS_ENABLED=false: then no route pays for it).
   const metrics = new AppMetrics();
-  const requests = metrics.countRequests(app);
+  const requests = config.metrics.enabled ? metrics.countRequests(app) : undefined;
   metrics.watchDatabase(db);
   app.decorate('metrics', metrics);
 
@@ -149,7 +150,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     for (const b of [...background].reverse()) await b.stop();
   });
 
-  registerErrorHandling(app, requests.notFound);
+  registerErrorHandling(app, requests?.notFound);
   // Handlers still running for a client that hung up keep no socket open, so the server's own
   // close does not wait for them; this count lets shutdown wait before closing the database.
   // Callback-style hooks: they run on every request (redirects included), and skipping the
