@@ -105,6 +105,8 @@ describe('GET /metrics', () => {
     for (const l of links) expect((await t.inject({ method: 'GET', url: `/l/${l.code}` })).statusCode).toBe(302);
     expect((await t.inject({ method: 'GET', url: `/l/${links[0].code}` })).statusCode).toBe(302);
     expect((await t.inject({ method: 'GET', url: '/l/nosuchcode' })).statusCode).toBe(404);
+    // HEAD is a route of its own (Fastify adds it beside GET): counted under its method only.
+    expect((await t.app.inject({ method: 'HEAD', url: '/healthz' })).statusCode).toBe(200);
     expect((await t.inject({ method: 'DELETE', url: '/no/such/route' })).statusCode).toBe(404);
     // Clicks wait in the buffer (CLICK_FLUSH_MS is long here) until stored.
     const after = await scrape();
@@ -114,6 +116,8 @@ describe('GET /metrics', () => {
     expect(delta('http_requests_total', { route: '/l/:code', method: 'GET', status: '302' })).toBe(4);
     expect(delta('http_requests_total', { route: '/l/:code', method: 'GET', status: '404' })).toBe(1);
     expect(delta('http_requests_total', { route: '(unmatched)', method: 'DELETE', status: '404' })).toBe(1);
+    expect(delta('http_requests_total', { route: '/healthz', method: 'HEAD', status: '200' })).toBe(1);
+    expect(delta('http_requests_total', { route: '/healthz', method: 'GET', status: '200' })).toBe(0);
     expect(delta('http_request_duration_seconds_count', { route: '/l/:code', method: 'GET' })).toBe(5);
     expect(delta('http_request_duration_seconds_bucket', { route: '/l/:code', method: 'GET', le: '+Inf' })).toBe(5);
     // Never a raw path as a label value.
