@@ -29,8 +29,9 @@ beforeAll(async () => {
     WEBHOOK_MAX_RETRIES: '0',
     JOBS_BACKOFF_BASE_MS: '20',
     JOBS_POLL_INTERVAL_MS: '200',
-    // Clicks stay in the buffer until the test stores them.
+    // Clicks stay in the buffer until the test stores them; a fourth one finds it full.
     CLICK_FLUSH_MS: '60000',
+    CLICK_BUFFER_MAX: '3',
   });
   t.app.services.jobs.engine.registerTask({
     name: 'test.echo',
@@ -108,7 +109,7 @@ describe('GET /metrics', () => {
     // HEAD is a route of its own (Fastify adds it beside GET): counted under its method only.
     expect((await t.app.inject({ method: 'HEAD', url: '/healthz' })).statusCode).toBe(200);
     expect((await t.inject({ method: 'DELETE', url: '/no/such/route' })).statusCode).toBe(404);
-    // Clicks wait in the buffer (CLICK_FLUSH_MS is long here) until stored.
+    // Clicks wait in the buffer (CLICK_FLUSH_MS is long here) until stored; the fourth was dropped.
     const after = await scrape();
     const delta = (name: string, labels: Record<string, string>) =>
       sampleValue(after, name, labels) - sampleValue(before, name, labels);
@@ -122,7 +123,8 @@ describe('GET /metrics', () => {
     expect(delta('http_request_duration_seconds_bucket', { route: '/l/:code', method: 'GET', le: '+Inf' })).toBe(5);
     // Never a raw path as a label value.
     expect(after.some((x) => x.labels.route?.includes(links[0].code))).toBe(false);
-    expect(sampleValue(after, 'link_click_buffer_size')).toBe(4);
+    expect(sampleValue(after, 'link_click_buffer_size')).toBe(3);
+    expect(delta('link_clicks_dropped_total', {})).toBe(1);
     await t.app.services.links.flush();
     expect(sampleValue(await scrape(), 'link_click_buffer_size')).toBe(0);
   });

@@ -58,6 +58,8 @@ type Labels<L extends string> = { name: string; help: string; labelNames?: reado
 /** What a module may declare: counters and histograms it moves, gauges read when scraped. */
 export interface Metrics {
   counter<L extends string = never>(o: Labels<L>): Counter<L>;
+  /** A count kept elsewhere since the process started (a field of a service), read at each scrape. */
+  countedElsewhere(o: { name: string; help: string; read(): number }): void;
   histogram<L extends string = never>(o: Labels<L> & { buckets?: number[] }): Histogram<L>;
   /** Read at each scrape by `collect`; left out of a scrape whose reading throws. */
   gauge<L extends string = never>(o: Labels<L> & { collect(g: Gauge<L>): void | Promise<void> }): Gauge<L>;
@@ -166,6 +168,18 @@ export class AppMetrics implements Metrics {
 
   counter<L extends string = never>(o: Labels<L>): Counter<L> {
     return new Counter<L>({ ...o, labelNames: o.labelNames ?? [], registers: [this.registry] });
+  }
+
+  countedElsewhere(o: { name: string; help: string; read(): number }): void {
+    new Counter({
+      name: o.name,
+      help: o.help,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        this.inc(o.read());
+      },
+    });
   }
 
   histogram<L extends string = never>(o: Labels<L> & { buckets?: number[] }): Histogram<L> {

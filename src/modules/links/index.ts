@@ -79,10 +79,10 @@ export const linksModule = defineModule({
       help: "Clicks in this process's buffer, not yet stored (CLICK_BUFFER_MAX at most)",
       collect: (g) => g.set(recorder.counts.buffered),
     });
-    metrics.gauge({
-      name: 'link_clicks_dropped',
-      help: 'Clicks this process dropped since it started because its buffer was full (the database not keeping up)',
-      collect: (g) => g.set(recorder.counts.dropped),
+    metrics.countedElsewhere({
+      name: 'link_clicks_dropped_total',
+      help: 'Clicks this process dropped because its buffer was full (the database not keeping up)',
+      read: () => recorder.counts.dropped,
     });
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     const domains = new DomainsService(
