@@ -113,6 +113,7 @@ async function clickStorageCost(url: string, collectionId: string, linkId: strin
           utmTerm: '',
           utmContent: '',
           trigger: 'link',
+          route: 'destination',
           visitor: `v${i % 5000}`,
         };
       });

@@ -10,6 +10,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
+  type FastifyRequest,
   type FastifyServerOptions,
   LogController,
 } from 'fastify';
@@ -79,6 +80,15 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+const READ_ONLY_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** The collection a request is about: the path's, else its credential's. */
+function collectionOf(req: FastifyRequest): string | undefined {
+  const fromPath = (req.params as { collectionId?: unknown } | undefined)?.collectionId;
+  if (typeof fromPath === 'string') return fromPath;
+  const p = req.principal as { collectionId?: string } | null;
+  return p?.collectionId;
+}
 
 export async function buildApp({ config, db, logger }: AppDeps): Promise<FastifyInstance> {
   const loggerOption =
@@ -161,8 +171,15 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     reply.header('x-request-id', req.id);
     done();
   });
-  app.addHook('onSend', (_req, _reply, payload, done) => {
+  app.addHook('onSend', (req, _reply, payload, done) => {
     inFlight = Math.max(0, inFlight - 1);
+    // Read-your-writes: a request that may have written keeps its collection's reads on the
+    // primary until a read replica has replayed it (db/client.ts, `Db.read`). Marked before the
+    // answer leaves, so the caller's next request already sees the mark.
+    if (!READ_ONLY_METHODS.has(req.method) && !req.routeOptions.config?.reads) {
+      const collectionId = collectionOf(req);
+      if (collectionId) db.wrote(collectionId);
+    }
     done(null, payload);
   });
   app.decorate('drain', async (timeoutMs: number) => {

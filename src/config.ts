@@ -5,6 +5,7 @@
  * docs/configuration.md and .env.example.
  */
 
+import { parseDatabaseUrl, parseReadUrls } from './db/hosts.ts';
 import { parseTrustedProxies, type TrustedProxies } from './platform/client-address.ts';
 import { type MetricsSettings, metricsSettings } from './platform/metrics.ts';
 import type { Role } from './platform/module.ts';
@@ -22,6 +23,12 @@ export interface Config {
   databasePoolSize: number;
   /** How long a request waits for a pooled connection before it is answered 503. */
   databaseConnectTimeoutMs: number;
+  /** DATABASE_READ_URL: read replicas' addresses (PostgreSQL only); empty without. */
+  databaseReadUrls: string[];
+  /** DATABASE_READ_MAX_LAG_MS: a replica further behind the primary is skipped. */
+  databaseReadMaxLagMs: number;
+  /** DATABASE_READ_CHECK_MS: how often each replica's state and lag are measured. */
+  databaseReadCheckMs: number;
   basePath: string;
   publicBaseUrl: string;
   logLevel: string;
@@ -81,6 +88,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (!['api', 'worker', 'all'].includes(role))
     throw new ConfigError(`ROLE must be api, worker or all, got "${env.ROLE}"`);
   const basePath = normaliseBasePath(env.BASE_PATH);
+  const databaseUrl = env.DATABASE_URL || undefined;
+  if (databaseUrl) parseDatabaseUrl(databaseUrl);
+  const databaseReadUrls = parseReadUrls(env.DATABASE_READ_URL);
+  // The embedded database is one process's: there is nothing to replicate from.
+  if (databaseReadUrls.length && !databaseUrl)
+    throw new ConfigError(
+      'DATABASE_READ_URL needs DATABASE_URL: read replicas are PostgreSQL standbys, and the embedded database has none',
+    );
   const publicBaseUrl = (env.PUBLIC_BASE_URL || `http://localhost:${port}${basePath}`).replace(/\/+$/, '');
   try {
     const u = new URL(publicBaseUrl);
@@ -100,9 +115,12 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host,
     dataDir: env.DATA_DIR || './data',
-    databaseUrl: env.DATABASE_URL || undefined,
+    databaseUrl,
     databasePoolSize: intFrom(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
     databaseConnectTimeoutMs: intFrom(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
+    databaseReadUrls,
+    databaseReadMaxLagMs: intFrom(env, 'DATABASE_READ_MAX_LAG_MS', 5000, 0, 3_600_000),
+    databaseReadCheckMs: intFrom(env, 'DATABASE_READ_CHECK_MS', 1000, 100, 60_000),
     basePath,
     publicBaseUrl,
     logLevel: env.LOG_LEVEL || 'info',

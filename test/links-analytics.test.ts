@@ -90,6 +90,7 @@ function randomClick(link: { id: string; code: string }, collectionId: string): 
     proxyCity: city,
     query: randomQuery(),
     trigger: rand() < 0.25 ? 'qr' : 'link',
+    route: pick(['destination', 'rule:0', 'variant:0', 'variant:1']),
   };
 }
 
@@ -121,6 +122,7 @@ interface Row {
   utm_term: string;
   utm_content: string;
   trigger: string;
+  route: string;
   visitor: string;
 }
 
@@ -128,7 +130,7 @@ const stored = async (collectionId: string) =>
   (
     await t.testDb.db.query<Row>(
       `SELECT collection_id, link_id, id, clicked_at, country, region, city, device_type, browser, os, referer,
-         utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor
+         utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, route, visitor
        FROM link_clicks WHERE collection_id = $1 ORDER BY clicked_at, id`,
       [collectionId],
     )
@@ -161,8 +163,11 @@ const valueIn: Record<string, (r: Row) => string> = {
   utm_content: (r) => r.utm_content,
   trigger: (r) => r.trigger,
   link: (r) => r.link_id,
+  route: (r) => r.route,
 };
+/** `route` is a link's own breakdown (its values name one link's ways), `link` the collection's. */
 const LINK_GROUP_BY = Object.keys(valueIn).filter((g) => g !== 'link');
+const COLLECTION_GROUP_BY = Object.keys(valueIn).filter((g) => g !== 'route');
 
 const DAY = 86_400_000;
 function bucketOf(interval: string, t: number): number {
@@ -330,9 +335,33 @@ describe('analytics equal a brute-force count over the stored clicks', () => {
       }
     });
 
+    it(`a link's analytics narrowed by one or two filters, each dimension (includeBots=${includeBots}, seed ${SEED})`, async () => {
+      const all = await stored(a.id);
+      for (const dim of LINK_GROUP_BY) {
+        const link = pick(linksOfA);
+        const ofLink = all.filter((r) => r.link_id === link.id);
+        // A value the link's clicks have (or, now and then, one they do not), and maybe a second dimension.
+        const filters: Record<string, string> = { [dim]: rand() < 0.9 ? valueIn[dim](pick(ofLink)) : 'none-such' };
+        const second = pick(LINK_GROUP_BY);
+        if (rand() < 0.5 && second !== dim) filters[second] = valueIn[second](pick(ofLink));
+        const q = randomQuery2(pick([undefined, ...LINK_GROUP_BY]), includeBots);
+        const res = await analytics(a.id, `/${link.id}/analytics`, queryString({ ...q, ...filters }), a.auth);
+        expect(res.statusCode, `${res.body} (seed ${SEED})`).toBe(200);
+        const body = res.json();
+        // Uniques among the narrowed clicks: the first of a visitor's day that matches.
+        const matching = ofLink.filter((r) =>
+          Object.entries(filters).every(([g, v]) => valueIn[g](r).slice(0, 500) === v),
+        );
+        const expected = bruteForce(matching, { ...q, from: body.from, to: body.to });
+        const what = `${queryString({ ...q, ...filters })} (seed ${SEED})`;
+        expect(body.totals, `totals ${what}`).toEqual(expected.totals);
+        expect(body.breakdown, `breakdown ${what}`).toEqual(expected.breakdown);
+      }
+    });
+
     it(`the collection's analytics, every groupBy (includeBots=${includeBots}, seed ${SEED})`, async () => {
       const all = await stored(a.id);
-      for (const groupBy of [undefined, ...Object.keys(valueIn)]) {
+      for (const groupBy of [undefined, ...COLLECTION_GROUP_BY]) {
         const q = randomQuery2(groupBy, includeBots);
         const res = await analytics(a.id, '/analytics', queryString(q), a.auth);
         expect(res.statusCode, `${res.body} (seed ${SEED})`).toBe(200);
@@ -612,6 +641,7 @@ describe('refusals', () => {
     ['/analytics', 'from=2023-01-01&to=2026-01-01', /at most 732/],
     ['/analytics', 'from=2026-01-01&to=2026-03-01&interval=hour', /1000 hour buckets/],
     ['/analytics', 'unknown=1', /unknown/],
+    ['/analytics', `country=${'x'.repeat(501)}`, /country/],
     ['/clicks.csv', 'from=2026-03-02&to=2026-03-01', /from must be before to/],
   ];
   for (const [path, query, message] of cases) {
@@ -636,8 +666,11 @@ describe('refusals', () => {
     expect(ofLink.json().to).toBe('9999-12-31T23:59:59.999Z');
   });
 
-  it('a link’s analytics has no groupBy=link, and an unknown link is 404', async () => {
+  it('a link’s analytics has no groupBy=link, the collection’s no groupBy=route, and an unknown link is 404', async () => {
     expect((await analytics(a.id, `/${linksOfA[0].id}/analytics`, 'groupBy=link', a.auth)).statusCode).toBe(400);
+    const byRoute = await analytics(a.id, '/analytics', 'groupBy=route', a.auth);
+    expect(byRoute.statusCode).toBe(400);
+    expect(byRoute.body).toMatch(/groupBy/);
     expect((await analytics(a.id, '/lnk_missing/analytics', '', a.auth)).statusCode).toBe(404);
     expect((await analytics(a.id, '/lnk_missing/clicks.csv', '', a.auth)).statusCode).toBe(404);
   });

@@ -73,7 +73,7 @@ async function clicksOf(c: CollectionWithUser, linkId: string) {
   await t.app.services.links.flush();
   const res = await t.inject({ method: 'GET', url: `${links(c)}/${linkId}/clicks`, headers: c.auth });
   expect(res.statusCode, res.body).toBe(200);
-  return res.json().items as { trigger: string; clickId: string | null }[];
+  return res.json().items as { trigger: string; clickId: string | null; route: string }[];
 }
 
 async function eventsOf(c: TestCollection, type: string) {
@@ -589,6 +589,74 @@ describe('attribution', () => {
     ).toBeOneOf([401, 404]);
     const bAll = await t.inject({ method: 'GET', url: `${links(b)}/conversions`, headers: b.auth });
     expect(bAll.json().items.some((i: { linkId: string }) => i.linkId === l.id)).toBe(false);
+  });
+
+  it('an A/B split’s conversions by variant (groupBy=route): constructed counts, and the clicks by route', async () => {
+    const l = await createLink(a, {
+      url: 'https://shop.example/ab',
+      trackConversions: true,
+      variants: [
+        { url: 'https://shop.example/a', weight: 50 },
+        { url: 'https://shop.example/b', weight: 50 },
+      ],
+    });
+    // 40 visitors (a browser of their own each), sorted by the variant they were given.
+    const byVariant: Record<string, string[]> = { a: [], b: [] };
+    for (let i = 0; i < 40; i++) {
+      const res = await t.inject({
+        method: 'GET',
+        url: `/l/${l.code}`,
+        headers: { 'user-agent': `Mozilla/5.0 (X11; Linux x86_64; rv:130.0) Gecko/20100101 Firefox/130.${i}` },
+      });
+      const location = new URL(res.headers.location as string);
+      byVariant[location.pathname.slice(1)].push(location.searchParams.get('pl_cid') as string);
+    }
+    expect(byVariant.a.length).toBeGreaterThan(2);
+    expect(byVariant.b.length).toBeGreaterThan(2);
+    // Constructed: 2 of variant a's visitors sign up, 1 of them buys; 3 of b's sign up.
+    await append(a, { interactionId: 'signup', userId: 'ab1', clickId: byVariant.a[0] });
+    await append(a, { interactionId: 'signup', userId: 'ab2', clickId: byVariant.a[1] });
+    await append(a, { interactionId: 'purchase', userId: 'ab2', outcome: 'paid', clickId: byVariant.a[1] });
+    for (let i = 0; i < 3; i++)
+      await append(a, { interactionId: 'signup', userId: `ab${3 + i}`, clickId: byVariant.b[i] });
+    await t.app.services.links.flush();
+    const conv = await t.inject({
+      method: 'GET',
+      url: `${links(a)}/${l.id}/conversions?groupBy=route`,
+      headers: a.auth,
+    });
+    expect(conv.statusCode, conv.body).toBe(200);
+    expect(conv.json().total).toBe(6);
+    expect(conv.json().items).toEqual([
+      { interactionId: 'signup', outcome: null, count: 3, clicks: 3, route: 'variant:1' },
+      { interactionId: 'signup', outcome: null, count: 2, clicks: 2, route: 'variant:0' },
+      { interactionId: 'purchase', outcome: 'paid', count: 1, clicks: 1, route: 'variant:0' },
+    ]);
+    // Without groupBy the answer is as before: no route.
+    const plain = await t.inject({ method: 'GET', url: `${links(a)}/${l.id}/conversions`, headers: a.auth });
+    expect(plain.json().items[0]).not.toHaveProperty('route');
+    // The clicks by route: each variant's visitors, exactly.
+    const byRoute = await t.inject({
+      method: 'GET',
+      url: `${links(a)}/${l.id}/analytics?groupBy=route`,
+      headers: a.auth,
+    });
+    expect(byRoute.statusCode, byRoute.body).toBe(200);
+    const counts = Object.fromEntries(
+      byRoute.json().breakdown.items.map((i: { value: string; clicks: number }) => [i.value, i.clicks]),
+    );
+    expect(counts).toEqual({ 'variant:0': byVariant.a.length, 'variant:1': byVariant.b.length });
+    const listed = await clicksOf(a, l.id);
+    expect(listed.map((c) => c.route).sort()).toEqual(
+      [...byVariant.a.map(() => 'variant:0'), ...byVariant.b.map(() => 'variant:1')].sort(),
+    );
+    // groupBy=route is a link's: the other values are refused.
+    const wrong = await t.inject({
+      method: 'GET',
+      url: `${links(a)}/${l.id}/conversions?groupBy=link`,
+      headers: a.auth,
+    });
+    expect(wrong.statusCode).toBe(400);
   });
 
   it('a click id is bounded and returned with its event', async () => {

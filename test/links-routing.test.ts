@@ -82,6 +82,17 @@ describe('rules', () => {
     expect(await where(l.code, { 'user-agent': DESKTOP })).toBe('https://example.com/desktop');
     expect(await where(l.code)).toBe('https://example.com/desktop');
     expect(await clicksOf(l.id)).toBe(4);
+    // Each click keeps the way it was sent.
+    const { rows } = await t.testDb.db.query<{ user_agent: string; route: string }>(
+      'SELECT user_agent, route FROM link_clicks WHERE link_id = $1',
+      [l.id],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.user_agent, r.route]))).toEqual({
+      [IPHONE]: 'rule:0',
+      [ANDROID]: 'rule:1',
+      [DESKTOP]: 'destination',
+      lightMyRequest: 'destination', // the injector's own user agent
+    });
   });
 
   it('evaluates in order, first match wins; a list matches any value; every condition must hold', async () => {
@@ -410,6 +421,37 @@ describe('password-protected links', () => {
     expect(jsonWrong.statusCode).toBe(403);
     expect(jsonWrong.json()).toMatchObject({ errorCode: 'FORBIDDEN', details: { field: 'password' } });
     expect(await clicksOf(l.id)).toBe(2);
+  });
+
+  it('remembers a right password for a day (a cookie per link), until the password changes', async () => {
+    const l = await link({ url: 'https://example.com/kept', password: 'first' });
+    const other = await link({ url: 'https://example.com/other', password: 'first' });
+    const wrong = await t.inject({ method: 'POST', url: `/l/${l.code}`, payload: { password: 'nope' } });
+    expect(wrong.headers['set-cookie']).toBeUndefined();
+    const right = await t.inject({ method: 'POST', url: `/l/${l.code}`, payload: { password: 'first' } });
+    expect(right.statusCode).toBe(303);
+    const setCookie = [right.headers['set-cookie']].flat().find((c) => String(c).startsWith(`lpw_${l.id}=`));
+    expect(setCookie).toMatch(/; Path=\/; Max-Age=86400; HttpOnly; SameSite=Lax/);
+    const cookie = String(setCookie).split(';')[0];
+    // The cookie opens this link without the page, and counts the visit.
+    const again = await go(l.code, { cookie: `a=b; ${cookie}` });
+    expect(again.statusCode).toBe(302);
+    expect(again.headers.location).toBe('https://example.com/kept');
+    expect(await clicksOf(l.id)).toBe(2);
+    // Not another link with the same password, nor a forged or stale value.
+    const forOther = await go(other.code, { cookie: cookie.replace(l.id, other.id) });
+    expect(forOther.statusCode).toBe(200);
+    expect(forOther.body).toContain('password protected');
+    expect((await go(l.code, { cookie: `lpw_${l.id}=${'A'.repeat(43)}` })).statusCode).toBe(200);
+    // A new password: the old cookie opens nothing.
+    const patched = await t.inject({
+      method: 'PATCH',
+      url: `${base(a)}/${l.id}`,
+      headers: a.auth,
+      payload: { password: 'second' },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect((await go(l.code, { cookie })).statusCode).toBe(200);
   });
 
   it('limits attempts per link and visitor: the fourth is refused, another visitor or link is not', async () => {

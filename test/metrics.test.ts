@@ -235,8 +235,8 @@ describe('protection and replicas', () => {
             status: () => ({
               ...db.status(),
               replicas: [
-                { name: 'replica-1', lagSeconds: 1.5, state: 'streaming' },
-                { name: 'replica-2', lagSeconds: null, state: 'unreachable' },
+                { name: 'replica-1', lagSeconds: 1.5, state: 'ok' as const },
+                { name: 'replica-2', lagSeconds: null, state: 'down' as const },
               ],
             }),
           }),
@@ -250,6 +250,8 @@ describe('protection and replicas', () => {
     expect(sampleValue(s, 'db_replica_lag_seconds', { replica: 'replica-1' })).toBe(1.5);
     // Lag unknown: no sample rather than a made-up one.
     expect(s.filter((x) => x.name === 'db_replica_lag_seconds')).toHaveLength(1);
+    expect(sampleValue(s, 'db_replica_state', { replica: 'replica-2', state: 'down' })).toBe(1);
+    expect(sampleValue(s, 'db_replica_state', { replica: 'replica-1', state: 'ok' })).toBe(1);
   });
 
   it('is not served with METRICS_ENABLED=false', async () => {

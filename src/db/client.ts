@@ -17,7 +17,11 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import { lockDataDir } from './data-dir-lock.ts';
-import { isConnectionLost } from './faults.ts';
+import { isConnectionLost, isServerGone, isTransient } from './faults.ts';
+import { parseDatabaseUrl } from './hosts.ts';
+import { Listener } from './listener.ts';
+import { PrimaryPool } from './primary.ts';
+import { type ReplicaStatus, Replicas } from './replicas.ts';
 
 export interface QueryResult<T> {
   rows: T[];
@@ -65,7 +69,19 @@ export interface Db extends Queryable {
    * subscriber can catch up (re-read instead of waiting for its poll or TTL).
    */
   listen(channel: string, onPayload: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
-  /** What the database layer knows of its connections, for /readyz and logs. */
+  /**
+   * Runs `fn`, which only reads, on a read replica (DATABASE_READ_URL) when one is `ok` and has
+   * replayed this process's last write to `scope` (see `wrote`); otherwise, and whenever the
+   * replica fails, on the primary. `fn` may run twice (replica, then primary): it must only read.
+   * With `workMemMb`, in a read-only transaction with that work_mem (analytics).
+   */
+  read<T>(scope: string, fn: (q: Queryable) => Promise<T>, options?: ReadOptions): Promise<T>;
+  /**
+   * This process has just written to `scope` (a collection id, or a name such as
+   * `links.redirect`): reads of it stay on the primary until a replica has replayed the write.
+   */
+  wrote(scope: string): void;
+  /** What the database layer knows of its connections, for /readyz, /metrics and logs. */
   status(): DbStatus;
   notify(channel: string, payload: string): Promise<void>;
   close(): Promise<void>;
@@ -74,7 +90,13 @@ export interface Db extends Queryable {
 export interface DbStatus {
   /** `lost` while the LISTEN connection is being re-established; `idle` before any LISTEN. */
   listener: 'idle' | 'connected' | 'lost';
-  replicas?: { name: string; lagSeconds: number | null; state: string }[];
+  /** Each read replica's state and lag (DATABASE_READ_URL); absent without replicas. */
+  replicas?: ReplicaStatus[];
+}
+
+export interface ReadOptions {
+  /** Run in a read-only transaction with this work_mem (ANALYTICS_WORK_MEM_MB). */
+  workMemMb?: number;
 }
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
@@ -210,18 +232,19 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
   });
   const base = wrap(pglite);
   const listening = new Set<() => Promise<void>>();
+  async function pgliteTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    open();
+    const hooks = commitHooks();
+    const result = await pglite.transaction((tx) => fn(wrap(tx, hooks.add)));
+    hooks.run();
+    return result;
+  }
   return {
     kind: 'pglite',
     raw: pglite,
     query: base.query,
     exec: base.exec,
-    async transaction(fn) {
-      open();
-      const hooks = commitHooks();
-      const result = await pglite.transaction((tx) => fn(wrap(tx, hooks.add)));
-      hooks.run();
-      return result;
-    },
+    transaction: pgliteTransaction,
     async listen(channel, onPayload) {
       const stop = await pglite.listen(channel, onPayload);
       const unsubscribe = async () => {
@@ -233,6 +256,13 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
     async notify(channel, payload) {
       await base.query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
+    // No replicas: every read is the instance's.
+    async read(_scope, fn, o) {
+      if (!o?.workMemMb) return fn(base);
+      const workMemMb = o.workMemMb;
+      return pgliteTransaction((tx) => withWorkMem(tx, workMemMb, fn));
+    },
+    wrote() {},
     // In-process: there is no connection to lose.
     status: () => ({ listener: 'connected' }),
     async close() {
@@ -249,6 +279,7 @@ pg.types.setTypeParser(INT8, (v) => Number(v));
 pg.types.setTypeParser(NUMERIC, (v) => Number(v));
 
 export interface PostgresOptions {
+  /** DATABASE_URL: one host, or several in libpq's form with target_session_attrs (hosts.ts). */
   connectionString: string;
   /** Pool size; the API process and each worker process hold their own pool. */
   max?: number;
@@ -258,6 +289,10 @@ export interface PostgresOptions {
   connectTimeoutMs?: number;
   /** The longest wait between attempts to re-establish the LISTEN connection (ms). */
   listenRetryMaxMs?: number;
+  /** DATABASE_READ_URL's replicas, their lag limit and check period (replicas.ts). */
+  readUrls?: string[];
+  readMaxLagMs?: number;
+  readCheckMs?: number;
   log?: DbLogger;
 }
 
@@ -267,35 +302,24 @@ export interface PostgresOptions {
  * that `isTransient` recognises (answered 503 over HTTP).
  *
  * Connection states
- * - Pool connections: each has an error listener from its creation on (an 'error' event
- *   without one ends the process). Idle ones that die are dropped by the pool; one that dies
- *   inside `transaction()` is released with the error, so the pool destroys it instead of
- *   handing a dead connection to the next caller.
- * - The LISTEN connection: `connected` → (error or end) → `lost` → reconnect with backoff
- *   (100 ms doubling to `listenRetryMaxMs`, jittered) → `connected`, re-LISTEN every channel,
- *   then each subscriber's `onReconnect`, because what was notified meanwhile is lost.
+ * - Pool connections (primary.ts): each has an error listener from its creation on (an 'error'
+ *   event without one ends the process). Idle ones that die are dropped by the pool; one that
+ *   dies inside `transaction()` is released with the error, so the pool destroys it instead of
+ *   handing a dead connection to the next caller. With several hosts, losing the primary (or
+ *   finding it read-only, 25006) drops the whole pool, and the next caller finds the new one.
+ * - The LISTEN connection (listener.ts): `connected` → (error or end) → `lost` → reconnect with
+ *   backoff (100 ms doubling to `listenRetryMaxMs`, jittered) to the primary of that moment →
+ *   `connected`, re-LISTEN every channel, then each subscriber's `onReconnect`, because what
+ *   was notified meanwhile is lost.
+ * - Read replicas (replicas.ts): `ok` / `lagging` / `down`, by a periodic check.
  */
 export async function openPostgres(options: PostgresOptions): Promise<Db & { pool: pg.Pool }> {
   const log = options.log ?? silent;
-  const pool = new pg.Pool({
-    connectionString: options.connectionString,
-    max: options.max ?? 10,
-    options: options.searchPath ? `-c search_path=${options.searchPath}` : undefined,
-    // Without a bound, a request waits forever for a connection while the server is away.
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    // Finds half-open connections (a peer that vanished without a FIN) sooner.
-    keepAlive: true,
-  });
-  // A dropped idle connection must not crash the process; the pool replaces it.
-  pool.on('error', (err) => log.warn({ err: describe(err) }, 'database: an idle connection was lost'));
-  // Every connection gets an error listener for its whole life. The pool removes its own
-  // listener before it hands a connection out, and a promise-based checkout resumes only after
-  // the current socket read is parsed: a server that terminates the connection right after
-  // accepting it (both messages in one read) would otherwise end the process in between.
-  const lostConnections = new WeakSet<pg.ClientBase>();
-  pool.on('connect', (client) => {
-    client.on('error', () => lostConnections.add(client));
-  });
+  const primary = new PrimaryPool(
+    parseDatabaseUrl(options.connectionString),
+    { max: options.max ?? 10, searchPath: options.searchPath, connectTimeoutMs: options.connectTimeoutMs ?? 5000 },
+    log,
+  );
   const wrap = (q: pg.Pool | pg.PoolClient, onCommit: (fn: () => void) => void = () => {}): Tx => ({
     async query<T>(text: string | Sql, params?: unknown[]) {
       const [t, p] = split(text, params);
@@ -308,175 +332,109 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     },
     afterCommit: onCommit,
   });
-  const base = wrap(pool);
-  await pool.query('SELECT 1');
-  const listener = new Listener(options, log);
+  /** Runs `fn` on the primary's pool; a failure that means the primary is gone is reported to it. */
+  const onPrimary = async <T>(fn: (pool: pg.Pool) => Promise<T>): Promise<T> => {
+    const pool = await primary.current();
+    try {
+      return await fn(pool);
+    } catch (err) {
+      primary.failed(pool, err);
+      throw err;
+    }
+  };
+  const query: Queryable['query'] = (text, params) => onPrimary((pool) => wrap(pool).query(text, params));
+  const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly = false): Promise<T> =>
+    onPrimary((pool) => inTransaction(pool, fn, readOnly));
+  const inTransaction = async <T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, readOnly: boolean): Promise<T> => {
+    const client = await pool.connect();
+    const hooks = commitHooks();
+    let lost: Error | undefined;
+    try {
+      await client.query(readOnly ? 'BEGIN READ ONLY' : 'BEGIN');
+      const result = await fn(wrap(client, hooks.add));
+      await client.query('COMMIT');
+      hooks.run();
+      return result;
+    } catch (err) {
+      if (isConnectionLost(err) || primary.lostConnections.has(client)) lost = err as Error;
+      else await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      // Released with an error, the pool destroys the connection rather than reuse it.
+      client.release(lost);
+    }
+  };
+  await query('SELECT 1');
+  const listener = new Listener(
+    async (lastError) => {
+      const pool = primary.open;
+      if (lastError && pool) primary.failed(pool, lastError);
+      return primary.connectionString();
+    },
+    log,
+    options.listenRetryMaxMs,
+  );
+  const replicas = options.readUrls?.length
+    ? new Replicas(
+        {
+          urls: options.readUrls,
+          maxLagMs: options.readMaxLagMs ?? 5000,
+          checkMs: options.readCheckMs ?? 1000,
+          poolSize: options.max ?? 10,
+          connectTimeoutMs: options.connectTimeoutMs ?? 5000,
+          searchPath: options.searchPath,
+          log,
+        },
+        async () => (await query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0].lsn,
+      )
+    : undefined;
+  replicas?.start();
+  /** A read's work on one pool: in a read-only transaction when it sets work_mem. */
+  const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> =>
+    o?.workMemMb ? inTransaction(pool, (tx) => withWorkMem(tx, o.workMemMb as number, fn), true) : fn(wrap(pool));
   return {
     kind: 'postgres',
-    pool,
-    query: base.query,
+    get pool() {
+      return primary.open as pg.Pool;
+    },
+    query,
     async exec(text) {
-      await pool.query(text);
+      await onPrimary((pool) => pool.query(text));
     },
-    async transaction(fn) {
-      const client = await pool.connect();
-      const hooks = commitHooks();
-      let lost: Error | undefined;
-      try {
-        await client.query('BEGIN');
-        const result = await fn(wrap(client, hooks.add));
-        await client.query('COMMIT');
-        hooks.run();
-        return result;
-      } catch (err) {
-        if (isConnectionLost(err) || lostConnections.has(client)) lost = err as Error;
-        else await client.query('ROLLBACK').catch(() => {});
-        throw err;
-      } finally {
-        // Released with an error, the pool destroys the connection rather than reuse it.
-        client.release(lost);
+    transaction: (fn) => transaction(fn),
+    async read(scope, fn, o) {
+      const replica = replicas?.pick(scope);
+      if (replica) {
+        try {
+          return await readOn(replica.pool, fn, o);
+        } catch (err) {
+          // A replica that went away (or cancelled the read for a conflict with recovery):
+          // the read is asked of the primary instead, so the caller sees no difference.
+          if (!isTransient(err)) throw err;
+          if (isServerGone(err)) replicas?.lost(replica, err);
+        }
       }
+      return o?.workMemMb ? transaction((tx) => withWorkMem(tx, o.workMemMb as number, fn), true) : fn({ query });
     },
+    wrote: (scope) => replicas?.wrote(scope),
     listen: (channel, onPayload, onReconnect) => listener.subscribe(channel, onPayload, onReconnect),
     async notify(channel, payload) {
-      await pool.query('SELECT pg_notify($1, $2)', [channel, payload]);
+      await query('SELECT pg_notify($1, $2)', [channel, payload]);
     },
-    status: () => ({ listener: listener.state }),
+    status: () => ({ listener: listener.state, ...(replicas && { replicas: replicas.status() }) }),
     async close() {
       await listener.close();
-      await pool.end();
+      await replicas?.close();
+      await primary.end();
     },
   };
 }
 
-function describe(err: unknown): { message: string; code?: string } {
-  const e = err as { message?: string; code?: string };
-  return { message: String(e?.message ?? err), code: e?.code };
-}
-
-interface Subscription {
-  onPayload: (payload: string) => void;
-  onReconnect?: () => void;
-}
-
-/** One dedicated connection for LISTEN, re-established after it is lost (see openPostgres). */
-class Listener {
-  state: DbStatus['listener'] = 'idle';
-  private client: pg.Client | undefined;
-  private connecting: Promise<void> | undefined;
-  private readonly channels = new Map<string, Set<Subscription>>();
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelay = 0;
-  private closed = false;
-
-  constructor(
-    private readonly options: PostgresOptions,
-    private readonly log: DbLogger,
-  ) {}
-
-  async subscribe(
-    channel: string,
-    onPayload: (payload: string) => void,
-    onReconnect?: () => void,
-  ): Promise<() => Promise<void>> {
-    const sub: Subscription = { onPayload, onReconnect };
-    let set = this.channels.get(channel);
-    const isNew = !set;
-    if (!set) {
-      set = new Set();
-      this.channels.set(channel, set);
-    }
-    set.add(sub);
-    if (!this.client) await this.connect();
-    else if (isNew) {
-      // If the connection dies now, the reconnect LISTENs every channel of the map anyway.
-      await this.client.query(`LISTEN ${quoteIdent(channel)}`).catch(() => {});
-    }
-    return async () => {
-      set.delete(sub);
-    };
-  }
-
-  private connect(): Promise<void> {
-    this.connecting ??= this.open().finally(() => {
-      this.connecting = undefined;
-    });
-    return this.connecting;
-  }
-
-  private async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
-    let failed = false;
-    const onLost = (err?: Error) => {
-      if (failed) return;
-      failed = true;
-      if (this.client === client) this.client = undefined;
-      client.end().catch(() => {});
-      if (this.closed) return;
-      if (this.state !== 'lost') {
-        this.log.warn({ err: err && describe(err) }, 'database: LISTEN connection lost; reconnecting');
-      }
-      this.state = 'lost';
-      this.scheduleRetry();
-    };
-    client.on('error', onLost);
-    client.on('end', () => onLost());
-    client.on('notification', (msg) => {
-      for (const sub of this.channels.get(msg.channel) ?? []) sub.onPayload(msg.payload ?? '');
-    });
-    try {
-      await client.connect();
-      for (const channel of this.channels.keys()) await client.query(`LISTEN ${quoteIdent(channel)}`);
-    } catch (err) {
-      // Never thrown to the subscriber: it is registered, and hears `onReconnect` once the
-      // connection is up. A worker started during an outage runs on its poll until then.
-      onLost(err as Error);
-      return;
-    }
-    if (failed || this.closed) {
-      await client.end().catch(() => {});
-      return;
-    }
-    const wasLost = this.state === 'lost';
-    this.client = client;
-    this.state = 'connected';
-    this.retryDelay = 0;
-    if (wasLost) {
-      this.log.info({ channels: [...this.channels.keys()] }, 'database: LISTEN connection re-established');
-      // Notifications sent while we were away are lost: let each subscriber catch up.
-      for (const set of this.channels.values()) {
-        for (const sub of set) {
-          try {
-            sub.onReconnect?.();
-          } catch {}
-        }
-      }
-    }
-  }
-
-  private scheduleRetry(): void {
-    if (this.retryTimer || this.closed) return;
-    const max = this.options.listenRetryMaxMs ?? 5000;
-    this.retryDelay = Math.min(max, this.retryDelay ? this.retryDelay * 2 : 100);
-    const delay = this.retryDelay / 2 + Math.random() * (this.retryDelay / 2);
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.connect().catch(() => {});
-    }, delay);
-    this.retryTimer.unref();
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retryTimer);
-    await this.connecting?.catch(() => {});
-    await this.client?.end().catch(() => {});
-    this.client = undefined;
-  }
-}
-
-function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
+/** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
+export async function withWorkMem<T>(tx: Queryable, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  if (!Number.isInteger(workMemMb) || workMemMb < 1) throw new Error('work_mem must be a positive integer');
+  await tx.query(`SET LOCAL work_mem = '${workMemMb}MB'`);
+  return fn(tx);
 }
 
 export async function openDatabase(config: {
@@ -484,6 +442,9 @@ export async function openDatabase(config: {
   dataDir: string;
   databasePoolSize?: number;
   databaseConnectTimeoutMs?: number;
+  databaseReadUrls?: string[];
+  databaseReadMaxLagMs?: number;
+  databaseReadCheckMs?: number;
   log?: DbLogger;
   /** Who opens an embedded data directory (`server`, `cli <command>`): named in its lock. */
   owner?: string;
@@ -493,6 +454,9 @@ export async function openDatabase(config: {
       connectionString: config.databaseUrl,
       max: config.databasePoolSize,
       connectTimeoutMs: config.databaseConnectTimeoutMs,
+      readUrls: config.databaseReadUrls,
+      readMaxLagMs: config.databaseReadMaxLagMs,
+      readCheckMs: config.databaseReadCheckMs,
       log: config.log,
     });
   }

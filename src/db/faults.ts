@@ -17,6 +17,9 @@ const UNAVAILABLE_STATES = new Set([
   '53300', // too_many_connections
   '55P03', // lock_not_available (lock_timeout)
   '57014', // query_canceled (statement_timeout)
+  // read_only_sql_transaction: a write reached a host that has become a standby (a failover
+  // demoted it while we held connections); the pool looks for the new primary (primary.ts).
+  '25006',
 ]);
 
 /** SQLSTATEs of a transaction that lost a race; running it again normally succeeds. */
@@ -49,6 +52,18 @@ export function isConnectionLost(err: unknown): boolean {
   if (code.startsWith('08') || UNAVAILABLE_STATES.has(code) || SOCKET_CODES.has(code)) return true;
   const message = (err as { message?: unknown }).message;
   return !code && typeof message === 'string' && LOST_MESSAGES.test(message);
+}
+
+/** Unavailable, but the server is there: a busy server or a statement that waited too long. */
+const SERVER_STILL_THERE = new Set(['53300', '55P03', '57014']);
+
+/**
+ * The server behind the connection is gone, or is no longer the primary (25006): the failover
+ * pool (primary.ts) then looks for the primary again, and a read replica is skipped. A lock or
+ * statement timeout, or a full server, is not that.
+ */
+export function isServerGone(err: unknown): boolean {
+  return isConnectionLost(err) && !SERVER_STILL_THERE.has(codeOf(err));
 }
 
 /** A deadlock victim or a serialization failure: the transaction may simply be run again. */

@@ -1,9 +1,12 @@
 export { type Analytics, analyticsRunner, inAnalyticsTransaction } from './analytics.ts';
-export type { Db, DbLogger, DbStatus, PreparedSql, Queryable, QueryResult, Tx } from './client.ts';
+export { type ChunkedFiles, chunkedFiles, type FileWriter, type StoredFile } from './chunked-files.ts';
+export type { Db, DbLogger, DbStatus, PreparedSql, Queryable, QueryResult, ReadOptions, Tx } from './client.ts';
 export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
 export { allOf, setList } from './conditions.ts';
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
-export { isConnectionLost, isRetryableConflict, isTransient } from './faults.ts';
+export { isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
 export { type PageQuery, pageOf, pageWithTotal } from './pages.ts';
+export { NoPrimaryError } from './primary.ts';
+export type { ReplicaStatus } from './replicas.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

@@ -230,14 +230,18 @@ export class AppMetrics implements Metrics {
 
   /** The database pool's connections and the replicas' lag, read when scraped. */
   watchDatabase(db: Db): void {
-    // node-postgres' pool (PostgreSQL); PGlite has one connection and no pool: no series.
-    const pool = (db as { pool?: { totalCount: number; idleCount: number; waitingCount: number } }).pool;
-    if (pool) {
+    // node-postgres' pool of the primary (PostgreSQL), read at each scrape: a failover replaces
+    // it. PGlite has one connection and no pool: no series.
+    type PoolCounts = { totalCount: number; idleCount: number; waitingCount: number };
+    const holder = db as { pool?: PoolCounts };
+    if ('pool' in db) {
       this.gauge({
         name: 'db_pool_connections',
-        help: 'Connections of the database pool: total open, idle, and requests waiting for one',
+        help: "Connections of the primary's pool: total open, idle, and requests waiting for one",
         labelNames: ['state'],
         collect(g) {
+          const pool = holder.pool;
+          if (!pool) return; // between a lost primary and the next one
           g.set({ state: 'total' }, pool.totalCount);
           g.set({ state: 'idle' }, pool.idleCount);
           g.set({ state: 'waiting' }, pool.waitingCount);
@@ -250,6 +254,14 @@ export class AppMetrics implements Metrics {
       labelNames: ['replica'],
       collect(g) {
         for (const r of db.status().replicas ?? []) if (r.lagSeconds !== null) g.set({ replica: r.name }, r.lagSeconds);
+      },
+    });
+    this.gauge({
+      name: 'db_replica_state',
+      help: 'Each read replica in its state (ok, lagging: skipped for being too far behind, down): 1 for its state',
+      labelNames: ['replica', 'state'],
+      collect(g) {
+        for (const r of db.status().replicas ?? []) g.set({ replica: r.name, state: r.state }, 1);
       },
     });
   }

@@ -57,6 +57,13 @@ export const inCollection = <P extends TProperties>(ids: P) => Type.Object({ col
 /** The params of a path naming only its collection. */
 export const CollectionParams = inCollection({});
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route only reads, though its method may be POST (RouteSpec `reads`). */
+    reads?: boolean;
+  }
+}
+
 /** A documented error response: the one error body with a description of its own. */
 export const errorResponse = (description: string) => ({ ...Type.Ref('ErrorBody'), description });
 
@@ -90,6 +97,11 @@ export interface RouteSpec<P, Q, B, R extends TSchema, A extends boolean> {
    * source goes to `X-Analytics-Source`.
    */
   analytics?: A;
+  /**
+   * A POST that only reads (a query whose filters travel in a body), as every `analytics` route:
+   * it does not keep its collection's reads on the primary as a write does (db/client.ts, `Db.read`).
+   */
+  reads?: boolean;
   /** Left out of the OpenAPI document. */
   hide?: boolean;
   /** The document's security for this route; `[]`: it needs no credential (public routes). */
@@ -179,7 +191,9 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
       url: r.url,
       onRequest: r.guard,
       ...(preValidation.length > 0 ? { preValidation } : {}),
-      ...(r.config ? { config: r.config } : {}),
+      ...(r.config || r.reads || r.analytics
+        ? { config: { ...r.config, reads: Boolean(r.reads || r.analytics) } }
+        : {}),
       schema,
       handler: async (req, reply) => {
         const out = await r.handler({

@@ -1089,7 +1089,7 @@ export interface paths {
         };
         /**
          * A link’s conversions: interaction events carrying its click ids (pl_cid), by interaction and outcome
-         * @description Counts the events in the window (their time) whose `clickId` is the id of one of the link’s clicks; deleted events do not count. Click ids are given only while the link has trackConversions on.
+         * @description Counts the events in the window (their time) whose `clickId` is the id of one of the link’s clicks; deleted events do not count. Click ids are given only while the link has trackConversions on. `groupBy=route` splits them by the way of the link each click was sent (an A/B split’s conversions).
          */
         get: operations["links_conversions"];
         put?: never;
@@ -3070,6 +3070,20 @@ export interface components {
             /** @description link (the short address followed) | qr (its QR code scanned) */
             trigger: string;
             clickId: string | null;
+            /** @description The subdivision (ISO 3166-2 code or as the GeoIP database or proxy names it), or empty */
+            region: string;
+            /** @description From the user agent, or empty */
+            browser: string;
+            /** @description From the user agent, or empty */
+            os: string;
+            /** @description The short address’s utm_source, or empty */
+            utmSource: string;
+            utmMedium: string;
+            utmCampaign: string;
+            utmTerm: string;
+            utmContent: string;
+            /** @description The way of the link the click was sent: destination, rule:<i> (rules[i] matched) or variant:<i> (variants[i] drawn); empty for clicks stored before routes were kept */
+            route: string;
         };
         ClickStats: {
             linkId: string;
@@ -3297,7 +3311,7 @@ export interface components {
             to: string;
             /** @description Events in the window carrying a click id of the link */
             total: number;
-            /** @description By interaction and outcome, most first */
+            /** @description By interaction and outcome (and route with groupBy=route), most first */
             items: {
                 interactionId: string;
                 outcome: string | null;
@@ -3305,6 +3319,8 @@ export interface components {
                 count: number;
                 /** @description Distinct clicks (click ids) among them */
                 clicks: number;
+                /** @description With groupBy=route: destination, rule:<i> or variant:<i> (empty for clicks stored before routes were kept) */
+                route?: string;
             }[];
         };
         /** @description The apps that hold live cases, by id */
@@ -9292,8 +9308,38 @@ export interface operations {
                 limit?: number;
                 /** @description Count the clicks of bots (crawlers, previewers, HTTP libraries) too */
                 includeBots?: boolean;
-                /** @description The dimension of the breakdown (none: totals and series only) */
-                groupBy?: "country" | "region" | "city" | "device" | "browser" | "os" | "referer" | "referer_url" | "utm_source" | "utm_medium" | "utm_campaign" | "utm_term" | "utm_content" | "trigger";
+                /** @description Only the clicks whose country is this value */
+                country?: string;
+                /** @description Only the clicks whose region is this value */
+                region?: string;
+                /** @description Only the clicks whose city is this value */
+                city?: string;
+                /** @description Only the clicks whose device is this value */
+                device?: string;
+                /** @description Only the clicks whose browser is this value */
+                browser?: string;
+                /** @description Only the clicks whose os is this value */
+                os?: string;
+                /** @description Only the clicks whose referer is this value */
+                referer?: string;
+                /** @description Only the clicks whose referer_url is this value */
+                referer_url?: string;
+                /** @description Only the clicks whose utm_source is this value */
+                utm_source?: string;
+                /** @description Only the clicks whose utm_medium is this value */
+                utm_medium?: string;
+                /** @description Only the clicks whose utm_campaign is this value */
+                utm_campaign?: string;
+                /** @description Only the clicks whose utm_term is this value */
+                utm_term?: string;
+                /** @description Only the clicks whose utm_content is this value */
+                utm_content?: string;
+                /** @description Only the clicks whose trigger is this value */
+                trigger?: string;
+                /** @description Only the clicks whose route is this value */
+                route?: string;
+                /** @description The dimension of the breakdown (none: totals and series only); `route`: by the way of the link each click was sent (destination, rule:<i>, variant:<i>) */
+                groupBy?: "country" | "region" | "city" | "device" | "browser" | "os" | "referer" | "referer_url" | "utm_source" | "utm_medium" | "utm_campaign" | "utm_term" | "utm_content" | "trigger" | "route";
             };
             header?: never;
             path: {
@@ -10090,6 +10136,8 @@ export interface operations {
                 from?: string;
                 /** @description Exclusive end of the window; default the next whole minute (now included). ISO 8601 date or date-time (UTC when no offset); a date alone includes that whole day */
                 to?: string;
+                /** @description route: each item is also split by the way of the link its click was sent (destination, rule:<i>, variant:<i>): an A/B split’s conversions */
+                groupBy?: "route";
             };
             header?: never;
             path: {

@@ -40,7 +40,7 @@ export function AnalyticsPanel({
   /** One link's; absent: the collection's. */
   linkId?: string;
 }) {
-  const [groupBy, setGroupBy] = useState<Dimension | 'link'>(linkId ? 'country' : 'link');
+  const [groupBy, setGroupBy] = useState<Dimension | 'link' | 'route'>(linkId ? 'country' : 'link');
   const [days, setDays] = useState(30);
   const [includeBots, setIncludeBots] = useState(false);
   const [refreshed, setRefreshed] = useState(0);
@@ -64,7 +64,7 @@ export function AnalyticsPanel({
     return api.GET('/admin/collection/{collectionId}/links/analytics', {
       params: {
         path: { collectionId },
-        query: { ...query, groupBy },
+        query: { ...query, groupBy: groupBy === 'route' ? undefined : groupBy },
       },
     });
   }, [api, collectionId, linkId, groupBy, days, includeBots, refreshed]);
@@ -82,8 +82,9 @@ export function AnalyticsPanel({
       },
     [data],
   );
-  const dimensions: (readonly [Dimension | 'link', string])[] = linkId
-    ? [...DIMENSIONS]
+  // A link's own breakdown by the way each click was sent (an A/B split's variants); the collection's by link.
+  const dimensions: (readonly [Dimension | 'link' | 'route', string])[] = linkId
+    ? [...DIMENSIONS, ['route', 'Route (rule or A/B variant)']]
     : [['link', 'Link'], ...DIMENSIONS];
   const label = dimensions.find(([d]) => d === groupBy)?.[1] ?? groupBy;
   const rows = data?.breakdown
@@ -103,7 +104,7 @@ export function AnalyticsPanel({
           <select
             name="groupBy"
             value={groupBy}
-            onChange={(e) => setGroupBy(e.currentTarget.value as Dimension | 'link')}
+            onChange={(e) => setGroupBy(e.currentTarget.value as Dimension | 'link' | 'route')}
           >
             {dimensions.map(([d, name]) => (
               <option key={d} value={d}>

@@ -5,19 +5,20 @@
  * file goes wherever the database goes (backups, replicas). Pages are read by keyset on
  * (occurred_at, id), so an export of millions of events never holds more than one page.
  */
-import { Readable } from 'node:stream';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Readable } from 'node:stream';
+import { chunkedFiles, type Db } from '../../db/index.ts';
+import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { EventRow } from './interactions.events.repository.ts';
-import * as files from './interactions.export.repository.ts';
 import { toEventRow } from './interactions.present.ts';
 import * as reads from './interactions.reads.repository.ts';
 import { ExportPayload } from './interactions.schema.ts';
 
 export const EXPORT_TASK = 'interactions.export';
 const PAGE = 5000;
-const CHUNK_BYTES = 1024 * 1024;
+/** Where export files are kept (migration 0200). */
+const files = chunkedFiles({ files: 'interaction_exports', chunks: 'interaction_export_chunks' });
 
 /** The part of the job engine's TaskContext this task uses. */
 export type ExportTaskContext = Pick<TaskContext, 'db' | 'signal' | 'progress'> & {
@@ -48,18 +49,10 @@ const CSV_COLUMNS = [
   'metadata',
 ] as const;
 
-function csvCell(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
-  // Cells that a spreadsheet would run as a formula are prefixed with a quote (CSV injection).
-  const safe = /^[=+\-@\t\r]/.test(s) ? `'${s}` : s;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
-
 function line(format: 'ndjson' | 'csv', e: EventRow): string {
   const row = toEventRow(e);
   if (format === 'ndjson') return `${JSON.stringify(row)}\n`;
-  return `${[...CSV_COLUMNS.map((c) => csvCell(row[c])), csvCell(e.extra)].join(',')}\n`;
+  return csvLine([...CSV_COLUMNS.map((c) => row[c]), e.extra]);
 }
 
 export async function runExport(
@@ -75,45 +68,23 @@ export async function runExport(
     includeDeleted: p.includeDeleted,
   };
   const total = await reads.countForExport(db, job.collectionId, filter);
-  await files.startExport(db, job.collectionId, job.id, format);
-  let seq = 0;
+  const file = await files.create(db, job.collectionId, job.id, format);
+  if (format === 'csv') await file.write(csvLine([...CSV_COLUMNS, 'extra']), 0);
   let rows = 0;
-  let bytes = 0;
-  let pending: string[] = [];
-  let pendingBytes = 0;
-  let pendingRows = 0;
-  const flush = async (q: Queryable) => {
-    if (pendingRows === 0 && seq > 0) return;
-    const data = Buffer.from(pending.join(''), 'utf8');
-    await files.appendExportChunk(q, job.collectionId, job.id, seq++, data, pendingRows);
-    bytes += data.length;
-    pending = [];
-    pendingBytes = 0;
-    pendingRows = 0;
-  };
-  if (format === 'csv') {
-    pending.push(`${[...CSV_COLUMNS, 'extra'].join(',')}\n`);
-    pendingBytes = pending[0].length;
-  }
   let after: { at: Date; id: number } | null = null;
   for (;;) {
     if (ctx.signal.aborted) throw new Error('Export interrupted by shutdown; it will be retried');
     const page = await reads.exportPage(db, job.collectionId, filter, after, PAGE);
     for (const e of page) {
-      const l = line(format, e);
-      pending.push(l);
-      pendingBytes += l.length;
-      pendingRows++;
+      await file.write(line(format, e));
       rows++;
-      if (pendingBytes >= CHUNK_BYTES) await flush(db);
     }
     if (page.length < PAGE) break;
     const last = page[page.length - 1];
     after = { at: last.occurred_at, id: last.id };
     await ctx.progress({ done: rows, total, message: `${rows} of ${total} events written` });
   }
-  await flush(db);
-  await files.finishExport(db, job.collectionId, job.id);
+  const { bytes } = await file.close();
   await ctx.progress({ done: rows, total: rows, message: `${rows} events written` });
   return { format, rows, bytes };
 }
@@ -146,19 +117,12 @@ export interface ExportDownload {
 
 /** A finished export of this collection, streamed chunk by chunk. */
 export async function openExport(db: Db, collectionId: string, jobId: number): Promise<ExportDownload> {
-  const x = await files.findExport(db, collectionId, jobId);
-  if (!x?.complete) throw notFound('Finished export');
-  const count = x.chunks;
-  async function* chunks() {
-    for (let seq = 0; seq < count; seq++) {
-      const data = await files.readExportChunk(db, collectionId, jobId, seq);
-      if (data) yield data;
-    }
-  }
+  const x = await files.open(db, collectionId, jobId);
+  if (!x) throw notFound('Finished export');
   return {
     contentType: x.format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson',
     fileName: `interactions-${collectionId}-${jobId}.${x.format === 'csv' ? 'csv' : 'ndjson'}`,
-    byteCount: x.byte_count,
-    stream: Readable.from(chunks()),
+    byteCount: x.byteCount,
+    stream: x.stream,
   };
 }

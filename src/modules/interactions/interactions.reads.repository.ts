@@ -271,7 +271,7 @@ export async function aggregate(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The export's reads (its file is interactions.export.repository.ts)
+// The export's reads (its file is kept by src/db/chunked-files.ts)
 
 /** One page of events in (occurred_at, id) order after a cursor: keyset pagination for exports. */
 export async function exportPage(

@@ -38,12 +38,15 @@ export class InteractionReads {
   }
 
   async query(collectionId: string, q: AdminInteractionsQueryRequest): Promise<InteractionEventRow[]> {
-    const rows = await repo.queryEvents(this.db, collectionId, {
-      ...q,
-      limit: q.limit ?? 100,
-      order: q.order ?? 'DESC',
-      latestPerEventId: q.latestPerEventId ?? false,
-    });
+    // Lists and counts read a replica when one may serve the collection (db/client.ts, `Db.read`).
+    const rows = await this.db.read(collectionId, (r) =>
+      repo.queryEvents(r, collectionId, {
+        ...q,
+        limit: q.limit ?? 100,
+        order: q.order ?? 'DESC',
+        latestPerEventId: q.latestPerEventId ?? false,
+      }),
+    );
     const events = rows.map(toEventRow);
     if (q.include?.includes('interaction')) {
       const byId = await this.types.recordsById(
@@ -75,14 +78,14 @@ export class InteractionReads {
       idField: q.idField ?? 'userId',
     };
     if (!filter.dedupeLatest) {
-      const answer = await repo.countsByOutcome(this.db, collectionId, filter);
+      const answer = await this.db.read(collectionId, (r) => repo.countsByOutcome(r, collectionId, filter));
       return { answer, source: repo.hourlyRollupAnswers(filter) ? 'maintained' : 'events' };
     }
     if (q.appId === undefined && q.scope === undefined) {
       const answer = await repo.latestCountsByOutcome(this.db, collectionId, filter);
       if (answer) return { answer, source: 'maintained' };
     }
-    const answer = await this.analytics((tx) => repo.countsByOutcome(tx, collectionId, filter));
+    const answer = await this.analytics.read(collectionId, (tx) => repo.countsByOutcome(tx, collectionId, filter));
     return { answer, source: 'events' };
   }
 
@@ -99,7 +102,7 @@ export class InteractionReads {
       ]);
     }
     const dedupeLatest = q.dedupeLatest ?? false;
-    const rows = await this.analytics((tx) =>
+    const rows = await this.analytics.read(collectionId, (tx) =>
       repo.aggregate(tx, collectionId, {
         ...q,
         field,
@@ -144,7 +147,9 @@ export class InteractionReads {
         throw refusal('own_read_not_allowed', 'This interaction type does not allow users to read their events');
       }
     }
-    const rows = await repo.queryOwnEvents(this.db, collectionId, caller.userId, { ...q, limit: q.limit ?? 100 });
+    const rows = await this.db.read(collectionId, (r) =>
+      repo.queryOwnEvents(r, collectionId, caller.userId, { ...q, limit: q.limit ?? 100 }),
+    );
     return rows.map(toEventRow);
   }
 
@@ -164,11 +169,13 @@ export class InteractionReads {
       }
       throw refusal('summary_not_allowed', 'This interaction type does not publish a summary');
     }
-    return repo.countsByOutcome(this.db, collectionId, {
-      ...q,
-      limit: q.limit ?? 100,
-      dedupeLatest: false,
-      idField: 'userId',
-    });
+    return this.db.read(collectionId, (r) =>
+      repo.countsByOutcome(r, collectionId, {
+        ...q,
+        limit: q.limit ?? 100,
+        dedupeLatest: false,
+        idField: 'userId',
+      }),
+    );
   }
 }

@@ -7,24 +7,17 @@
  * `GET …/funnels/exports/{jobId}/download`, as interaction exports are. Admins enqueue it
  * through the jobs API; its progress says how many rows are written.
  */
-import { Readable } from 'node:stream';
-import type { Db } from '../../db/index.ts';
+import type { Readable } from 'node:stream';
+import { chunkedFiles, type Db } from '../../db/index.ts';
+import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { defineTask, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
 import type { FunnelDef, FunnelsService } from './funnels.service.ts';
-import * as repo from './journeys.funnels.repository.ts';
 import { PeopleExportPayload } from './journeys.schema.ts';
 
 export const PEOPLE_EXPORT_TASK = 'journeys.peopleExport';
-const CHUNK_BYTES = 1024 * 1024;
-
-function csvCell(v: string | number | null | undefined): string {
-  if (v === null || v === undefined) return '';
-  const s = String(v);
-  // A cell a spreadsheet would run as a formula is prefixed with a quote (CSV injection).
-  const safe = /^[=+\-@\t\r]/.test(s) ? `'${s}` : s;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
+/** Where people exports are kept (migrations 0208, 0640). */
+const files = chunkedFiles({ files: 'funnel_exports', chunks: 'funnel_export_chunks' });
 
 /** Resolves the payload's funnel (a journey's, or ad-hoc): the journeys service knows how. */
 export type ResolveFunnel = (collectionId: string, p: PeopleExportPayload) => Promise<FunnelDef>;
@@ -44,7 +37,7 @@ export async function runPeopleExport(
     end: p.periodEnd,
   });
   await ctx.progress({ done: 0, total: rows.length, message: `${rows.length} recipients selected` });
-  await repo.startPeopleExport(db, job.collectionId, job.id);
+  const file = await files.create(db, job.collectionId, job.id, 'csv');
   const header = [
     'recipientId',
     ...(p.breakdown ? ['breakdownValue'] : []),
@@ -52,23 +45,9 @@ export async function runPeopleExport(
     'enteredAt',
     ...def.steps.map((s) => `${s.stepId}.completedAt`),
   ];
-  let pending = [`${header.map(csvCell).join(',')}\n`];
-  let pendingBytes = pending[0].length;
-  let pendingRows = 0;
-  let seq = 0;
-  let written = 0;
-  let bytes = 0;
-  const flush = async () => {
-    const data = Buffer.from(pending.join(''), 'utf8');
-    await repo.appendPeopleExportChunk(db, job.collectionId, job.id, seq++, data, pendingRows);
-    bytes += data.length;
-    written += pendingRows;
-    pending = [];
-    pendingBytes = 0;
-    pendingRows = 0;
-    await ctx.progress({ done: written, total: rows.length, message: `${written} of ${rows.length} rows written` });
-  };
+  await file.write(csvLine(header), 0);
   const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  let written = 0;
   for (const w of rows) {
     if (ctx.signal.aborted) throw new Error('Export interrupted by shutdown; it will be retried');
     const cells = [
@@ -78,15 +57,14 @@ export async function runPeopleExport(
       iso(w.enteredAt),
       ...def.steps.map((_, k) => iso(w.times[k])),
     ];
-    const line = `${cells.map(csvCell).join(',')}\n`;
-    pending.push(line);
-    pendingBytes += line.length;
-    pendingRows++;
-    if (pendingBytes >= CHUNK_BYTES) await flush();
+    written++;
+    if (await file.write(csvLine(cells))) {
+      await ctx.progress({ done: written, total: rows.length, message: `${written} of ${rows.length} rows written` });
+    }
   }
-  await flush();
-  await repo.finishPeopleExport(db, job.collectionId, job.id);
-  return { rows: written, bytes };
+  const totals = await file.close();
+  await ctx.progress({ done: totals.rows, total: rows.length, message: `${totals.rows} rows written` });
+  return totals;
 }
 
 export function peopleExportTask(funnels: FunnelsService, resolve: ResolveFunnel): TaskDefinition {
@@ -122,18 +100,11 @@ export async function openPeopleExport(
   collectionId: string,
   jobId: number,
 ): Promise<{ fileName: string; byteCount: number; stream: Readable }> {
-  const x = await repo.findPeopleExport(db, collectionId, jobId);
-  if (!x?.complete) throw notFound('Finished export');
-  const count = x.chunks;
-  async function* chunks() {
-    for (let seq = 0; seq < count; seq++) {
-      const data = await repo.readPeopleExportChunk(db, collectionId, jobId, seq);
-      if (data) yield data;
-    }
-  }
+  const x = await files.open(db, collectionId, jobId);
+  if (!x) throw notFound('Finished export');
   return {
     fileName: `funnel-people-${collectionId}-${jobId}.csv`,
-    byteCount: x.byte_count,
-    stream: Readable.from(chunks()),
+    byteCount: x.byteCount,
+    stream: x.stream,
   };
 }

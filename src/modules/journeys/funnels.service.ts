@@ -197,11 +197,13 @@ export class FunnelsService {
         if (w.counted) rows.push(w);
       }
     };
-    await this.analytics((tx) =>
-      linkId === undefined
+    // On a read replica that fails part-way the walk is run again on the primary: from nothing.
+    await this.analytics.read(collectionId, (tx) => {
+      rows.length = 0;
+      return linkId === undefined
         ? funnelEvents(tx, collectionId, input, each)
-        : linkFunnelEvents(tx, collectionId, linkId, input, each),
-    );
+        : linkFunnelEvents(tx, collectionId, linkId, input, each);
+    });
     return { spec, rows };
   }
 

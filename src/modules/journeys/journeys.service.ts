@@ -485,7 +485,7 @@ export class JourneysService {
     if (beginsWithLink(steps)) {
       // A funnel from a link's clicks to conversions (journeys.link-steps.ts): from the clicks.
       const f = { journeyId, steps, idField: w.idField, start: w.start, end: w.end };
-      const counts = await this.analytics((tx) => linkFunnelCounts(tx, collectionId, f));
+      const counts = await this.analytics.read(collectionId, (tx) => linkFunnelCounts(tx, collectionId, f));
       return { steps, counts, source: 'events' };
     }
     const { answer: counts, source } = await this.funnelCounts(collectionId, {
@@ -515,7 +515,7 @@ export class JourneysService {
         if (answer) return { answer, source: 'maintained' };
       }
     }
-    return { answer: await this.analytics(events), source: 'events' };
+    return { answer: await this.analytics.read(collectionId, events), source: 'events' };
   }
 
   /** Funnel counts, from maintained progress when it can answer. */
@@ -602,7 +602,7 @@ export class JourneysService {
     for (const s of earlier) {
       if (!s.interactionId) {
         const match = interactionId ? { interactionId, outcome } : undefined;
-        const answer = await this.analytics((tx) =>
+        const answer = await this.analytics.read(collectionId, (tx) =>
           repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
         );
         return { answer, source: 'events' };
@@ -612,7 +612,7 @@ export class JourneysService {
     if (!interactionId) {
       // Entered this step = completed the one before it (or entered the journey, for the first).
       if (chain.length === 0) {
-        const answer = await this.analytics((tx) =>
+        const answer = await this.analytics.read(collectionId, (tx) =>
           repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit),
         );
         return { answer, source: 'events' };

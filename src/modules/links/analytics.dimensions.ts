@@ -25,6 +25,15 @@ export const GROUP_BY = [
 ] as const;
 export type GroupBy = (typeof GROUP_BY)[number];
 
+/**
+ * A link's own breakdowns, read from its clicks, add `route` (the way of the link each click was
+ * sent: destination, a rule or an A/B variant); `link` is the collection's only. `route` has no
+ * dim: its values (`variant:0`) name a way of one link, and summed over links they mean nothing.
+ */
+export const LINK_GROUP_BY = [...GROUP_BY.filter((g) => g !== 'link'), 'route'] as const;
+export type LinkGroupBy = (typeof LINK_GROUP_BY)[number];
+export type AnyGroupBy = GroupBy | LinkGroupBy;
+
 /** A groupBy's `dim` in the rollup. A Map: names from requests never index a plain object. */
 export const DIM: ReadonlyMap<GroupBy, number> = new Map(GROUP_BY.map((g, i) => [g, i + 1]));
 

@@ -3,10 +3,11 @@
  * collection-wide rollup (written by the click batch, read by the collection's analytics), a
  * link's analytics from its clicks, and the pages of a CSV export. Migration 0620 has the tables.
  */
-import sql, { raw, type Sql } from 'sql-template-tag';
+import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
-import type { GroupBy } from './analytics.dimensions.ts';
+import type { AnyGroupBy } from './analytics.dimensions.ts';
 import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
+import type { ClickRow } from './links.repository.ts';
 
 export type Interval = 'hour' | 'day' | 'week' | 'month';
 
@@ -86,7 +87,7 @@ export async function forgetVisitorDays(db: Queryable, before: string): Promise<
 // --- reads ------------------------------------------------------------------------------------
 
 /** A groupBy's value in a click row, for the reads of a link's clicks. Whitelisted SQL, from a Map. */
-const VALUE_SQL: ReadonlyMap<GroupBy, string> = new Map<GroupBy, string>([
+const VALUE_SQL: ReadonlyMap<AnyGroupBy, string> = new Map<AnyGroupBy, string>([
   ['country', 'country'],
   ['region', 'region'],
   ['city', 'city'],
@@ -105,7 +106,11 @@ const VALUE_SQL: ReadonlyMap<GroupBy, string> = new Map<GroupBy, string>([
   ['utm_content', 'utm_content'],
   ['trigger', 'trigger'],
   ['link', 'link_id'],
+  ['route', 'route'],
 ]);
+
+/** A dimension's value in a click row, cut as the rollup and every answer cut it. */
+const valueSql = (g: AnyGroupBy) => raw(`left(${VALUE_SQL.get(g)}, ${VALUE_MAX})`);
 
 export interface SeriesRow {
   start: Date;
@@ -131,7 +136,9 @@ export interface AnalyticsWindow {
   to: Date;
   interval: Interval;
   includeBots: boolean;
-  groupBy?: GroupBy;
+  groupBy?: AnyGroupBy;
+  /** A link's only: the clicks whose value in each dimension is the one given. */
+  filters?: [AnyGroupBy, string][];
   limit: number;
 }
 
@@ -200,8 +207,9 @@ export async function linkAnalytics(
   w: AnalyticsWindow,
 ): Promise<AnalyticsRows> {
   const dayStart = new Date(Math.floor(w.from.getTime() / 86_400_000) * 86_400_000);
-  const value = w.groupBy ? raw(`left(${VALUE_SQL.get(w.groupBy)}, ${VALUE_MAX})`) : raw(`''`);
+  const value = w.groupBy ? valueSql(w.groupBy) : raw(`''`);
   const bots = w.includeBots ? sql`` : sql`AND device_type <> 'bot'`;
+  const narrowed = (w.filters ?? []).map(([g, v]) => sql`AND ${valueSql(g)} = ${v}`);
   const { rows } = await db.query<BreakdownRow & { start: Date | null; part: number }>(sql`
     WITH c AS (
       SELECT clicked_at, ${value} AS value,
@@ -209,7 +217,7 @@ export async function linkAnalytics(
           PARTITION BY (clicked_at AT TIME ZONE 'UTC')::date, visitor ORDER BY clicked_at, id) = 1)::int AS u
       FROM link_clicks
       WHERE collection_id = ${collectionId} AND link_id = ${linkId}
-        AND clicked_at >= ${dayStart} AND clicked_at < ${w.to} ${bots}
+        AND clicked_at >= ${dayStart} AND clicked_at < ${w.to} ${bots} ${narrowed.length ? join(narrowed, ' ') : sql``}
     ), w AS (
       SELECT * FROM c WHERE clicked_at >= ${w.from}
     ), g AS (
@@ -237,26 +245,8 @@ export async function linkAnalytics(
 
 // --- export -----------------------------------------------------------------------------------
 
-export interface ExportClickRow {
-  id: number;
-  link_id: string;
-  clicked_at: Date;
-  ip_address: string;
-  user_agent: string;
-  referer: string;
-  country: string;
-  region: string;
-  city: string;
-  device_type: string;
-  browser: string;
-  os: string;
-  trigger: string;
-  utm_source: string;
-  utm_medium: string;
-  utm_campaign: string;
-  utm_term: string;
-  utm_content: string;
-}
+/** A click as the CSV export writes it: the click list's row, with its link. */
+export type ExportClickRow = Omit<ClickRow, 'click_id' | 'total'> & { link_id: string };
 
 /** A page of a link's clicks in time order after `after` (keyset on the primary key's tail). */
 export async function exportPage(
@@ -267,7 +257,7 @@ export async function exportPage(
 ): Promise<ExportClickRow[]> {
   const { rows } = await db.query<ExportClickRow>(sql`
     SELECT id, link_id, clicked_at, ip_address, user_agent, referer, country, region, city, device_type, browser, os,
-      trigger, utm_source, utm_medium, utm_campaign, utm_term, utm_content
+      trigger, utm_source, utm_medium, utm_campaign, utm_term, utm_content, route
     FROM link_clicks
     WHERE collection_id = ${collectionId} AND link_id = ${linkId}
       ${q.from ? sql`AND clicked_at >= ${q.from}` : sql``}

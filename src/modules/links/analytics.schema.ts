@@ -1,7 +1,7 @@
 /** Schemas of click analytics and the CSV export of clicks (analytics.routes.ts). */
 import { Type } from 'typebox';
 import { Closed, Instant, Timestamp } from '../../platform/schemas.ts';
-import { GROUP_BY } from './analytics.dimensions.ts';
+import { GROUP_BY, LINK_GROUP_BY, VALUE_MAX } from './analytics.dimensions.ts';
 
 /** The series' buckets at most, whatever the interval (the aggregates' bound). */
 export const MAX_BUCKETS = 1000;
@@ -16,7 +16,6 @@ const Interval = Type.Union([Type.Literal('hour'), Type.Literal('day'), Type.Lit
 });
 
 const literals = (names: readonly string[]) => names.map((n) => Type.Literal(n));
-const linkGroupBy = GROUP_BY.filter((g) => g !== 'link');
 
 const window = {
   from: Type.Optional(
@@ -42,10 +41,27 @@ const window = {
   ),
 };
 
+/**
+ * A link's analytics may be narrowed to the clicks with given values (`country=DE&device=mobile`):
+ * one value per dimension, every one given must match (as a breakdown names it: `referer` is the
+ * host, `device` the device type). The collection's analytics read a rollup counted one dimension
+ * at a time, which cannot be narrowed by another: filters are a link's only.
+ */
+const filters = Object.fromEntries(
+  LINK_GROUP_BY.map((g) => [
+    g,
+    Type.Optional(Type.String({ maxLength: VALUE_MAX, description: `Only the clicks whose ${g} is this value` })),
+  ]),
+) as { [K in (typeof LINK_GROUP_BY)[number]]: ReturnType<typeof Type.Optional<ReturnType<typeof Type.String>>> };
+
 export const LinkAnalyticsQuery = Closed({
   ...window,
+  ...filters,
   groupBy: Type.Optional(
-    Type.Union(literals(linkGroupBy), { description: 'The dimension of the breakdown (none: totals and series only)' }),
+    Type.Union(literals(LINK_GROUP_BY), {
+      description:
+        'The dimension of the breakdown (none: totals and series only); `route`: by the way of the link each click was sent (destination, rule:<i>, variant:<i>)',
+    }),
   ),
 });
 export type LinkAnalyticsQuery = Type.Static<typeof LinkAnalyticsQuery>;
@@ -128,4 +144,5 @@ export const EXPORT_COLUMNS = [
   'utm_campaign',
   'utm_term',
   'utm_content',
+  'route',
 ] as const;

@@ -6,8 +6,9 @@
  */
 import { Readable } from 'node:stream';
 import type { Db } from '../../db/index.ts';
+import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
-import { DIM, type GroupBy } from './analytics.dimensions.ts';
+import { type AnyGroupBy, DIM, LINK_GROUP_BY, type LinkGroupBy } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
 import {
   type ClickAnalytics,
@@ -124,7 +125,7 @@ function windowOf(q: { from?: string; to?: string; interval?: Interval }, now: D
 function answer(
   w: Window,
   includeBots: boolean,
-  groupBy: GroupBy | undefined,
+  groupBy: AnyGroupBy | undefined,
   rows: repo.AnalyticsRows,
   linkId?: string,
 ): ClickAnalytics {
@@ -160,15 +161,8 @@ function answer(
   return out;
 }
 
-function csvCell(v: unknown): string {
-  const s = v instanceof Date ? v.toISOString() : String(v ?? '');
-  // A cell a spreadsheet would run as a formula is prefixed with a quote (CSV injection).
-  const safe = /^[=+\-@\t\r]/.test(s) ? `'${s}` : s;
-  return /[",\r\n]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
-}
-
-function csvLine(c: repo.ExportClickRow): string {
-  return `${[
+function clickLine(c: repo.ExportClickRow): string {
+  return csvLine([
     c.id,
     c.link_id,
     c.clicked_at,
@@ -188,9 +182,8 @@ function csvLine(c: repo.ExportClickRow): string {
     c.utm_campaign,
     c.utm_term,
     c.utm_content,
-  ]
-    .map(csvCell)
-    .join(',')}\n`;
+    c.route,
+  ]);
 }
 
 export class LinkAnalytics {
@@ -203,13 +196,18 @@ export class LinkAnalytics {
     now = new Date(),
   ): Promise<ClickAnalytics> {
     const w = windowOf(q, now, false);
-    if (!(await findLink(this.db, collectionId, linkId))) throw notFound('Link');
     const includeBots = q.includeBots ?? false;
-    const rows = await repo.linkAnalytics(this.db, collectionId, linkId, {
-      ...w,
-      includeBots,
-      groupBy: q.groupBy,
-      limit: q.limit ?? 10,
+    const filters = LINK_GROUP_BY.flatMap((g): [LinkGroupBy, string][] => (q[g] === undefined ? [] : [[g, q[g]]]));
+    // Reads only: a read replica serves them when one may (db/client.ts, `Db.read`).
+    const rows = await this.db.read(collectionId, async (r) => {
+      if (!(await findLink(r, collectionId, linkId))) throw notFound('Link');
+      return repo.linkAnalytics(r, collectionId, linkId, {
+        ...w,
+        includeBots,
+        groupBy: q.groupBy,
+        filters,
+        limit: q.limit ?? 10,
+      });
     });
     return answer(w, includeBots, q.groupBy, rows, linkId);
   }
@@ -218,13 +216,15 @@ export class LinkAnalytics {
     // The rollup counts whole hours: the window is widened to them, and the answer says so.
     const w = windowOf(q, now, true);
     const includeBots = q.includeBots ?? false;
-    const rows = await repo.collectionAnalytics(this.db, collectionId, {
-      ...w,
-      includeBots,
-      groupBy: q.groupBy,
-      dim: q.groupBy && DIM.get(q.groupBy),
-      limit: q.limit ?? 10,
-    });
+    const rows = await this.db.read(collectionId, (r) =>
+      repo.collectionAnalytics(r, collectionId, {
+        ...w,
+        includeBots,
+        groupBy: q.groupBy,
+        dim: q.groupBy && DIM.get(q.groupBy),
+        limit: q.limit ?? 10,
+      }),
+    );
     return answer(w, includeBots, q.groupBy, rows);
   }
 
@@ -259,7 +259,7 @@ export class LinkAnalytics {
           after,
           limit: EXPORT_PAGE,
         });
-        if (page.length > 0) yield page.map(csvLine).join('');
+        if (page.length > 0) yield page.map(clickLine).join('');
         if (page.length < EXPORT_PAGE) break;
         const last = page[page.length - 1];
         after = { at: last.clicked_at, id: last.id };

@@ -1,7 +1,7 @@
 /** The routes of link attribution: conversions (attribution.ts). */
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
-import { CollectionConversions, ConversionsQuery, LinkConversions } from './attribution.ts';
+import { CollectionConversions, ConversionsQuery, LinkConversions, LinkConversionsQuery } from './attribution.ts';
 import { CollectionParams, LinkParams } from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
 
@@ -29,10 +29,10 @@ export const attributionRoutes = (service: LinksService) => [
     summary: 'A link’s conversions: interaction events carrying its click ids (pl_cid), by interaction and outcome',
     description:
       'Counts the events in the window (their time) whose `clickId` is the id of one of the link’s clicks; deleted events do not count. ' +
-      'Click ids are given only while the link has trackConversions on.',
+      'Click ids are given only while the link has trackConversions on. `groupBy=route` splits them by the way of the link each click was sent (an A/B split’s conversions).',
     guard: guard.admin,
     params: LinkParams,
-    query: ConversionsQuery,
+    query: LinkConversionsQuery,
     response: LinkConversions,
     handler: ({ scope, query }) => service.conversions(scope.collectionId, scope.linkId, query),
   }),

@@ -10,11 +10,11 @@
  * an event sent before its click's batch was stored still counts once it is.
  */
 import { randomUUID } from 'node:crypto';
-import sql from 'sql-template-tag';
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { Closed, Instant, Nullable, Timestamp } from '../../platform/schemas.ts';
+import { conversionRows } from './attribution.repository.ts';
 import * as repo from './links.repository.ts';
 
 /** The query parameter the destination receives the click id in. */
@@ -58,6 +58,17 @@ export const ConversionsQuery = Closed({
 });
 export type ConversionsQuery = Type.Static<typeof ConversionsQuery>;
 
+export const LinkConversionsQuery = Closed({
+  ...ConversionsQuery.properties,
+  groupBy: Type.Optional(
+    Type.Literal('route', {
+      description:
+        'route: each item is also split by the way of the link its click was sent (destination, rule:<i>, variant:<i>): an A/B split’s conversions',
+    }),
+  ),
+});
+export type LinkConversionsQuery = Type.Static<typeof LinkConversionsQuery>;
+
 const ConversionCount = {
   interactionId: Type.String(),
   outcome: Nullable(Type.String()),
@@ -71,7 +82,18 @@ export const LinkConversions = Closed(
     from: Timestamp,
     to: Timestamp,
     total: Type.Integer({ description: 'Events in the window carrying a click id of the link' }),
-    items: Type.Array(Closed(ConversionCount), { description: 'By interaction and outcome, most first' }),
+    items: Type.Array(
+      Closed({
+        ...ConversionCount,
+        route: Type.Optional(
+          Type.String({
+            description:
+              'With groupBy=route: destination, rule:<i> or variant:<i> (empty for clicks stored before routes were kept)',
+          }),
+        ),
+      }),
+      { description: 'By interaction and outcome (and route with groupBy=route), most first' },
+    ),
   },
   { $id: 'LinkConversions' },
 );
@@ -90,40 +112,6 @@ export const CollectionConversions = Closed(
 );
 export type CollectionConversions = Type.Static<typeof CollectionConversions>;
 
-interface ConversionRow {
-  link_id: string;
-  interaction_id: string;
-  outcome: string | null;
-  n: number;
-  clicks: number;
-}
-
-/** Rows of the collection-wide answer, at most. */
-const COLLECTION_ROWS_MAX = 1000;
-
-/**
- * Events in [from, to) carrying a click id of the collection's clicks (of one link, or all),
- * by link, interaction and outcome. The events' side is read through their click-id index
- * (window included), each click looked up through its own (0600); deleted events do not count.
- */
-async function conversionRows(
-  db: Queryable,
-  collectionId: string,
-  q: { linkId?: string; from: Date; to: Date },
-): Promise<ConversionRow[]> {
-  const { rows } = await db.query<ConversionRow>(sql`
-    SELECT c.link_id, e.interaction_id, e.outcome, count(*)::int AS n, count(DISTINCT e.click_id)::int AS clicks
-    FROM interaction_events e
-    JOIN link_clicks c ON c.collection_id = e.collection_id AND c.click_id = e.click_id
-    WHERE e.collection_id = ${collectionId} AND e.click_id IS NOT NULL AND e.deleted_at IS NULL
-      AND e.occurred_at >= ${q.from} AND e.occurred_at < ${q.to}
-      ${q.linkId !== undefined ? sql`AND c.link_id = ${q.linkId}` : sql``}
-    GROUP BY c.link_id, e.interaction_id, e.outcome
-    ORDER BY n DESC, c.link_id, e.interaction_id, e.outcome NULLS FIRST
-    LIMIT ${COLLECTION_ROWS_MAX}`);
-  return rows;
-}
-
 /**
  * The window asked for. Without `to` it ends at the next whole minute: the events of this minute
  * count, and two requests a moment apart answer the same window.
@@ -140,17 +128,19 @@ export async function linkConversions(
   db: Queryable,
   collectionId: string,
   linkId: string,
-  q: ConversionsQuery,
+  q: LinkConversionsQuery,
   now = new Date(),
 ): Promise<LinkConversions> {
   const w = conversionWindow(q, now);
   if (!(await repo.findLink(db, collectionId, linkId))) throw notFound('Link');
-  const rows = await conversionRows(db, collectionId, { linkId, ...w });
+  const byRoute = q.groupBy === 'route';
+  const rows = await conversionRows(db, collectionId, { linkId, byRoute, ...w });
   const items = rows.map((r) => ({
     interactionId: r.interaction_id,
     outcome: r.outcome,
     count: r.n,
     clicks: r.clicks,
+    ...(byRoute ? { route: r.route ?? '' } : {}),
   }));
   return {
     linkId,

@@ -16,6 +16,16 @@ import { utcDay } from './visitors.ts';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
+/** Clicks of a batch alike in collection, hour, bot or not, and every dimension's value. */
+interface Group {
+  collectionId: string;
+  hour: number;
+  bot: boolean;
+  values: string[];
+  clicks: number;
+  uniques: number;
+}
+
 export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<void> {
   if (clicks.length === 0) return;
   // Earliest first, so that a visitor's first click of the batch is the one counted unique.
@@ -36,36 +46,44 @@ export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<vo
     tx,
     [...keys.keys()].sort().map((k) => keys.get(k) as repo.VisitorDay),
   );
-  const counts = new Map<string, repo.RollupRow>();
+  // Clicks alike in every value (same collection, hour, bot or not, and the same 16 values)
+  // are counted together first: a batch is mostly such runs (a link shared in one place, one
+  // campaign, one kind of device), and expanding a group into its 31 rollup keys costs what a
+  // click used to cost alone. One key of 16 values a click, against 31 keys a click.
+  const groups = new Map<string, Group>();
   for (const i of order) {
     const c = clicks[i];
     const unique = keyOf[i] !== undefined && fresh.delete(keyOf[i]) ? 1 : 0;
+    const values = dimensionValues(c);
     const hour = Math.floor(c.clickedAt.getTime() / HOUR_MS) * HOUR_MS;
-    const day = Math.floor(c.clickedAt.getTime() / DAY_MS) * DAY_MS;
     const bot = isBot(c.deviceType);
-    const add = (dim: number, daily: boolean, at: number, value: string) => {
-      const key = `${c.collectionId}\u0000${dim}\u0000${daily}\u0000${at}\u0000${value}\u0000${bot}`;
-      const row = counts.get(key);
-      if (row) {
-        row.clicks++;
-        row.uniques += unique;
-      } else {
-        counts.set(key, {
-          collectionId: c.collectionId,
-          dim,
-          daily,
-          hour: new Date(at),
-          value,
-          bot,
-          clicks: 1,
-          uniques: unique,
-        });
-      }
-    };
+    const key = `${c.collectionId}\u0000${hour}\u0000${bot}\u0000${values.join('\u0000')}`;
+    const group = groups.get(key);
+    if (group) {
+      group.clicks++;
+      group.uniques += unique;
+    } else {
+      groups.set(key, { collectionId: c.collectionId, hour, bot, values, clicks: 1, uniques: unique });
+    }
+  }
+  const counts = new Map<string, repo.RollupRow>();
+  const add = (g: Group, dim: number, daily: boolean, at: number, value: string) => {
+    const key = `${g.collectionId}\u0000${dim}\u0000${daily}\u0000${at}\u0000${value}\u0000${g.bot}`;
+    const row = counts.get(key);
+    if (row) {
+      row.clicks += g.clicks;
+      row.uniques += g.uniques;
+    } else {
+      const { collectionId, bot, clicks, uniques } = g;
+      counts.set(key, { collectionId, dim, daily, hour: new Date(at), value, bot, clicks, uniques });
+    }
+  };
+  for (const g of groups.values()) {
+    const day = Math.floor(g.hour / DAY_MS) * DAY_MS;
     // Every dim per hour; the breakdowns' dims per day too (dim 0, the series, only per hour).
-    dimensionValues(c).forEach((value, dim) => {
-      add(dim, false, hour, value);
-      if (dim > 0) add(dim, true, day, value);
+    g.values.forEach((value, dim) => {
+      add(g, dim, false, g.hour, value);
+      if (dim > 0) add(g, dim, true, day, value);
     });
   }
   await repo.addToRollup(tx, [...counts.values()]);

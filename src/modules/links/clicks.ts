@@ -35,6 +35,8 @@ export interface RawClick {
   proxyRegion?: string;
   /** The short address's query string, without `?` ('' when none): the UTM parameters are read from it. */
   query?: string;
+  /** The way of the link taken (routing.ts, `Target.route`); absent: `destination`. */
+  route?: string;
 }
 
 /** The device type of a user agent: `bot` for crawlers, previewers and HTTP libraries (user-agent.ts). */
@@ -114,6 +116,7 @@ export function enrich(raw: RawClick, geo: GeoIp | undefined): NewClick {
     utmContent: utm.utm_content,
     trigger: raw.trigger ?? 'link',
     clickId: raw.clickId ?? null,
+    route: raw.route ?? 'destination',
     visitor: '',
   };
 }

@@ -8,6 +8,7 @@
  * run as a formula (starting with = + - @ or a tab or CR) is prefixed with `'` (CSV injection).
  */
 import { Type } from 'typebox';
+import { csvLine as cells } from '../../platform/csv.ts';
 import { Closed, ref } from '../../platform/schemas.ts';
 import { CreateLinkBody, Link } from './links.schema.ts';
 
@@ -54,16 +55,6 @@ export const CSV_COLUMNS = [
   'variants',
 ] as const;
 
-const FORMULA = /^[=+\-@\t\r]/;
-const QUOTED = /[",\r\n]/;
-
-export function csvCell(v: unknown): string {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'object' ? JSON.stringify(v) : String(v);
-  const safe = FORMULA.test(s) ? `'${s}` : s;
-  return QUOTED.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
-}
-
 export const csvHeader = () => `${CSV_COLUMNS.join(',')}\r\n`;
 
 export function csvLine(l: Link): string {
@@ -83,5 +74,8 @@ export function csvLine(l: Link): string {
     rules: l.rules,
     variants: l.variants,
   };
-  return `${CSV_COLUMNS.map((c) => csvCell(values[c])).join(',')}\r\n`;
+  return cells(
+    CSV_COLUMNS.map((c) => values[c]),
+    '\r\n',
+  );
 }

@@ -55,6 +55,16 @@ export interface ClickRow {
   /** 'link' or 'qr' (migration 0600). */
   trigger: string;
   click_id: string | null;
+  region: string;
+  browser: string;
+  os: string;
+  utm_source: string;
+  utm_medium: string;
+  utm_campaign: string;
+  utm_term: string;
+  utm_content: string;
+  /** `destination`, `rule:<i>` or `variant:<i>`; '' before migration 0630. */
+  route: string;
   total?: number;
 }
 
@@ -81,6 +91,8 @@ export interface NewClick {
   utmContent: string;
   /** 'link' or 'qr' (a scan of the QR code's address). */
   trigger: string;
+  /** The way of the link the click was sent (routing.ts). */
+  route: string;
   /** The visitor's hash under the day's salt (visitors.ts). */
   visitor: string;
 }
@@ -339,13 +351,14 @@ export async function insertClicks(
   const col = <K extends keyof NewClick>(k: K) => kept.map((c) => c[k]);
   await db.query(sql`
     INSERT INTO link_clicks (collection_id, link_id, clicked_at, ip_address, user_agent, referer, country, city, device_type,
-      region, browser, os, utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor, click_id)
+      region, browser, os, utm_source, utm_medium, utm_campaign, utm_term, utm_content, trigger, visitor, click_id, route)
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('linkId')}::text[],
       ${kept.map((c) => c.clickedAt.toISOString())}::timestamptz[], ${col('ipAddress')}::text[], ${col('userAgent')}::text[],
       ${col('referer')}::text[], ${col('country')}::text[], ${col('city')}::text[], ${col('deviceType')}::text[],
       ${col('region')}::text[], ${col('browser')}::text[], ${col('os')}::text[], ${col('utmSource')}::text[],
       ${col('utmMedium')}::text[], ${col('utmCampaign')}::text[], ${col('utmTerm')}::text[], ${col('utmContent')}::text[],
-      ${col('trigger')}::text[], ${col('visitor')}::text[], ${kept.map((c) => c.clickId ?? null)}::text[])`);
+      ${col('trigger')}::text[], ${col('visitor')}::text[], ${kept.map((c) => c.clickId ?? null)}::text[],
+      ${col('route')}::text[])`);
   return { stored, counted };
 }
 
@@ -362,7 +375,10 @@ export async function listClicks(
     q.to && sql`clicked_at < ${q.to}`,
   );
   return pageWithTotal<ClickRow>(db, {
-    columns: raw('id, clicked_at, ip_address, user_agent, referer, country, city, device_type, trigger, click_id'),
+    columns: raw(
+      'id, clicked_at, ip_address, user_agent, referer, country, city, device_type, trigger, click_id, region, browser, os' +
+        ', utm_source, utm_medium, utm_campaign, utm_term, utm_content, route',
+    ),
     from: sql`FROM link_clicks WHERE ${where}`,
     orderBy: sql`clicked_at DESC, id DESC`,
     limit: q.limit,
@@ -468,7 +484,10 @@ export async function takeClickEvents(tx: Queryable, collectionId: string, limit
 }
 
 /** A stored click as its link.clicked event reads it back: the row, with its link. */
-export type WrittenClick = Omit<ClickRow, 'id' | 'total'> & { link_id: string };
+export type WrittenClick = Pick<
+  ClickRow,
+  'clicked_at' | 'ip_address' | 'user_agent' | 'referer' | 'country' | 'city' | 'device_type' | 'trigger' | 'click_id'
+> & { link_id: string };
 
 /**
  * The clicks one transaction (`xmin`) stored for these links between `from` and `to` (inclusive),

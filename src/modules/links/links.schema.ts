@@ -117,6 +117,20 @@ export const Click = Closed(
     }),
     trigger: Type.String({ description: 'link (the short address followed) | qr (its QR code scanned)' }),
     clickId: Nullable(Type.String({ description: 'The click id given to the destination (trackConversions)' })),
+    region: Type.String({
+      description: 'The subdivision (ISO 3166-2 code or as the GeoIP database or proxy names it), or empty',
+    }),
+    browser: Type.String({ description: 'From the user agent, or empty' }),
+    os: Type.String({ description: 'From the user agent, or empty' }),
+    utmSource: Type.String({ description: 'The short address’s utm_source, or empty' }),
+    utmMedium: Type.String(),
+    utmCampaign: Type.String(),
+    utmTerm: Type.String(),
+    utmContent: Type.String(),
+    route: Type.String({
+      description:
+        'The way of the link the click was sent: destination, rule:<i> (rules[i] matched) or variant:<i> (variants[i] drawn); empty for clicks stored before routes were kept',
+    }),
   },
   { $id: 'Click' },
 );

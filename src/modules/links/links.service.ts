@@ -19,6 +19,7 @@ import {
   type ConversionsQuery,
   collectionConversions,
   type LinkConversions,
+  type LinkConversionsQuery,
   linkConversions,
   newClickId,
 } from './attribution.ts';
@@ -75,6 +76,14 @@ function bucketLabel(interval: 'hour' | 'day', start: Date): string {
   return interval === 'day' ? iso.slice(0, 10) : `${iso.slice(0, 13)}:00:00Z`;
 }
 
+/**
+ * The read-your-writes scope of redirect lookups (db/client.ts, `Db.read`): any link change
+ * seen by this process, its own or another's through the notice, keeps the lookups that refill
+ * the cache on the primary until a replica has replayed it; else a replica could put the old
+ * answer back into the cache.
+ */
+const REDIRECT_SCOPE = 'links.redirect';
+
 export class LinksService {
   readonly cache: RedirectCache;
   readonly trusted: TrustedProxies;
@@ -104,9 +113,14 @@ export class LinksService {
       db,
       repo.LINKS_CHANNEL,
       // A link's cache key (links.cache.ts), or `@<domain>` when a domain was verified or removed.
-      (key) => (key.startsWith('@') ? this.domains.changed(key.slice(1)) : this.cache.invalidate(key)),
+      (key) => {
+        if (key.startsWith('@')) return this.domains.changed(key.slice(1));
+        this.db.wrote(REDIRECT_SCOPE);
+        this.cache.invalidate(key);
+      },
       // Changes made elsewhere while the LISTEN connection was down were never announced.
       () => {
+        this.db.wrote(REDIRECT_SCOPE);
         this.cache.clear();
         this.domains.clear();
       },
@@ -162,6 +176,8 @@ export class LinksService {
 
   /** Drops links' cache keys (links.cache.ts `cacheKey`) from this process's redirect cache. */
   private changed(keys: string[]): void {
+    // The entry dropped is read again: not from a replica that may not have the change yet.
+    this.db.wrote(REDIRECT_SCOPE);
     for (const k of keys) this.cache.invalidate(k);
   }
 
@@ -338,7 +354,10 @@ export class LinksService {
 
   async list(collectionId: string, query: LinkListQuery): Promise<PageWithTotal<Link>> {
     const { limit, offset } = paging(query, 20);
-    const { rows, total } = await repo.listLinks(this.db, collectionId, { ...query, limit, offset });
+    // A list may be a moment old, except after this caller's own change (db/client.ts, `Db.read`).
+    const { rows, total } = await this.db.read(collectionId, (r) =>
+      repo.listLinks(r, collectionId, { ...query, limit, offset }),
+    );
     return { items: rows.map((r) => this.toLink(r)), limit, offset, total };
   }
 
@@ -445,6 +464,15 @@ export class LinksService {
       deviceType: r.device_type,
       trigger: r.trigger,
       clickId: r.click_id,
+      region: r.region,
+      browser: r.browser,
+      os: r.os,
+      utmSource: r.utm_source,
+      utmMedium: r.utm_medium,
+      utmCampaign: r.utm_campaign,
+      utmTerm: r.utm_term,
+      utmContent: r.utm_content,
+      route: r.route,
     }));
     return { items, limit, offset, total };
   }
@@ -523,7 +551,8 @@ export class LinksService {
     let link = this.cache.get(key, now);
     if (link === undefined) {
       const token = this.cache.token();
-      const row = await repo.findByCode(this.db, code, domain);
+      // From a read replica unless a link changed since it last caught up (see `changed`).
+      const row = await this.db.read(REDIRECT_SCOPE, (r) => repo.findByCode(r, code, domain));
       link =
         row && !row.deleted_at
           ? {
@@ -558,7 +587,7 @@ export class LinksService {
   }
 
   /** A link's conversions: events carrying its click ids (attribution.ts). */
-  conversions(collectionId: string, linkId: string, query: ConversionsQuery): Promise<LinkConversions> {
+  conversions(collectionId: string, linkId: string, query: LinkConversionsQuery): Promise<LinkConversions> {
     return linkConversions(this.db, collectionId, linkId, query);
   }
 

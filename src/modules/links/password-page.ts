@@ -10,6 +10,11 @@
  * allowed by hash in a Content-Security-Policy that allows nothing else. It is never framed and
  * never cached. The form posts back to the address it was shown at (the short URL with its
  * query string, so the query is still passed on after the password).
+ *
+ * A right password is remembered for a day by a cookie per link (`lpw_<linkId>`), so a visitor
+ * follows the link again without the page, as with Dub or Bitly. Its value is a hash of the link
+ * id and the stored password hash, so it needs no secret of its own, reveals nothing of the
+ * password, and stops working the moment the password changes or is removed.
  */
 import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
@@ -39,6 +44,27 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const expected = Buffer.from(key, 'base64url');
   const got = await derive(password, Buffer.from(salt, 'base64url'), Number(n), Number(r), Number(p), expected.length);
   return timingSafeEqual(got, expected);
+}
+
+/** How long a right password is remembered (the cookie's Max-Age). */
+export const REMEMBER_S = 86_400;
+
+/** The cookie that remembers a link's password, and its value for the link's current hash. */
+export const passCookieName = (linkId: string) => `lpw_${linkId}`;
+export const passToken = (linkId: string, passwordHash: string): string =>
+  createHash('sha256').update(`${linkId}\n${passwordHash}`).digest('base64url');
+
+/** Whether the request's cookies carry the link's current token. */
+export function remembered(cookieHeader: string, linkId: string, passwordHash: string): boolean {
+  const name = `${passCookieName(linkId)}=`;
+  for (const part of cookieHeader.split(';')) {
+    const p = part.trim();
+    if (!p.startsWith(name)) continue;
+    const got = Buffer.from(p.slice(name.length));
+    const want = Buffer.from(passToken(linkId, passwordHash));
+    if (got.length === want.length && timingSafeEqual(got, want)) return true;
+  }
+  return false;
 }
 
 const STYLE =

@@ -22,7 +22,16 @@ import { visitTrigger, withClickId } from './attribution.ts';
 import type { CachedLink } from './links.cache.ts';
 import * as S from './links.schema.ts';
 import { isExpired, type LinksService } from './links.service.ts';
-import { PAGE_HEADERS, type PageMessage, passwordPage, verifyPassword } from './password-page.ts';
+import {
+  PAGE_HEADERS,
+  type PageMessage,
+  passCookieName,
+  passToken,
+  passwordPage,
+  REMEMBER_S,
+  remembered,
+  verifyPassword,
+} from './password-page.ts';
 import { PASSWORD_MAX } from './routing.schema.ts';
 import { addressKey, choose, type Target, type Visitor, withQuery } from './routing.ts';
 
@@ -68,7 +77,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       t = choose(r, link.linkId, visitor);
     }
     const q = r.passQuery ? req.url.indexOf('?') : -1;
-    return { location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie };
+    return { location: q < 0 ? t.url : withQuery(t, req.url.slice(q + 1)), cookie, route: t.route };
   }
 
   /** Sends the visitor on, counting the click (not for HEAD: a look, not a visit). */
@@ -78,7 +87,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       req.headers['x-forwarded-for'],
       service.trusted,
     );
-    const { location, cookie } = locate(req, link, ip, viaTrustedProxy);
+    const { location, cookie, route } = locate(req, link, ip, viaTrustedProxy);
     if (cookie) reply.header('set-cookie', cookie);
     // Fastify answers HEAD from the GET route. A HEAD is a link checker or a preview
     // fetcher asking where the code leads, not a visit: the same answer, no click, no
@@ -107,6 +116,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       domain: link.domain,
       trigger: visitTrigger(req.query),
       clickId,
+      route,
     });
     return redirect(reply, clickId ? withClickId(location, clickId) : location, status);
   }
@@ -115,7 +125,8 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
   const follow = async (req: FastifyRequest, reply: FastifyReply) => {
     const link = await service.resolve((req.params as { code: string }).code, hostOf(req));
     if (link.routing.expiredUrl && isExpired(link)) return redirect(reply, link.routing.expiredUrl, 302);
-    if (link.routing.passwordHash) return page(reply, 200);
+    const hash = link.routing.passwordHash;
+    if (hash && !remembered(first(req.headers.cookie), link.linkId, hash)) return page(reply, 200);
     return visit(req, reply, link, 302);
   };
 
@@ -127,6 +138,12 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
     if (hash && !(await verifyPassword((req.body as { password: string }).password, hash))) {
       if (isJson(req)) throw new AppError(403, 'FORBIDDEN', 'Wrong password', { field: 'password' });
       return page(reply, 403, 'wrong');
+    }
+    if (hash) {
+      reply.header(
+        'set-cookie',
+        `${passCookieName(link.linkId)}=${passToken(link.linkId, hash)}; Path=/; Max-Age=${REMEMBER_S}; HttpOnly; SameSite=Lax${secureCookie}`,
+      );
     }
     return visit(req, reply, link, 303);
   };

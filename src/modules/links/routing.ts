@@ -32,6 +32,11 @@ export interface Target {
   hash: string;
   /** Its own query parameters' names: they win over the visit's. */
   keys: ReadonlySet<string>;
+  /**
+   * Which way of the link it is, stored with each click it takes: `destination`, `rule:<i>` or
+   * `variant:<i>` (indexes into the link's rules and variants as they were at the click).
+   */
+  route: string;
 }
 
 interface CompiledRule {
@@ -69,14 +74,14 @@ export interface RoutingFields {
 
 const NO_KEYS: ReadonlySet<string> = new Set();
 
-export function target(url: string): Target {
+export function target(url: string, route = 'destination'): Target {
   const hashAt = url.indexOf('#');
   const hash = hashAt < 0 ? '' : url.slice(hashAt);
   const beforeHash = hashAt < 0 ? url : url.slice(0, hashAt);
   const queryAt = beforeHash.indexOf('?');
   const base = queryAt < 0 ? beforeHash : beforeHash.slice(0, queryAt);
   const query = queryAt < 0 ? '' : beforeHash.slice(queryAt + 1);
-  return { url, base, query, hash, keys: query ? new Set(new URLSearchParams(query).keys()) : NO_KEYS };
+  return { url, base, query, hash, keys: query ? new Set(new URLSearchParams(query).keys()) : NO_KEYS, route };
 }
 
 const setOf = (v: string | string[] | undefined, norm: (s: string) => string) =>
@@ -86,17 +91,17 @@ const upper = (s: string) => s.toUpperCase();
 
 export function compileRouting(f: RoutingFields): Routing {
   const rules = f.rules?.length
-    ? f.rules.map((r) => ({
+    ? f.rules.map((r, i) => ({
         os: setOf(r.when.os, lower),
         device: setOf(r.when.device, lower),
         country: setOf(r.when.country, upper),
         language: setOf(r.when.language, lower),
-        target: target(r.url),
+        target: target(r.url, `rule:${i}`),
       }))
     : null;
   let sum = 0;
   const bounds = f.variants?.map((v) => (sum += v.weight)) ?? [];
-  const variants = f.variants?.length ? f.variants.map((v) => target(v.url)) : null;
+  const variants = f.variants?.length ? f.variants.map((v, i) => target(v.url, `variant:${i}`)) : null;
   return {
     destination: target(f.destinationUrl),
     rules,

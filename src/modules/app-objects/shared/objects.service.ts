@@ -337,8 +337,11 @@ export class ObjectService<Create extends Input, Update extends Input, Query ext
     const spec = parseList(this.kind, query, isAdmin(caller));
     spec.conditions.push(...extra);
     const fastCount = this.fastCount(collectionId, appId, caller, spec);
-    const { rows, total } = await repo.listObjects(this.db, this.kind, collectionId, appId, caller, spec, fastCount);
-    const detailed = await this.withDetails(this.db, collectionId, rows);
+    // Reads only: a read replica serves them when one may (db/client.ts, `Db.read`).
+    const { rows, total, detailed } = await this.db.read(collectionId, async (r) => {
+      const page = await repo.listObjects(r, this.kind, collectionId, appId, caller, spec, fastCount);
+      return { ...page, detailed: await this.withDetails(r, collectionId, page.rows) };
+    });
     return {
       data: detailed.map((r) => this.present(r, caller)),
       pagination: { total, limit: spec.limit, offset: spec.offset, hasMore: spec.offset + rows.length < total },
