@@ -32,6 +32,7 @@ import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
 import { registerJsonBodyParser } from './platform/json-body.ts';
 import { logRequests } from './platform/logging.ts';
+import { AppMetrics, METRICS_PATH } from './platform/metrics.ts';
 import { buildModules, type ServicesOf } from './platform/module.ts';
 import { registerOpenApi } from './platform/openapi.ts';
 import { RedisFailureCount, registerRateLimit } from './platform/rate-limit.ts';
@@ -71,6 +72,8 @@ export type Services = ServicesOf<typeof MODULES>;
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+    /** The app's Prometheus registry (GET /metrics; server.ts serves it on METRICS_PORT too). */
+    metrics: AppMetrics;
     /** Resolves once no request handler is running (or after timeoutMs). */
     drain(timeoutMs: number): Promise<void>;
   }
@@ -116,6 +119,12 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   logRequests(app);
+  // Before any route: each route gets its request count as it is registered (unless
+  // METRICS_ENABLED=false: then no route pays for it).
+  const metrics = new AppMetrics();
+  const requests = config.metrics.enabled ? metrics.countRequests(app) : undefined;
+  metrics.watchDatabase(db);
+  app.decorate('metrics', metrics);
 
   const { services, background, routes, plugins } = buildModules(
     MODULES,
@@ -127,6 +136,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       shutdownTimeoutMs: config.shutdownTimeoutMs,
       trustedProxies: config.trustedProxies ?? (() => false),
       analytics: analyticsRunner(db, config.analyticsWorkMemMb),
+      metrics,
     },
     config.env,
   );
@@ -150,7 +160,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     for (const b of [...background].reverse()) await b.stop();
   });
 
-  registerErrorHandling(app);
+  registerErrorHandling(app, requests?.notFound);
   // Handlers still running for a client that hung up keep no socket open, so the server's own
   // close does not wait for them; this count lets shutdown wait before closing the database.
   // Callback-style hooks: they run on every request (redirects included), and skipping the
@@ -214,6 +224,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       undefined,
       shared && new RedisFailureCount(shared.redis, shared.keyPrefix, shared.log),
     ),
+    new Set(config.metrics.enabled && config.metrics.token ? [METRICS_PATH] : []),
   );
 
   // The service's root, where a newcomer lands first: a browser goes on to the console, any
@@ -253,6 +264,8 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
     }
     return { status: 'ready', listener: db.status().listener };
   });
+  // Prometheus' scrape, beside the probes (docs/operations.md, "Metrics and traces").
+  if (config.metrics.enabled) metrics.serve(app, config.metrics);
 
   await app.register(
     async (scoped) => {

@@ -7,6 +7,7 @@
 
 import { parseDatabaseUrl, parseReadUrls } from './db/hosts.ts';
 import { parseTrustedProxies, type TrustedProxies } from './platform/client-address.ts';
+import { type MetricsSettings, metricsSettings } from './platform/metrics.ts';
 import type { Role } from './platform/module.ts';
 import { type RedisSettings, redisSettings } from './platform/redis.ts';
 import { ConfigError, type Env, intFrom } from './platform/settings.ts';
@@ -57,6 +58,8 @@ export interface Config {
   analyticsWorkMemMb: number;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
   trustedProxies: TrustedProxies | undefined;
+  /** METRICS_ENABLED, METRICS_TOKEN, METRICS_PORT: the Prometheus endpoint (platform/metrics.ts). */
+  metrics: MetricsSettings;
   /** Module-specific settings are read through this so each module parses its own keys once. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -138,6 +141,7 @@ export function loadConfig(env: Env = process.env): Config {
     httpIdleTimeoutMs: intFrom(env, 'HTTP_IDLE_TIMEOUT_MS', 120_000, 1000),
     shutdownTimeoutMs: intFrom(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     trustedProxies: trustedProxiesFrom(env),
+    metrics: metricsSettings(env),
     analyticsWorkMemMb: intFrom(
       env,
       env.ANALYTICS_WORK_MEM_MB ? 'ANALYTICS_WORK_MEM_MB' : 'INTERACTIONS_ANALYTICS_WORK_MEM_MB',

@@ -7,11 +7,16 @@
  * serves HTTP only; `worker` runs background work only (no HTTP listener; supervise the
  * process). Workers start on app ready and stop first on close (see buildApp).
  */
+// First, as a module of its own: traces, when configured, start before pg and Fastify are
+// loaded (platform/tracing.ts, "Order").
+import './platform/tracing.ts';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig, type Role } from './config.ts';
 import { DataDirLockedError, migrate, openDatabase } from './db/index.ts';
 import { generatedSuperAdminKey } from './modules/collections/index.ts';
 import { createLogger, logFormat, startBanner } from './platform/logging.ts';
+import { listenForScrapes } from './platform/metrics.ts';
+import { stopTracing } from './platform/tracing.ts';
 
 function parseRoleFlag(argv: string[]): Role | undefined {
   const i = argv.indexOf('--role');
@@ -46,6 +51,17 @@ async function main(): Promise<void> {
     await app.drain(config.shutdownTimeoutMs);
     await db.close();
   });
+  const { port: metricsPort } = config.metrics;
+  if (metricsPort !== undefined) {
+    // Any role: a worker's jobs and deliveries are counted in its own registry.
+    const scrapes = await listenForScrapes(app.metrics.registry, { ...config.metrics, port: metricsPort }, config.host);
+    app.addHook('onClose', () => {
+      const closed = new Promise<void>((resolve) => scrapes.close(() => resolve()));
+      // A scraper keeps its connection alive between scrapes: it must not hold the stop.
+      scrapes.closeAllConnections();
+      return closed;
+    });
+  }
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -59,6 +75,7 @@ async function main(): Promise<void> {
     timer.unref();
     try {
       await app.close();
+      await stopTracing();
       process.exit(0);
     } catch (err) {
       app.log.error({ err }, 'error during shutdown');

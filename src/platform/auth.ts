@@ -217,6 +217,11 @@ export function registerAuth(
   resolve: CredentialResolver,
   collectionExists: (collectionId: string) => Promise<boolean>,
   failures: AuthFailureBudget,
+  /**
+   * Paths that check a credential of their own (GET /metrics and METRICS_TOKEN): their bearer
+   * token is not a platform credential, so it is neither resolved nor counted as a failure.
+   */
+  ownCredential: ReadonlySet<string> = new Set(),
 ): void {
   app.decorate('collectionExists', collectionExists);
   app.decorateRequest('principal', null as never);
@@ -225,7 +230,8 @@ export function registerAuth(
   // Callback style so that an anonymous call (every redirect) stays synchronous.
   app.addHook('onRequest', (req, reply, done) => {
     const credential = credentialOf(req);
-    if (credential === undefined) {
+    // Only a request with a credential pays for the second look: the redirect's never does.
+    if (credential === undefined || ownCredential.has(req.url)) {
       req.principal = { kind: 'anonymous' };
       return done();
     }

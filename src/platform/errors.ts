@@ -214,13 +214,18 @@ function answer(req: FastifyRequest, reply: FastifyReply, err: unknown, appErr: 
   reply.code(appErr.statusCode).type('application/json').send(errorBody(appErr, req.id));
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** `onNotFound`: told of each request no route matched (the metrics count them). */
+export function registerErrorHandling(
+  app: FastifyInstance,
+  onNotFound?: (req: FastifyRequest, reply: FastifyReply) => void,
+): void {
   app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const headers = (err as { headers?: Record<string, string> })?.headers;
     if (headers) reply.headers(headers);
     answer(req, reply, err, toAppError(err));
   });
   app.setNotFoundHandler((req, reply) => {
+    onNotFound?.(req, reply);
     reply
       .code(404)
       .type('application/json')

@@ -32,9 +32,10 @@ import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify';
 import type { Analytics, Db, Queryable } from '../db/index.ts';
 import type { TrustedProxies } from './client-address.ts';
 import type { EventDefinition } from './events.ts';
+import type { Metrics } from './metrics.ts';
 import type { Route } from './routes.ts';
 import type { Env } from './settings.ts';
-import type { EnqueueOptions, JobQueue, QueuedJob, TaskDefinition } from './tasks.ts';
+import type { EnqueueOptions, JobQueue, QueuedJob, TaskBacklog, TaskDefinition } from './tasks.ts';
 
 /** What a process does: serve HTTP, run background work, or both. */
 export type Role = 'api' | 'worker' | 'all';
@@ -66,6 +67,8 @@ export interface Platform extends PlatformSettings {
   analytics: Analytics;
   /** Enqueue jobs (in the caller's transaction); usable once the providing module is built. */
   queue: JobQueue;
+  /** Where a module declares its metrics (the app's Prometheus registry, platform/metrics.ts). */
+  metrics: Metrics;
 }
 
 /** One piece of a module's background work, and the roles whose processes run it. */
@@ -172,6 +175,9 @@ class QueuePort implements JobQueue {
   }
   registerTask(def: TaskDefinition): void {
     this.queue.registerTask(def);
+  }
+  backlog(): Promise<readonly TaskBacklog[]> {
+    return this.queue.backlog();
   }
 }
 

@@ -148,6 +148,20 @@ export interface JobQueue {
   /** Several jobs in one statement, answered in the order given. */
   enqueueMany(q: Queryable, collectionId: string, jobs: EnqueueOptions[]): Promise<QueuedJob[]>;
   registerTask(def: TaskDefinition): void;
+  /**
+   * Due jobs waiting for a worker, by task, read for the metrics at a scrape (bounded: see
+   * the jobs module's `backlog`); the webhooks module reads its deliveries' lag from it.
+   */
+  backlog(): Promise<readonly TaskBacklog[]>;
+}
+
+/** A task's due jobs not yet picked up, and since when the longest-waiting one is due. */
+export interface TaskBacklog {
+  /** The engine lane: `default`, `deliveries`, or `app` (an app's own tasks, leased over HTTP). */
+  lane: string;
+  task: string;
+  due: number;
+  oldestDueAt: Date;
 }
 
 /**

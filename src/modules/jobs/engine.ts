@@ -37,15 +37,16 @@
  */
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest } from '../../platform/errors.ts';
-import type { EnqueueOptions, JobQueue, TaskContext, TaskDefinition } from '../../platform/tasks.ts';
+import type { EnqueueOptions, JobQueue, TaskBacklog, TaskContext, TaskDefinition } from '../../platform/tasks.ts';
 import { Claimer } from './engine/claimer.ts';
 import { Completions } from './engine/completions.ts';
-import { EngineCore, type EngineLogger, JOBS_CHANNEL } from './engine/core.ts';
+import { EngineCore, type EngineLogger, JOBS_CHANNEL, type JobObserver } from './engine/core.ts';
 import { Fairness } from './engine/fairness.ts';
 import { Housekeeping } from './engine/housekeeping.ts';
 import { backoff, Runner } from './engine/runner.ts';
 import { Slots } from './engine/slots.ts';
 import { Wakeup } from './engine/wakeup.ts';
+import { backlog } from './job-admin.repository.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 import { JOBS_LANES, type JobsSettings } from './jobs.settings.ts';
@@ -63,6 +64,10 @@ export interface EngineOptions {
   housekeeping?: boolean;
 }
 
+/** The most due jobs a backlog read counts (see `backlog`). */
+export const BACKLOG_LIMIT = 100_000;
+const BACKLOG_REUSE_MS = 1000;
+
 export class JobEngine implements JobQueue {
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId: string;
@@ -75,6 +80,8 @@ export class JobEngine implements JobQueue {
   private readonly runner: Runner;
   private readonly housekeeping: Housekeeping;
   private readonly wakeup: Wakeup;
+  /** The last backlog read, reused for BACKLOG_REUSE_MS. */
+  private lastBacklog: { at: number; read: Promise<readonly TaskBacklog[]> } | undefined;
 
   constructor(
     private readonly db: Db,
@@ -122,6 +129,31 @@ export class JobEngine implements JobQueue {
   /** Publishes `job.completed` / `job.failed` of visible tasks' jobs from now on (completions.ts, "Events"). */
   publishEventsTo(publisher: EventPublisher): void {
     this.core.publisher = publisher;
+  }
+
+  /** Tells `observer` of every run from now on (the metrics, jobs.metrics.ts). */
+  observe(observer: JobObserver): void {
+    this.core.observer = observer;
+  }
+
+  /**
+   * Due jobs waiting, by task, every lane's (JobQueue's `backlog`): one bounded statement
+   * (job-admin.repository.ts), whose answer serves every reader for a second, so that one
+   * scrape reading it for the jobs' gauges and the webhooks' lag makes one query.
+   */
+  backlog(): Promise<readonly TaskBacklog[]> {
+    const now = Date.now();
+    if (!this.lastBacklog || now - this.lastBacklog.at > BACKLOG_REUSE_MS) {
+      const read = backlog(this.db, BACKLOG_LIMIT).then((rows) =>
+        rows.map((r) => ({ lane: r.lane, task: r.task, due: r.due, oldestDueAt: r.oldest })),
+      );
+      // A failed read is not reused: the next scrape asks again.
+      read.catch(() => {
+        if (this.lastBacklog?.read === read) this.lastBacklog = undefined;
+      });
+      this.lastBacklog = { at: now, read };
+    }
+    return this.lastBacklog.read;
   }
 
   /** Names of the tasks the API may enqueue and list. */

@@ -29,6 +29,7 @@ import { appTasksRoutes } from './app-tasks.routes.ts';
 import { AppTasksService } from './app-tasks.service.ts';
 import { JobEngine } from './engine.ts';
 import { jobEvents } from './jobs.events.ts';
+import { jobsMetrics } from './jobs.metrics.ts';
 import { jobsRoutes } from './jobs.routes.ts';
 import { JobsService, toJob } from './jobs.service.ts';
 import { JOBS_LANES, jobsSettings, laneSettings } from './jobs.settings.ts';
@@ -51,12 +52,15 @@ export const jobsModule = defineModule({
   needs: [],
   settings: (env, { shutdownTimeoutMs }) => jobsSettings(env, shutdownTimeoutMs),
   tables: { owns: ['jobs', 'job_queues', 'app_tasks'], reads: ['collections'] },
-  create: ({ db, log }, settings) => {
+  create: ({ db, log, metrics }, settings) => {
     const registry = new Map<string, TaskDefinition>();
     const engines = JOBS_LANES.map(
       (lane) =>
         new JobEngine(db, laneSettings(settings, lane), log, { lane, registry, housekeeping: lane === 'default' }),
     );
+    // Every lane's runs counted; the backlog read through the default lane's engine (the port's).
+    const observer = jobsMetrics(metrics, () => engines[0].backlog());
+    for (const e of engines) e.observe(observer);
     const tasks = new AppTasksService(db, (name) => registry.get(name), settings.maxAttempts);
     const leases = new LeasesService(db, engines[0], tasks, new LeaseWaits(db, log), toJob);
     return new JobsService(db, engines, { tasks, leases });

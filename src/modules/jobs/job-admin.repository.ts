@@ -133,3 +133,25 @@ export async function retryMany(
   const more = await q.query(sql`SELECT 1 FROM jobs j WHERE ${where} AND ${keyFree('j')} LIMIT 1`);
   return { rows: rows.sort((a, b) => a.id - b.id), more: more.rows.length > 0 };
 }
+
+/** Due jobs waiting for a worker, by lane and task, and when the longest-waiting one fell due. */
+export interface BacklogRow {
+  lane: string;
+  task: string;
+  due: number;
+  oldest: Date;
+}
+
+/**
+ * The backlog the metrics read at each scrape (jobs.metrics.ts): due jobs waiting, by lane and
+ * task, counting at most `limit` of them, so that a scrape during a backlog of millions reads a
+ * bounded number of rows (the depth then reads as the cap, the oldest as that of those read).
+ */
+export async function backlog(q: Queryable, limit: number): Promise<BacklogRow[]> {
+  const { rows } = await q.query<BacklogRow>(sql`
+    SELECT lane, task, count(*)::int AS due, min(run_at) AS oldest
+    FROM (SELECT lane, task, run_at FROM jobs
+          WHERE status IN ('queued', 'errored') AND run_at <= now() LIMIT ${limit}) AS waiting
+    GROUP BY lane, task`);
+  return rows;
+}

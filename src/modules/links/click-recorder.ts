@@ -76,6 +76,11 @@ export class ClickRecorder {
     return this.geo ? this.geo.lookup(ip).country : '';
   }
 
+  /** Clicks waiting to be stored, and those dropped since start because the buffer was full (the metrics). */
+  get counts(): { buffered: number; dropped: number } {
+    return { buffered: this.buffer.length, dropped: this.dropped };
+  }
+
   /** Queues a click; never waits for the database. */
   record(click: RawClick): void {
     if (this.buffer.length >= this.settings.clickBufferMax) {

@@ -70,9 +70,20 @@ export const linksModule = defineModule({
     // Conversions count the interaction events that carry a click id (attribution.ts).
     reads: ['collections', 'interaction_events'],
   },
-  create: ({ db, log, publicBaseUrl }, settings, deps) => {
+  create: ({ db, log, publicBaseUrl, metrics }, settings, deps) => {
     const short = (code: string, domain: string | null) => shortUrl(publicBaseUrl, code, domain);
     const recorder = new ClickRecorder(db, settings, log, deps.webhooks, short);
+    // Read when scraped: the redirect itself does nothing more for the metrics.
+    metrics.gauge({
+      name: 'link_click_buffer_size',
+      help: "Clicks in this process's buffer, not yet stored (CLICK_BUFFER_MAX at most)",
+      collect: (g) => g.set(recorder.counts.buffered),
+    });
+    metrics.countedElsewhere({
+      name: 'link_clicks_dropped_total',
+      help: 'Clicks this process dropped because its buffer was full (the database not keeping up)',
+      read: () => recorder.counts.dropped,
+    });
     const clickEvents = new ClickEventPublisher(db, deps.webhooks, log, settings.clickEventsPollMs, short);
     const domains = new DomainsService(
       db,

@@ -122,6 +122,14 @@ const RATE_IDLE_MS = 60_000;
 /** Thrown when the process stops: the job goes back to the queue, for a worker that runs. */
 class Stopping extends Error {}
 
+/** What the metrics hear of deliveries (webhooks.metrics.ts). */
+export interface DeliveryObserver {
+  /** An attempt was sent (or refused by the SSRF guard), with its outcome and time. */
+  attempted(outcome: AttemptResult['outcome'], seconds: number): void;
+  /** A delivery failed for good: its last automatic attempt failed. */
+  deliveryFailed(): void;
+}
+
 /** One attempt a job makes. */
 interface Item {
   deliveryId: string;
@@ -156,6 +164,8 @@ export class WebhookDelivery {
     private readonly sender: WebhookSender,
     /** Where the next attempt of a failed delivery is queued: the outbox. */
     private readonly queue: DeliveryQueue,
+    /** Told of each attempt sent and each delivery that failed for good (the metrics). */
+    private readonly observer?: DeliveryObserver,
   ) {
     this.backoff = { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs };
     this.loads = new Coalescer(async (db, collectionId, ids) => {
@@ -350,6 +360,7 @@ export class WebhookDelivery {
       this.dropIfIdle(key, places);
       if (this.closing && this.sending === 0) void this.sender.close();
     }
+    this.observer?.attempted(result.outcome, result.durationMs / 1000);
     // Shutting down mid-attempt: record nothing; the engine releases the job and it runs again.
     if (signal?.aborted) throw new Stopping('worker stopping; attempt abandoned');
     if (result.outcome === 'succeeded') {
@@ -366,9 +377,12 @@ export class WebhookDelivery {
       return recorded ? { outcome: 'succeeded', statusCode: result.statusCode } : { skipped: 'raced' };
     }
     this.failing.add(key);
-    return retryOnConflict(() =>
+    const recorded = await retryOnConflict(() =>
       db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, item, startedAt, result, turn)),
     );
+    // Counted once committed: a transaction run again after a conflict counts once.
+    if (recorded.final === true) this.observer?.deliveryFailed();
+    return recorded;
   }
 
   private dropIfIdle(key: string, places: InFlight): void {

@@ -19,6 +19,7 @@ import { WebhookOutbox } from './outbox.ts';
 import { WebhookRegistrations } from './registrations.ts';
 import { WebhookSender } from './sender.ts';
 import { webhookEvents } from './webhooks.events.ts';
+import { webhooksMetrics } from './webhooks.metrics.ts';
 import { webhooksRoutes } from './webhooks.routes.ts';
 import { WebhooksService } from './webhooks.service.ts';
 import { webhooksSettings } from './webhooks.settings.ts';
@@ -41,7 +42,7 @@ export const webhooksModule = defineModule({
   tables: { owns: ['webhooks', 'webhook_events', 'webhook_deliveries', 'webhook_attempts'], reads: ['collections'] },
   // The outbox queues on the job engine; delivery and registrations queue through the outbox.
   // The catalogue starts empty: buildApp adds every module's `events`, this one's included.
-  create: ({ db, log, queue }, settings) => {
+  create: ({ db, log, queue, metrics }, settings) => {
     const catalogue = new EventCatalogue(settings.eventsStrict, log);
     const outbox = new WebhookOutbox(db, settings, queue, catalogue);
     const sender = new WebhookSender({
@@ -49,7 +50,7 @@ export const webhooksModule = defineModule({
       timeoutMs: settings.timeoutMs,
       responseExcerptBytes: settings.responseExcerptBytes,
     });
-    const delivery = new WebhookDelivery(settings, log, sender, outbox);
+    const delivery = new WebhookDelivery(settings, log, sender, outbox, webhooksMetrics(metrics, queue));
     const registrations = new WebhookRegistrations(db, settings, outbox, catalogue);
     return new WebhooksService(settings, catalogue, registrations, outbox, delivery);
   },

@@ -49,6 +49,17 @@ export interface Held {
   claimedAt: number;
 }
 
+/**
+ * Told of each run this engine makes (the metrics, jobs.metrics.ts): when a handler starts,
+ * and how its attempt ended once that is recorded. Called on the worker's path: cheap, no I/O.
+ */
+export interface JobObserver {
+  /** `waitedSeconds`: from the job's due time (`run_at`) to its start here. */
+  started(task: string, lane: string, waitedSeconds: number): void;
+  /** `retried`: failed, with another attempt to come; `failed`: its last attempt failed. */
+  finished(task: string, lane: string, result: 'succeeded' | 'retried' | 'failed', ranSeconds: number): void;
+}
+
 export class EngineCore {
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId = `w_${randomBytes(6).toString('hex')}`;
@@ -59,6 +70,8 @@ export class EngineCore {
   readonly held = new Map<number, Held>();
   /** Where the final states of visible tasks' jobs are published (completions.ts, "Events"); none until set. */
   publisher: EventPublisher | undefined;
+  /** Told of every run (the metrics); none until set. */
+  observer: JobObserver | undefined;
   private idleWaiters: (() => void)[] = [];
   /** The lane's task names, and the registry's size when they were read (`taskNames`). */
   private laneTasks: { seen: number; names: string[] } = { seen: -1, names: [] };

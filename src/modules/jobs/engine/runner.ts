@@ -115,6 +115,7 @@ export class Runner {
       },
     };
     let outcome: { ok: true; value: unknown } | { ok: false; error: string; retryAfterMs: number };
+    core.observer?.started(row.task, core.lane, Math.max(0, Date.now() - row.run_at.getTime()) / 1000);
     try {
       if (!def) throw new Error(`Task "${row.task}" is not registered in this worker`);
       const value = (await def.handler(ctx)) ?? null;
@@ -136,6 +137,7 @@ export class Runner {
     try {
       if (outcome.ok) {
         refilled = await this.completions.complete(row, outcome.value, entry.lastProgress, ranMs);
+        core.observer?.finished(row.task, core.lane, 'succeeded', ranMs / 1000);
       } else if (core.abort.signal.aborted) {
         // Interrupted by shutdown, not a failure of the job: stop() releases it.
         core.log.info({ jobId: row.id }, 'jobs: job interrupted by shutdown');
@@ -149,6 +151,7 @@ export class Runner {
           'jobs: attempt failed',
         );
         if (r?.status === 'errored') this.wakeup.wake(r.run_at.getTime());
+        if (r) core.observer?.finished(row.task, core.lane, r.status === 'failed' ? 'failed' : 'retried', ranMs / 1000);
       }
       // The next job of a named queue is now claimable, possibly by another process.
       if (row.queue_name !== null) {
