@@ -8,11 +8,11 @@
  */
 import { execFile } from 'node:child_process';
 import { appendFileSync, chmodSync, chownSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from '../../support/service-process.ts';
 
 const run = promisify(execFile);
 export const PG_BIN = process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin';
@@ -25,17 +25,6 @@ export function canRunClusters(): boolean {
 async function asPostgres(cmd: string, args: string[], timeout = 60_000): Promise<string> {
   const { stdout } = await run('runuser', ['-u', 'postgres', '--', join(PG_BIN, cmd), ...args], { timeout });
   return stdout;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 export interface PgServer {
