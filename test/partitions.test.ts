@@ -10,12 +10,20 @@
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, makeMonths, migrate, migrationFiles, monthlyPartitions } from '../src/db/index.ts';
+import {
+  dropMonthsBefore,
+  MIGRATIONS_DIR,
+  makeMonths,
+  migrate,
+  migrationFiles,
+  monthlyPartitions,
+} from '../src/db/index.ts';
 import { EVENTS_TABLE } from '../src/modules/interactions/interactions.partitions.ts';
 import { CLICKS_TABLE } from '../src/modules/links/click-partitions.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { createTestDb } from './helpers/db.ts';
+import { createTestDb, onPostgres } from './helpers/db.ts';
 
 describe('migrations 0911 and 0912 (existing rows into the partitioned tables)', () => {
   it('keeps every row as it was, in the partition of its month, and ids go on from the last one', async () => {
@@ -326,6 +334,39 @@ describe('the upkeep of the monthly partitions', () => {
       );
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe.skipIf(!onPostgres)('the upkeep behind a long query (PostgreSQL)', () => {
+  it('gives way when the table is held, and does it on the next run', async () => {
+    const testDb = await createTestDb();
+    const holder = new pg.Client({ connectionString: testDb.url });
+    await holder.connect();
+    try {
+      const month = new Date('2031-01-01T00:00:00Z');
+      // A long reader: its lock conflicts with the exclusive one a new partition needs.
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE interaction_events IN ACCESS SHARE MODE');
+      expect(await makeMonths(testDb.db, EVENTS_TABLE, month, 1)).toEqual({
+        made: [],
+        postponed: ['make interaction_events 2031-01'],
+      });
+      await holder.query('COMMIT');
+      expect(await makeMonths(testDb.db, EVENTS_TABLE, month, 1)).toEqual({
+        made: ['interaction_events_y2031m01'],
+        postponed: [],
+      });
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE interaction_events IN ACCESS SHARE MODE');
+      const held = await dropMonthsBefore(testDb.db, EVENTS_TABLE, new Date('2031-02-01T00:00:00Z'));
+      expect(held.postponed).toContain('drop interaction_events_y2031m01');
+      await holder.query('COMMIT');
+      const done = await dropMonthsBefore(testDb.db, EVENTS_TABLE, new Date('2031-02-01T00:00:00Z'));
+      expect(done.dropped).toContain('interaction_events_y2031m01');
+    } finally {
+      await holder.end();
+      await testDb.drop();
     }
   });
 });

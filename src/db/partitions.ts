@@ -27,7 +27,7 @@ import type { Db, Tx } from './client.ts';
 /** The months made ahead of the current one (which is always made). */
 export const MONTHS_AHEAD = 3;
 /** How long a structural change waits for the parent's lock before leaving it to the next run. */
-const LOCK_TIMEOUT = '5s';
+const LOCK_TIMEOUT = '1s';
 /** Rows of the default partition deleted per statement, and statements per run at most. */
 const DEFAULT_BATCH = 10_000;
 const DEFAULT_BATCHES = 100;

@@ -30,7 +30,7 @@ export class EventPartitions {
 
   /**
    * Hourly in one worker of the deployment (a system schedule): a month is made three months
-   * before it begins, so a run that cannot get the table's lock (it gives up after 5 s behind a
+   * before it begins, so a run that cannot get the table's lock (it gives up after 1 s behind a
    * long query) has many more chances; and retention drops a month within the hour it ages out.
    */
   housekeeping(): Housekeeping {
