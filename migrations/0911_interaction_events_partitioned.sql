@@ -5,6 +5,7 @@
 -- one transaction (a failure leaves the table as it was).
 --
 -- What changes and why:
+-- - The columns are the old table's (LIKE): whatever an earlier migration added comes along.
 -- - The primary key must include the partition key: (collection_id, id, occurred_at). Ids still
 --   come from one identity sequence, so (collection_id, id) stays unique in practice; nothing
 --   relies on the database refusing a duplicate id (no foreign key, no ON CONFLICT names it:
@@ -24,33 +25,11 @@ DROP INDEX interaction_events_by_interaction, interaction_events_by_time, intera
   interaction_events_by_contact, interaction_events_by_anon, interaction_events_by_journey,
   interaction_events_by_event_id, interaction_events_by_click;
 
+-- The old table's columns, in its order, whatever migrations before this one added (LIKE):
+-- types, NOT NULL, defaults, the identity's options. Not its indexes: the key must change.
 CREATE TABLE interaction_events (
-  collection_id text NOT NULL,
-  id bigint GENERATED ALWAYS AS IDENTITY,
-  event_id text NOT NULL,
-  interaction_id text NOT NULL,
-  app_id text,
-  occurred_at timestamptz NOT NULL DEFAULT now(),
-  user_id text,
-  contact_id text,
-  anon_id text,
-  outcome text,
-  scope text,
-  broadcast_id text,
-  journey_id text,
-  metadata jsonb,
-  source text NOT NULL DEFAULT 'admin',
-  updated_at timestamptz,
-  deleted_at timestamptz,
-  org_id text,
-  product_id text,
-  proof_id text,
-  variant_id text,
-  batch_id text,
-  event_type text,
-  source_tag text,
-  extra jsonb,
-  click_id text,
+  LIKE interaction_events_unpartitioned INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING GENERATED INCLUDING CONSTRAINTS
+    INCLUDING STORAGE,
   PRIMARY KEY (collection_id, id, occurred_at)
 ) PARTITION BY RANGE (occurred_at);
 CREATE TABLE interaction_events_default PARTITION OF interaction_events DEFAULT;
@@ -70,14 +49,8 @@ BEGIN
   LOOP
     PERFORM partition_month('interaction_events', m);
   END LOOP;
-  INSERT INTO interaction_events (collection_id, id, event_id, interaction_id, app_id, occurred_at, user_id,
-    contact_id, anon_id, outcome, scope, broadcast_id, journey_id, metadata, source, updated_at, deleted_at,
-    org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra, click_id)
-  OVERRIDING SYSTEM VALUE
-  SELECT collection_id, id, event_id, interaction_id, app_id, occurred_at, user_id,
-    contact_id, anon_id, outcome, scope, broadcast_id, journey_id, metadata, source, updated_at, deleted_at,
-    org_id, product_id, proof_id, variant_id, batch_id, event_type, source_tag, extra, click_id
-  FROM interaction_events_unpartitioned;
+  -- Same columns in the same order (LIKE above), ids as they were.
+  INSERT INTO interaction_events OVERRIDING SYSTEM VALUE SELECT * FROM interaction_events_unpartitioned;
   SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END INTO next_id
   FROM interaction_events_unpartitioned_id_seq;
   EXECUTE format('ALTER TABLE interaction_events ALTER COLUMN id RESTART WITH %s', next_id);

@@ -11,33 +11,18 @@
 -- - No trigger hangs on link_clicks (the click batch keeps the rollup in its own transaction;
 --   links' statement trigger of 0401 deletes from link_clicks by name).
 -- - The identity continues where the old table's stopped.
+-- - The columns are the old table's (LIKE), so a column added before this (0630's `route`)
+--   comes along.
 ALTER TABLE link_clicks RENAME TO link_clicks_unpartitioned;
 ALTER TABLE link_clicks_unpartitioned RENAME CONSTRAINT link_clicks_pkey TO link_clicks_unpartitioned_pkey;
 ALTER SEQUENCE link_clicks_id_seq RENAME TO link_clicks_unpartitioned_id_seq;
 DROP INDEX link_clicks_click_id;
 
+-- The old table's columns, in its order, whatever migrations before this one added (LIKE):
+-- types, NOT NULL, defaults, the identity's options. Not its indexes: the key must change.
 CREATE TABLE link_clicks (
-  collection_id text NOT NULL,
-  link_id text NOT NULL,
-  id bigint GENERATED ALWAYS AS IDENTITY,
-  clicked_at timestamptz NOT NULL,
-  ip_address text NOT NULL DEFAULT '',
-  user_agent text NOT NULL DEFAULT '',
-  referer text NOT NULL DEFAULT '',
-  country text NOT NULL DEFAULT '',
-  city text NOT NULL DEFAULT '',
-  device_type text NOT NULL DEFAULT '',
-  trigger text NOT NULL DEFAULT 'link',
-  click_id text,
-  browser text NOT NULL DEFAULT '',
-  os text NOT NULL DEFAULT '',
-  region text NOT NULL DEFAULT '',
-  utm_source text NOT NULL DEFAULT '',
-  utm_medium text NOT NULL DEFAULT '',
-  utm_campaign text NOT NULL DEFAULT '',
-  utm_term text NOT NULL DEFAULT '',
-  utm_content text NOT NULL DEFAULT '',
-  visitor text NOT NULL DEFAULT '',
+  LIKE link_clicks_unpartitioned INCLUDING DEFAULTS INCLUDING IDENTITY INCLUDING GENERATED INCLUDING CONSTRAINTS
+    INCLUDING STORAGE,
   PRIMARY KEY (collection_id, link_id, clicked_at, id)
 ) PARTITION BY RANGE (clicked_at);
 CREATE TABLE link_clicks_default PARTITION OF link_clicks DEFAULT;
@@ -57,14 +42,8 @@ BEGIN
   LOOP
     PERFORM partition_month('link_clicks', m);
   END LOOP;
-  INSERT INTO link_clicks (collection_id, link_id, id, clicked_at, ip_address, user_agent, referer, country, city,
-    device_type, trigger, click_id, browser, os, region, utm_source, utm_medium, utm_campaign, utm_term,
-    utm_content, visitor)
-  OVERRIDING SYSTEM VALUE
-  SELECT collection_id, link_id, id, clicked_at, ip_address, user_agent, referer, country, city,
-    device_type, trigger, click_id, browser, os, region, utm_source, utm_medium, utm_campaign, utm_term,
-    utm_content, visitor
-  FROM link_clicks_unpartitioned;
+  -- Same columns in the same order (LIKE above), ids as they were.
+  INSERT INTO link_clicks OVERRIDING SYSTEM VALUE SELECT * FROM link_clicks_unpartitioned;
   SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END INTO next_id
   FROM link_clicks_unpartitioned_id_seq;
   EXECUTE format('ALTER TABLE link_clicks ALTER COLUMN id RESTART WITH %s', next_id);
