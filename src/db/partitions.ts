@@ -69,7 +69,10 @@ function checked(t: MonthlyTable): MonthlyTable {
 
 /** The first instant (UTC) of the month holding `at`, moved by `k` months. */
 export function monthStart(at: Date, k = 0): Date {
-  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + k, 1));
+  // setUTCFullYear, not Date.UTC: the latter reads years 0–99 as 1900–1999.
+  const d = new Date(0);
+  d.setUTCFullYear(at.getUTCFullYear(), at.getUTCMonth() + k, 1);
+  return d;
 }
 
 const lockNotGranted = (err: unknown) => (err as { code?: string }).code === '55P03';
@@ -102,8 +105,8 @@ export async function monthlyPartitions(db: Db, t: MonthlyTable): Promise<MonthP
   for (const r of rows) {
     const m = pattern.exec(r.name);
     if (!m) continue;
-    const from = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, 1));
-    from.setUTCFullYear(Number(m[1])); // Date.UTC maps years 0–99 to 1900–1999
+    const from = new Date(0);
+    from.setUTCFullYear(Number(m[1]), Number(m[2]) - 1, 1);
     out.push({ name: r.name, qualified: r.qualified, from, to: monthStart(from, 1) });
   }
   return out;
