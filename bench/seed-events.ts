@@ -6,7 +6,8 @@
  *   in one transaction (a failure leaves the table as it was): drop the secondary indexes
  *   (their definitions kept), disable the user triggers, TRUNCATE (so COPY may FREEZE: rows
  *   are written frozen and all-visible, so no VACUUM has to rewrite 10M rows' hint bits
- *   later), COPY, re-create the indexes, enable the triggers. The derived tables the disabled
+ *   later; not into a partitioned table, which takes no FREEZE), COPY, re-create the indexes,
+ *   enable the triggers. The months the data spans get their partitions first (migration 0911). The derived tables the disabled
  *   triggers would have kept are then rebuilt (see `rebuildDerived`), and everything VACUUM
  *   ANALYZEd. A table that already holds events gets COPY with its indexes and triggers in
  *   place, in --batch chunks so each statement trigger's transition table stays small.
@@ -38,7 +39,7 @@ import { parseArgs } from 'node:util';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { loadConfig } from '../src/config.ts';
-import { type Db, migrate, openDatabase } from '../src/db/index.ts';
+import { type Db, makeMonths, migrate, openDatabase } from '../src/db/index.ts';
 
 export interface SeedOptions {
   events: number;
@@ -329,17 +330,23 @@ async function seedByCopy(
     for (const ix of indexes) await client.query(`DROP INDEX ${ix.name}`);
     await client.query('ALTER TABLE interaction_events DISABLE TRIGGER USER');
     await client.query('TRUNCATE interaction_events');
+    // A partitioned table (migration 0911) takes no COPY FREEZE: its rows go to the partitions.
+    const { rows: kind } = await client.query<{ partitioned: boolean }>(
+      "SELECT relkind = 'p' AS partitioned FROM pg_class WHERE oid = 'interaction_events'::regclass",
+    );
+    const freeze = !kind[0].partitioned;
     lap(`drop ${indexes.length} indexes, disable triggers`);
     // One COPY for everything: this process generates while the server stores.
     const progress = setInterval(() => log(`copy: ${((Date.now() - t) / 1000).toFixed(0)} s`), 30_000);
     try {
-      written = await copyRows(client, o.collection, it, Number.POSITIVE_INFINITY, true);
+      written = await copyRows(client, o.collection, it, Number.POSITIVE_INFINITY, freeze);
     } finally {
       clearInterval(progress);
     }
-    lap(`generate+copy ${written} events (FREEZE)`);
+    lap(`generate+copy ${written} events${freeze ? ' (FREEZE)' : ' (into the partitions)'}`);
     for (const ix of indexes) {
-      await client.query(ix.def);
+      // A partitioned table's index is defined ON ONLY the parent; made again on the whole table.
+      await client.query(ix.def.replace(' ON ONLY ', ' ON '));
       log(`  ${ix.name}: ${((Date.now() - t) / 1000).toFixed(1)} s`);
     }
     lap(`index build (${indexes.length})`);
@@ -427,6 +434,17 @@ export async function seedEvents(db: Db, o: SeedOptions, log: (m: string) => voi
      VALUES ($1, $2, 'bench', 'Bench journey', 'event_triggered', $3::jsonb) ON CONFLICT DO NOTHING`,
     [o.collection, JOURNEY_ID, JSON.stringify({ steps })],
   );
+  // The months the data spans get their partitions first (migration 0911), or every row would
+  // land in the default partition. Skipped on a schema from before the partitions.
+  const { rows: partitioned } = await db.query<{ ok: boolean }>(
+    "SELECT to_regproc('partition_month') IS NOT NULL AS ok",
+  );
+  if (partitioned[0].ok) {
+    const start = new Date(p.startMs);
+    const end = new Date(p.startMs + p.spanSeconds * 1000);
+    const months = (end.getUTCFullYear() - start.getUTCFullYear()) * 12 + end.getUTCMonth() - start.getUTCMonth() + 1;
+    await makeMonths(db, { table: 'interaction_events', column: 'occurred_at' }, start, months);
+  }
   log(
     `plan: ${p.general} events of ${p.interactions} types and ${p.users} users, ` +
       `${p.journeyUsers} journey entrants (${journeyEventCount(p.journeyUsers)} journey events)`,

@@ -367,8 +367,15 @@ describe('system schedules', () => {
         cron: null,
         every_ms: 600_000,
       },
+      {
+        id: 'system:interactions.maintainPartitions',
+        name: 'interactions.maintainPartitions',
+        cron: '23 * * * *',
+        every_ms: null,
+      },
       { id: 'system:jobs.retention', name: 'jobs.retention', cron: '* * * * *', every_ms: null },
       { id: 'system:links.forgetVisitors', name: 'links.forgetVisitors', cron: '7 * * * *', every_ms: null },
+      { id: 'system:links.maintainPartitions', name: 'links.maintainPartitions', cron: '27 * * * *', every_ms: null },
       {
         id: 'system:webhooks.forgetRetiredSecrets',
         name: 'webhooks.forgetRetiredSecrets',

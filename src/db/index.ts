@@ -7,6 +7,18 @@ export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
 export { isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
 export { type PageQuery, pageOf, pageWithTotal } from './pages.ts';
+export {
+  deleteFromDefaultBefore,
+  dropMonthsBefore,
+  MONTHS_AHEAD,
+  type MonthlyTable,
+  type MonthPartition,
+  maintainMonthly,
+  makeMonths,
+  monthlyPartitions,
+  monthStart,
+  type UpkeepReport,
+} from './partitions.ts';
 export { NoPrimaryError } from './primary.ts';
 export type { ReplicaStatus } from './replicas.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

@@ -46,6 +46,7 @@ import { EFFECT_LIMITS, EffectRunner } from './interactions.effects.ts';
 import { InteractionEventWriter } from './interactions.events.service.ts';
 import { interactionEvents } from './interactions.events.ts';
 import { exportTask } from './interactions.export.ts';
+import { EventPartitions } from './interactions.partitions.ts';
 import { InteractionReads } from './interactions.reads.service.ts';
 import { interactionsRoutes } from './interactions.routes.ts';
 import { InteractionsService } from './interactions.service.ts';
@@ -72,6 +73,9 @@ export const interactionsModule = defineModule({
     owns: [
       'interaction_types',
       'interaction_events',
+      // interaction_events' partition for times no month covers (0911); the monthly ones are
+      // made and dropped by the upkeep (interactions.partitions.ts).
+      'interaction_events_default',
       'interaction_counts_hourly',
       'interaction_latest',
       'interaction_latest_counts',
@@ -100,7 +104,8 @@ export const interactionsModule = defineModule({
       effects,
     });
     const reads = new InteractionReads(db, analytics, types);
-    return new InteractionsService({ types, events, reads, counters });
+    const partitions = new EventPartitions(db, settings);
+    return new InteractionsService({ types, events, reads, counters, partitions });
   },
   routes: interactionsRoutes,
   events: interactionEvents,
@@ -108,5 +113,6 @@ export const interactionsModule = defineModule({
   background: (service) => [{ roles: EVERY_ROLE, start: () => undefined, stop: () => service.close() }],
   // Counter compaction in one worker of the deployment per tick (a system schedule); any
   // number of runs at once would still be safe (repo.compactCounters).
-  housekeeping: (service) => [service.counters.housekeeping()],
+  // and the events' monthly partitions made ahead and aged out (interactions.partitions.ts).
+  housekeeping: (service) => [service.counters.housekeeping(), service.partitions.housekeeping()],
 });

@@ -1,5 +1,5 @@
 /**
- * The interactions module's service, composed by its manifest (index.ts) from four parts,
+ * The interactions module's service, composed by its manifest (index.ts) from five parts,
  * each with its own repository and given its collaborators through its constructor:
  * - types (interactions.types.service.ts): the CRUD of interaction types, and the lookups of
  *   them the other parts make;
@@ -8,12 +8,15 @@
  * - reads (interactions.reads.service.ts): queries, counts by outcome, aggregates, a user's
  *   own events, summaries, and the download of an export;
  * - counters (interactions.counters.service.ts): each interaction's total, and the compaction
- *   of the striped counters.
+ *   of the striped counters;
+ * - partitions (interactions.partitions.ts): the monthly partitions of the events, and their
+ *   retention.
  * Here: what the manifest and other code use of the whole.
  */
 import type { TaskDefinition } from '../../platform/tasks.ts';
 import type { InteractionCounters } from './interactions.counters.service.ts';
 import type { InteractionEventWriter } from './interactions.events.service.ts';
+import type { EventPartitions } from './interactions.partitions.ts';
 import type { InteractionReads } from './interactions.reads.service.ts';
 import type { InteractionTypes } from './interactions.types.service.ts';
 
@@ -22,6 +25,7 @@ export interface InteractionParts {
   events: InteractionEventWriter;
   reads: InteractionReads;
   counters: InteractionCounters;
+  partitions: EventPartitions;
 }
 
 export class InteractionsService implements InteractionParts {
@@ -29,12 +33,14 @@ export class InteractionsService implements InteractionParts {
   readonly events: InteractionEventWriter;
   readonly reads: InteractionReads;
   readonly counters: InteractionCounters;
+  readonly partitions: EventPartitions;
 
   constructor(parts: InteractionParts) {
     this.types = parts.types;
     this.events = parts.events;
     this.reads = parts.reads;
     this.counters = parts.counters;
+    this.partitions = parts.partitions;
   }
 
   /** The `interactions.effect` task (registered by the manifest). */

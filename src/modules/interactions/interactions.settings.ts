@@ -10,11 +10,18 @@ export interface InteractionsSettings {
    * JOBS_BACKOFF_MAX_MS), until this many attempts have failed.
    */
   effectMaxAttempts: number;
+  /**
+   * EVENTS_RETENTION_DAYS: events older than this many days are removed by whole months (their
+   * partition dropped) by the `interactions.maintainPartitions` system schedule; 0, the default,
+   * keeps every event (docs/operations.md "Tables that age out").
+   */
+  eventsRetentionDays: number;
 }
 
 export function interactionsSettings(env: Env): InteractionsSettings {
   return {
     compactEveryMs: intFrom(env, 'INTERACTIONS_COMPACT_EVERY_MS', 600_000, 1000),
     effectMaxAttempts: intFrom(env, 'INTERACTIONS_EFFECT_MAX_ATTEMPTS', 10, 1, 100),
+    eventsRetentionDays: intFrom(env, 'EVENTS_RETENTION_DAYS', 0, 0, 365_000),
   };
 }

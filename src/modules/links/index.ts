@@ -60,6 +60,9 @@ export const linksModule = defineModule({
       'links',
       'link_codes',
       'link_clicks',
+      // link_clicks' partition for times no month covers (0912); the monthly ones are made and
+      // dropped by the upkeep (click-partitions.ts).
+      'link_clicks_default',
       'link_click_events',
       'link_click_rollup',
       'link_visitor_days',
@@ -116,6 +119,7 @@ export const linksModule = defineModule({
         'Deletes the visitor salts and the visitors seen of days before yesterday (UTC): their hashes can no longer be recomputed',
       run: () => service.analytics.forgetPastVisitors(),
     },
+    service.partitions.housekeeping(),
   ],
   // Every role: the redirect cache follows other processes' changes, and the last buffered
   // clicks are stored on stop (after the requests still running have finished). Processes that

@@ -24,6 +24,7 @@ import {
   newClickId,
 } from './attribution.ts';
 import type { ClickEventPublisher } from './click-events.ts';
+import { ClickPartitions } from './click-partitions.ts';
 import type { ClickRecorder } from './click-recorder.ts';
 import type { RawClick } from './clicks.ts';
 import { claimDomainCode } from './domains.repository.ts';
@@ -91,6 +92,8 @@ export class LinksService {
   readonly changes: Subscription;
   /** Click analytics and the CSV export of clicks (analytics.service.ts). */
   readonly analytics: LinkAnalytics;
+  /** The clicks' monthly partitions and their retention (click-partitions.ts). */
+  readonly partitions: ClickPartitions;
 
   constructor(
     private readonly db: Db,
@@ -109,6 +112,7 @@ export class LinksService {
     this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
     this.trusted = settings.trustedProxies;
     this.analytics = new LinkAnalytics(db);
+    this.partitions = new ClickPartitions(db, settings);
     this.changes = new Subscription(
       db,
       repo.LINKS_CHANNEL,

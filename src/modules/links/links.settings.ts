@@ -24,6 +24,12 @@ export interface LinksSettings {
   domainClaimTtlMs: number;
   /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: the HTTP check of a domain may reach private addresses. */
   allowPrivateNetworks: boolean;
+  /**
+   * CLICKS_RETENTION_DAYS: clicks older than this many days are removed by whole months (their
+   * partition dropped) by the `links.maintainPartitions` system schedule; 0, the default, keeps
+   * every click (docs/operations.md "Tables that age out").
+   */
+  clicksRetentionDays: number;
 }
 
 export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'trustedProxies'>): LinksSettings {
@@ -42,5 +48,6 @@ export function linksSettings(env: Env, platform: Pick<PlatformSettings, 'truste
     domainsMax: intFrom(env, 'LINK_DOMAINS_MAX', 50, 0, 10_000),
     domainClaimTtlMs: intFrom(env, 'LINK_DOMAIN_CLAIM_TTL_MS', 7 * 86_400_000, 0, 365 * 86_400_000),
     allowPrivateNetworks: boolFrom(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    clicksRetentionDays: intFrom(env, 'CLICKS_RETENTION_DAYS', 0, 0, 365_000),
   };
 }
