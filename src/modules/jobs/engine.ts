@@ -38,6 +38,7 @@
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest } from '../../platform/errors.ts';
 import type { EnqueueOptions, JobQueue, TaskBacklog, TaskContext, TaskDefinition } from '../../platform/tasks.ts';
+import { Backlog } from './engine/backlog.ts';
 import { Claimer } from './engine/claimer.ts';
 import { Completions } from './engine/completions.ts';
 import { EngineCore, type EngineLogger, JOBS_CHANNEL, type JobObserver } from './engine/core.ts';
@@ -46,7 +47,6 @@ import { Housekeeping } from './engine/housekeeping.ts';
 import { backoff, Runner } from './engine/runner.ts';
 import { Slots } from './engine/slots.ts';
 import { Wakeup } from './engine/wakeup.ts';
-import { backlog } from './job-admin.repository.ts';
 import type { EventPublisher } from './jobs.events.ts';
 import * as repo from './jobs.repository.ts';
 import { JOBS_LANES, type JobsSettings } from './jobs.settings.ts';
@@ -64,10 +64,6 @@ export interface EngineOptions {
   housekeeping?: boolean;
 }
 
-/** The most due jobs a backlog read counts (see `backlog`). */
-export const BACKLOG_LIMIT = 100_000;
-const BACKLOG_REUSE_MS = 1000;
-
 export class JobEngine implements JobQueue {
   /** Identifies this engine's claims in `locked_by`. */
   readonly workerId: string;
@@ -80,8 +76,7 @@ export class JobEngine implements JobQueue {
   private readonly runner: Runner;
   private readonly housekeeping: Housekeeping;
   private readonly wakeup: Wakeup;
-  /** The last backlog read, reused for BACKLOG_REUSE_MS. */
-  private lastBacklog: { at: number; read: Promise<readonly TaskBacklog[]> } | undefined;
+  private readonly backlogReader: Backlog;
 
   constructor(
     private readonly db: Db,
@@ -111,6 +106,7 @@ export class JobEngine implements JobQueue {
     this.housekeeping = new Housekeeping(core);
     this.wakeup = new Wakeup(core, this.claimer, (options.housekeeping ?? true) ? this.housekeeping : undefined);
     this.runner = new Runner(core, this.slots, this.completions, this.claimer, this.wakeup);
+    this.backlogReader = new Backlog(db);
   }
 
   registerTask(def: TaskDefinition): void {
@@ -136,24 +132,9 @@ export class JobEngine implements JobQueue {
     this.core.observer = observer;
   }
 
-  /**
-   * Due jobs waiting, by task, every lane's (JobQueue's `backlog`): one bounded statement
-   * (job-admin.repository.ts), whose answer serves every reader for a second, so that one
-   * scrape reading it for the jobs' gauges and the webhooks' lag makes one query.
-   */
+  /** Due jobs waiting, by task, every lane's (JobQueue's `backlog`; engine/backlog.ts). */
   backlog(): Promise<readonly TaskBacklog[]> {
-    const now = Date.now();
-    if (!this.lastBacklog || now - this.lastBacklog.at > BACKLOG_REUSE_MS) {
-      const read = backlog(this.db, BACKLOG_LIMIT).then((rows) =>
-        rows.map((r) => ({ lane: r.lane, task: r.task, due: r.due, oldestDueAt: r.oldest })),
-      );
-      // A failed read is not reused: the next scrape asks again.
-      read.catch(() => {
-        if (this.lastBacklog?.read === read) this.lastBacklog = undefined;
-      });
-      this.lastBacklog = { at: now, read };
-    }
-    return this.lastBacklog.read;
+    return this.backlogReader.read();
   }
 
   /** Names of the tasks the API may enqueue and list. */
