@@ -19,7 +19,7 @@ export const attributionRoutes = (service: LinksService) => [
     params: CollectionParams,
     query: ConversionsQuery,
     response: CollectionConversions,
-    handler: ({ scope, query }) => service.collectionConversions(scope.collectionId, query),
+    handler: ({ scope, query }) => service.clickReads.collectionConversions(scope.collectionId, query),
   }),
   defineRoute({
     method: 'GET',
@@ -34,6 +34,6 @@ export const attributionRoutes = (service: LinksService) => [
     params: LinkParams,
     query: LinkConversionsQuery,
     response: LinkConversions,
-    handler: ({ scope, query }) => service.conversions(scope.collectionId, scope.linkId, query),
+    handler: ({ scope, query }) => service.clickReads.conversions(scope.collectionId, scope.linkId, query),
   }),
 ];

@@ -83,7 +83,7 @@ export const linksRoutes = (service: LinksService) => [
     params: S.LinkParams,
     query: S.ClickListQuery,
     response: S.ClickPage,
-    handler: ({ scope, query }) => service.clicks(scope.collectionId, scope.linkId, query),
+    handler: ({ scope, query }) => service.clickReads.clicks(scope.collectionId, scope.linkId, query),
   }),
   defineRoute({
     method: 'GET',
@@ -99,7 +99,7 @@ export const linksRoutes = (service: LinksService) => [
     params: S.LinkParams,
     query: S.ClickStatsQuery,
     response: S.ClickStats,
-    handler: ({ scope, query }) => service.clickStats(scope.collectionId, scope.linkId, query),
+    handler: ({ scope, query }) => service.clickReads.clickStats(scope.collectionId, scope.linkId, query),
   }),
   ...analyticsRoutes(service.analytics),
 ];
