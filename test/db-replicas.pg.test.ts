@@ -45,10 +45,14 @@ async function service(env: Record<string, string>): Promise<Service> {
 
 /** Scans of the tables the reads use, on one server (its own statistics). */
 async function scans(cluster: PgCluster, server: PgServer): Promise<Record<string, number>> {
+  // interaction_events is partitioned by month (migration 0911): its scans are its partitions'.
   const rows = await cluster.query<{ relname: string; n: number }>(
     server,
-    `SELECT relname, (coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int AS n FROM pg_stat_user_tables
-     WHERE relname IN ('links', 'interaction_events')`,
+    `SELECT CASE WHEN relname = 'links' THEN 'links' ELSE 'interaction_events' END AS relname,
+       sum(coalesce(seq_scan, 0) + coalesce(idx_scan, 0))::int AS n
+     FROM pg_stat_user_tables
+     WHERE relname = 'links' OR relid IN (SELECT relid FROM pg_partition_tree('interaction_events') WHERE isleaf)
+     GROUP BY 1`,
   );
   return Object.fromEntries(rows.map((r) => [r.relname, r.n]));
 }

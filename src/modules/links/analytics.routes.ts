@@ -43,7 +43,7 @@ export const analyticsRoutes = (analytics: LinkAnalytics) => [
     query: S.ClickExportQuery,
     response: Type.String({ description: 'text/csv: a header line, then one line per click' }),
     handler: async ({ scope, query, reply }) => {
-      const stream = analytics.exportCollection(scope.collectionId, query);
+      const stream = await analytics.exportCollection(scope.collectionId, query);
       return csvReply(reply, `clicks-${scope.collectionId}.csv`).send(stream);
     },
   }),

@@ -4,10 +4,11 @@
  * rollup the click batch keeps: whole UTC hours); and the CSV export of clicks, streamed a page
  * at a time. Bots are left out unless `includeBots`.
  */
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Db } from '../../db/index.ts';
 import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
+import { startedStream } from '../../platform/streaming.ts';
 import { type AnyGroupBy, DIM, LINK_GROUP_BY, type LinkGroupBy } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
 import {
@@ -232,13 +233,13 @@ export class LinkAnalytics {
   async exportLink(collectionId: string, linkId: string, q: ClickExportQuery): Promise<Readable> {
     const range = exportRange(q);
     if (!(await findLink(this.db, collectionId, linkId))) throw notFound('Link');
-    return Readable.from(this.csv(collectionId, async () => [linkId], range, q.includeBots ?? false));
+    return startedStream(this.csv(collectionId, async () => [linkId], range, q.includeBots ?? false));
   }
 
   /** Every click of the collection as CSV, link after link (by id), each in time order. */
-  exportCollection(collectionId: string, q: ClickExportQuery): Readable {
+  exportCollection(collectionId: string, q: ClickExportQuery): Promise<Readable> {
     const range = exportRange(q);
-    return Readable.from(
+    return startedStream(
       this.csv(collectionId, () => repo.linkIdsOf(this.db, collectionId), range, q.includeBots ?? false),
     );
   }
@@ -249,7 +250,8 @@ export class LinkAnalytics {
     range: { from?: Date; to?: Date },
     includeBots: boolean,
   ): AsyncGenerator<string> {
-    yield `${EXPORT_COLUMNS.join(',')}\n`;
+    // The header goes with the first page, so that startedStream reads a page before answering.
+    let header = `${EXPORT_COLUMNS.join(',')}\n`;
     for (const linkId of await links()) {
       let after: { at: Date; id: number } | undefined;
       for (;;) {
@@ -259,12 +261,16 @@ export class LinkAnalytics {
           after,
           limit: EXPORT_PAGE,
         });
-        if (page.length > 0) yield page.map(clickLine).join('');
+        if (page.length > 0) {
+          yield header + page.map(clickLine).join('');
+          header = '';
+        }
         if (page.length < EXPORT_PAGE) break;
         const last = page[page.length - 1];
         after = { at: last.clicked_at, id: last.id };
       }
     }
+    if (header) yield header;
   }
 
   /** Housekeeping: past days' salts and visitors (today's and yesterday's stay: clicks buffered over midnight). */

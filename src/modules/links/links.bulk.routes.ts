@@ -3,10 +3,10 @@
  * collection's links as CSV (streamed a page at a time). The CSV import is a job (`links.import`,
  * links.import.ts), enqueued through the jobs API.
  */
-import { Readable } from 'node:stream';
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
+import { startedStream } from '../../platform/streaming.ts';
 import { BulkCreateBody, BulkCreateResult, csvHeader, csvLine, ExportQuery } from './links.bulk.ts';
 import * as S from './links.schema.ts';
 import type { LinksService } from './links.service.ts';
@@ -46,15 +46,22 @@ export const bulkRoutes = (service: LinksService) => [
     response: Type.String({ description: 'text/csv' }),
     handler: async ({ scope, query, reply }) => {
       const pages = service.exportLinks(scope.collectionId, query);
-      async function* lines() {
-        yield csvHeader();
-        for await (const page of pages) yield page.map(csvLine).join('');
-      }
+      // The header and the first page are read before the answer starts (a refused filter is a 400).
+      const stream = await startedStream(
+        (async function* lines() {
+          let header = csvHeader();
+          for await (const page of pages) {
+            yield header + page.map(csvLine).join('');
+            header = '';
+          }
+          if (header) yield header;
+        })(),
+      );
       reply
         .type('text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="links-${scope.collectionId}.csv"`)
         .header('cache-control', 'private, no-store');
-      return reply.send(Readable.from(lines()));
+      return reply.send(stream);
     },
   }),
 ];
