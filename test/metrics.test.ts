@@ -247,6 +247,13 @@ describe('protection and replicas', () => {
     expect(refused.json()).toMatchObject({ errorCode: 'UNAUTHORIZED' });
     expect((await guarded.inject({ method: 'GET', url: '/metrics', headers: superAuth })).statusCode).toBe(401);
     const s = await scrape(guarded, { authorization: `Bearer ${token}` });
+    // A query string (some scrapers add one) is the same path: the token is still its own.
+    const withQuery = await guarded.inject({
+      method: 'GET',
+      url: '/metrics?name[]=db_replica_lag_seconds',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(withQuery.statusCode, withQuery.body).toBe(200);
     expect(sampleValue(s, 'db_replica_lag_seconds', { replica: 'replica-1' })).toBe(1.5);
     // Lag unknown: no sample rather than a made-up one.
     expect(s.filter((x) => x.name === 'db_replica_lag_seconds')).toHaveLength(1);

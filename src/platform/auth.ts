@@ -212,6 +212,12 @@ export class AuthFailureBudget {
   }
 }
 
+/** A request's path without its query string (a scraper may add one to /metrics). */
+const pathOf = (url: string) => {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+};
+
 export function registerAuth(
   app: FastifyInstance,
   resolve: CredentialResolver,
@@ -231,7 +237,7 @@ export function registerAuth(
   app.addHook('onRequest', (req, reply, done) => {
     const credential = credentialOf(req);
     // Only a request with a credential pays for the second look: the redirect's never does.
-    if (credential === undefined || ownCredential.has(req.url)) {
+    if (credential === undefined || (ownCredential.size > 0 && ownCredential.has(pathOf(req.url)))) {
       req.principal = { kind: 'anonymous' };
       return done();
     }
