@@ -234,6 +234,60 @@ describe('claiming', () => {
     expect(scans).toBe(0);
   });
 
+  it('a claim commits without waiting for the WAL flush; a completion batch (and its claim) waits', async () => {
+    // A claim is not an acknowledged write: lost in a database crash, its job is queued again
+    // and runs (at least once), as after a worker crash. A completion is a job's outcome and
+    // must survive one (see "Claims commit asynchronously" in docs/jobs.md).
+    const repo = await import('../src/modules/jobs/jobs.repository.ts');
+    const e = engineWith(); // not started: the statements below are the worker's, by hand
+    const task = 'commit.mode';
+    e.registerTask({ name: task, visible: true, handler: async () => null });
+    const claim = {
+      lane: 'default',
+      tasks: [task],
+      limit: 2,
+      after: '',
+      held: { collections: [], counts: [] },
+      budget: 2,
+      maxVisits: 16,
+    };
+    const mode = async (q: { query: typeof t.testDb.db.query }) =>
+      (await q.query<{ m: string }>('SELECT current_setting($1) AS m', ['synchronous_commit'])).rows[0].m;
+    const modes = await t.testDb.db
+      .transaction(async (tx) => {
+        await e.enqueueMany(tx, a.id, [{ task }, { task }, { task }]);
+        const before = await mode(tx);
+        const claimed = await repo.claimFree(tx, e.workerId, 60_000, claim);
+        expect(claimed).toHaveLength(2);
+        const afterClaim = await mode(tx);
+        throw Object.assign(new Error('roll back'), { modes: [before, afterClaim] });
+      })
+      .catch((err: { modes?: string[] }) => {
+        if (err.modes === undefined) throw err;
+        return err.modes;
+      });
+    expect(modes).toEqual(['on', 'off']);
+    const batch = await t.testDb.db
+      .transaction(async (tx) => {
+        const [first] = await e.enqueueMany(tx, a.id, [{ task }, { task }, { task }]);
+        await tx.query("UPDATE jobs SET status = 'running', locked_by = $1 WHERE collection_id = $2 AND id = $3", [
+          e.workerId,
+          a.id,
+          first.id,
+        ]);
+        const done = [{ collectionId: a.id, id: first.id, result: null, progress: null }];
+        const next = await repo.completeAndClaim(tx, e.workerId, done, 60_000, claim);
+        expect(next.completed.size).toBe(1);
+        expect(next.claimed).toHaveLength(2);
+        throw Object.assign(new Error('roll back'), { batch: await mode(tx) });
+      })
+      .catch((err: { batch?: string }) => {
+        if (err.batch === undefined) throw err;
+        return err.batch;
+      });
+    expect(batch).toBe('on');
+  });
+
   it('reports progress while running; a running job cannot be cancelled', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
