@@ -176,6 +176,73 @@ describe('GET /metrics', () => {
     expect(s.some((x) => x.labels.task === 'img.resize')).toBe(false);
   });
 
+  it("counts an app's leased jobs under one (app) series: leases, completions, retries and failures", async () => {
+    const task = 'pdf.render';
+    const declared = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/tasks`,
+      headers: a.auth,
+      payload: { name: task, maxAttempts: 2 },
+    });
+    expect(declared.statusCode).toBe(201);
+    const app = { task: '(app)', queue: 'app' };
+    const before = await scrape();
+    const ok = await enqueue(t, a, { task, payload: { n: 1 } });
+    const bad = await enqueue(t, a, { task, payload: { n: 2 } });
+    const lease = async (n: number) => {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/jobs/lease`,
+        headers: a.auth,
+        payload: { tasks: [task], max: n },
+      });
+      expect(res.statusCode).toBe(200);
+      return (res.json() as { items: { id: number; leaseId: string }[] }).items;
+    };
+    const end = async (l: { id: number; leaseId: string }, how: 'complete' | 'fail') => {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${a.id}/jobs/${l.id}/${how}`,
+        headers: a.auth,
+        payload:
+          how === 'complete'
+            ? { leaseId: l.leaseId, result: { ok: true } }
+            : { leaseId: l.leaseId, error: 'no', retryAt: new Date().toISOString() },
+      });
+      expect(res.statusCode).toBe(200);
+    };
+    const first = await lease(2);
+    expect(first.map((l) => l.id).sort()).toEqual([ok.id, bad.id].sort());
+    await end(first.find((l) => l.id === ok.id) as { id: number; leaseId: string }, 'complete');
+    await end(first.find((l) => l.id === bad.id) as { id: number; leaseId: string }, 'fail');
+    const again = await waitFor(async () => {
+      const items = await lease(1);
+      return items.length > 0 ? items : undefined;
+    });
+    expect(again.map((l) => l.id)).toEqual([bad.id]);
+    await end(again[0], 'fail');
+    await waitForStatus(t, a, bad.id, ['failed']);
+    // A refused call (its lease is over) counts nothing.
+    const late = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${a.id}/jobs/${ok.id}/complete`,
+      headers: a.auth,
+      payload: { leaseId: first[0].leaseId, result: null },
+    });
+    expect(late.statusCode).toBe(409);
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string>) =>
+      sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    expect(delta('jobs_pickup_latency_seconds_count', app)).toBe(3);
+    expect(delta('jobs_completed_total', { ...app, result: 'succeeded' })).toBe(1);
+    expect(delta('jobs_completed_total', { ...app, result: 'retried' })).toBe(1);
+    expect(delta('jobs_completed_total', { ...app, result: 'failed' })).toBe(1);
+    expect(delta('jobs_failed_total', app)).toBe(1);
+    // Not timed: the worker reports only the end.
+    expect(delta('jobs_run_duration_seconds_count', { task: '(app)' })).toBe(0);
+    expect(after.some((x) => x.labels.task === task)).toBe(false);
+  });
+
   it('counts webhook attempts by outcome and deliveries failed for good', async () => {
     await subscribe(t, a, `${rx.url}/ok`, ['link.created']);
     await subscribe(t, b, `${rx.url}/fail`, ['link.created']);

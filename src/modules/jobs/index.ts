@@ -63,6 +63,7 @@ export const jobsModule = defineModule({
     for (const e of engines) e.observe(observer);
     const tasks = new AppTasksService(db, (name) => registry.get(name), settings.maxAttempts);
     const leases = new LeasesService(db, engines[0], tasks, new LeaseWaits(db, log), toJob);
+    leases.observe(observer);
     return new JobsService(db, engines, { tasks, leases });
   },
   routes: (service) => [

@@ -4,9 +4,11 @@
  * backlog of the whole deployment, read from the database at each scrape.
  *
  * Labels stay bounded: `task` is a task this service registers; an app's own tasks (named by
- * tenants, leased over HTTP, never run by these engines) are one `(app)` series in the
- * backlog. `queue` is the engine lane (`default`, `deliveries`, `app`), not a named queue's
- * name, which tenants choose.
+ * tenants, leased over HTTP by the app's workers, never run by these engines) are one
+ * `(app)` series, in the backlog and in what this process's API leased and heard back
+ * (leases.service.ts; no run time: a heartbeat restamps the lease, and the worker reports
+ * only the end). `queue` is the engine lane (`default`, `deliveries`, `app`), not a named
+ * queue's name, which tenants choose.
  */
 import type { Metrics } from '../../platform/metrics.ts';
 import type { TaskBacklog } from '../../platform/tasks.ts';
@@ -17,6 +19,8 @@ import { APP_LANE } from './jobs.settings.ts';
 const RUN_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
 /** From a job picked up at once to one waiting through a long backlog. */
 const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+/** The one `task` label of every app task. */
+export const APP_TASK_LABEL = '(app)';
 
 export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly TaskBacklog[]>): JobObserver {
   const completed = metrics.counter({
@@ -41,7 +45,7 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
     labelNames: ['task', 'queue'],
     buckets: WAIT_BUCKETS,
   });
-  const label = (b: TaskBacklog) => (b.lane === APP_LANE ? '(app)' : b.task);
+  const label = (b: TaskBacklog) => (b.lane === APP_LANE ? APP_TASK_LABEL : b.task);
   metrics.gauge({
     name: 'jobs_queue_depth',
     help: 'Due jobs waiting for a worker, the whole deployment, by task and lane (read at scrape, at most 100,000 counted)',
@@ -70,7 +74,7 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
     started: (task, lane, waitedSeconds) => pickup.observe({ task, queue: lane }, waitedSeconds),
     finished(task, lane, result, ranSeconds) {
       completed.inc({ task, queue: lane, result });
-      ran.observe({ task }, ranSeconds);
+      if (ranSeconds !== undefined) ran.observe({ task }, ranSeconds);
       if (result === 'failed') failed.inc({ task, queue: lane });
     },
   };

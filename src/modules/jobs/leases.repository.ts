@@ -27,6 +27,8 @@ export interface LeasedRow {
   locked_by: string;
   lock_expires_at: Date;
   lease_seconds: number;
+  /** Seconds from falling due (`run_at`) to this lease, on the database's clock (the metrics). */
+  waited_seconds: number;
 }
 
 /** What a lease asks for: each task with its lease length. */
@@ -72,7 +74,8 @@ export async function lease(
       lock_expires_at = now() + make_interval(secs => next.secs), updated_at = now()
     FROM next WHERE j.collection_id = next.collection_id AND j.id = next.id
     RETURNING j.collection_id, j.id, j.task, j.payload, j.priority, j.key, j.attempts, j.max_attempts, j.last_error,
-      j.created_at, j.locked_by, j.lock_expires_at, next.secs AS lease_seconds`);
+      j.created_at, j.locked_by, j.lock_expires_at, next.secs AS lease_seconds,
+      greatest(0, extract(epoch FROM now() - j.run_at))::float8 AS waited_seconds`);
   return rows.sort((x, y) => y.priority - x.priority || x.id - y.id);
 }
 
@@ -96,7 +99,8 @@ export async function leaseClaimed(
     FROM wanted w
     WHERE j.collection_id = ${collectionId} AND j.locked_by = ${claimId} AND j.status = 'running' AND j.task = w.task
     RETURNING j.collection_id, j.id, j.task, j.payload, j.priority, j.key, j.attempts, j.max_attempts, j.last_error,
-      j.created_at, j.locked_by, j.lock_expires_at, w.secs AS lease_seconds`);
+      j.created_at, j.locked_by, j.lock_expires_at, w.secs AS lease_seconds,
+      greatest(0, extract(epoch FROM now() - j.run_at))::float8 AS waited_seconds`);
   return rows.sort((x, y) => x.id - y.id);
 }
 

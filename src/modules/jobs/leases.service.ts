@@ -26,9 +26,11 @@ import {
   type LeaseRequest,
 } from './app-tasks.schema.ts';
 import type { AppTasksService } from './app-tasks.service.ts';
+import type { JobObserver } from './engine/core.ts';
 import { JOBS_CHANNEL, type JobEngine } from './engine.ts';
 import { findVisible } from './job-admin.repository.ts';
 import { completedEvent, type EventPublisher, failedEvent } from './jobs.events.ts';
+import { APP_TASK_LABEL } from './jobs.metrics.ts';
 import type { JobProgress, JobRow } from './jobs.repository.ts';
 import type { Job } from './jobs.schema.ts';
 import { APP_LANE } from './jobs.settings.ts';
@@ -53,6 +55,7 @@ const lease = (r: repo.LeasedRow) => ({
 
 export class LeasesService {
   private publisher: EventPublisher | undefined;
+  private observer: JobObserver | undefined;
 
   constructor(
     private readonly db: Db,
@@ -63,6 +66,11 @@ export class LeasesService {
     /** A job as the jobs API answers it (the jobs service's, given here: that service holds this one). */
     private readonly toJob: (row: JobRow) => Job,
   ) {}
+
+  /** Tells `observer` (the metrics) of every lease, completion and failure from now on. */
+  observe(observer: JobObserver): void {
+    this.observer = observer;
+  }
 
   /** Publishes job.completed / job.failed of leased jobs from now on (set by JobsService.publishEventsTo). */
   publishEventsTo(publisher: EventPublisher): void {
@@ -93,6 +101,7 @@ export class LeasesService {
           await this.db.notify(JOBS_CHANNEL, `${Date.now()}`).catch(() => {});
           return { items: [] };
         }
+        for (const r of rows) this.observer?.started(APP_TASK_LABEL, APP_LANE, r.waited_seconds);
         return { items: rows.map(lease) };
       }
       const left = until - Date.now();
@@ -141,7 +150,7 @@ export class LeasesService {
         { field: 'result', limit: APP_TASK_LIMITS.resultBytes },
       );
     const id = Number(jobId);
-    return this.db.transaction(async (tx) => {
+    const job = await this.db.transaction(async (tx) => {
       const held = await repo.lockLeased(tx, APP_LANE, collectionId, id, body.leaseId);
       if (!held) throw await this.refusal(tx, collectionId, id, body.leaseId);
       await repo.complete(tx, collectionId, id, result);
@@ -150,6 +159,8 @@ export class LeasesService {
         await this.publisher.publish(tx, collectionId, [completedEvent(row, result, row.finished_at ?? new Date())]);
       return this.toJob(row);
     });
+    this.observer?.finished(APP_TASK_LABEL, APP_LANE, 'succeeded');
+    return job;
   }
 
   /**
@@ -158,7 +169,7 @@ export class LeasesService {
    */
   async fail(collectionId: string, jobId: string, body: FailRequest): Promise<Job> {
     const id = Number(jobId);
-    return this.db.transaction(async (tx) => {
+    const job = await this.db.transaction(async (tx) => {
       const held = await repo.lockLeased(tx, APP_LANE, collectionId, id, body.leaseId);
       if (!held) throw await this.refusal(tx, collectionId, id, body.leaseId);
       const retryAt = body.retryAt ? new Date(body.retryAt) : new Date(Date.now() + this.engine.backoff(held.attempts));
@@ -168,6 +179,8 @@ export class LeasesService {
         await this.publisher.publish(tx, collectionId, [failedEvent(row, body.error, row.finished_at ?? new Date())]);
       return this.toJob(row);
     });
+    this.observer?.finished(APP_TASK_LABEL, APP_LANE, job.status === 'failed' ? 'failed' : 'retried');
+    return job;
   }
 
   /** The job just written, in the transaction that wrote it (and still holds its row). */

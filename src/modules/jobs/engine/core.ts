@@ -56,8 +56,11 @@ export interface Held {
 export interface JobObserver {
   /** `waitedSeconds`: from the job's due time (`run_at`) to its start here. */
   started(task: string, lane: string, waitedSeconds: number): void;
-  /** `retried`: failed, with another attempt to come; `failed`: its last attempt failed. */
-  finished(task: string, lane: string, result: 'succeeded' | 'retried' | 'failed', ranSeconds: number): void;
+  /**
+   * `retried`: failed, with another attempt to come; `failed`: its last attempt failed.
+   * `ranSeconds`: the handler's run time, when known (an app's worker reports only the end).
+   */
+  finished(task: string, lane: string, result: 'succeeded' | 'retried' | 'failed', ranSeconds?: number): void;
 }
 
 export class EngineCore {
