@@ -16,6 +16,7 @@ import { checkCron, latestTick, nextTick } from '../src/modules/schedules/cron.t
 import { Scheduler } from '../src/modules/schedules/index.ts';
 import { defineTask } from '../src/platform/tasks.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { createTestDb } from './helpers/db.ts';
 import { twoCollections } from './helpers/fixtures.ts';
 import { getJob, waitFor, waitForStatus } from './helpers/jobs.ts';
 
@@ -439,6 +440,35 @@ describe('schedulers of their own on the database (the app’s loop stopped)', (
       );
       expect(rows[0].n).toBe(schedules.length);
     }
+  });
+
+  it('warns when housekeeping gave way (its answer lists what it postponed), and not when it did all', async () => {
+    // A database of its own: this scheduler declares only the chore below, and its first round
+    // removes the other system schedules of the database it runs on.
+    const testDb = await createTestDb();
+    const warned: { obj: { name?: string; postponed?: string[] }; msg: string }[] = [];
+    const log = { ...quiet, warn: (obj: object, msg?: string) => void warned.push({ obj, msg: msg ?? '' }) };
+    const scheduler = new Scheduler(testDb.db, t.app.services.jobs, log, { maxSleepMs: 200 });
+    const answers = [{ postponed: ['drop link_clicks_y2020m01'] }, { postponed: [] }, { postponed: [] }];
+    let runs = 0;
+    scheduler.register([
+      {
+        name: 'test.givesWay',
+        everyMs: 50,
+        description: 'answers a postponed step once, then none',
+        run: async () => answers[Math.min(runs++, answers.length - 1)],
+      },
+    ]);
+    await scheduler.start();
+    try {
+      await waitFor(async () => (runs >= 3 ? true : undefined), 10_000, 'three runs');
+    } finally {
+      await scheduler.stop();
+      await testDb.drop();
+    }
+    expect(warned).toHaveLength(1);
+    expect(warned[0].obj).toMatchObject({ name: 'test.givesWay', postponed: ['drop link_clicks_y2020m01'] });
+    expect(warned[0].msg).toMatch(/gave way.*next tick/);
   });
 
   it('one rides out a database that fails: the round is logged and tried again, then the tick is handled', async () => {

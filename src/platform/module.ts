@@ -97,6 +97,10 @@ export interface Housekeeping {
   everyMs?: number;
   /** What it does, for the logs and docs/schedules.md. */
   description: string;
+  /**
+   * Its answer is logged at debug; one with a non-empty `postponed` list (steps that gave way,
+   * a lock not granted in time, left to the next tick) at warn.
+   */
   run(): Promise<unknown>;
 }
 

@@ -274,7 +274,13 @@ export class Scheduler {
       let error: string | null = null;
       try {
         const result = await chore.run();
-        this.log.debug({ name: chore.name, result }, 'schedules: housekeeping done');
+        const postponed = (result as { postponed?: unknown } | null)?.postponed;
+        if (Array.isArray(postponed) && postponed.length > 0)
+          this.log.warn(
+            { name: chore.name, postponed },
+            'schedules: housekeeping gave way (a lock it needed was not granted in time); its next tick does the rest',
+          );
+        else this.log.debug({ name: chore.name, result }, 'schedules: housekeeping done');
       } catch (err) {
         error = (err as Error).message ?? String(err);
         this.log.warn({ err, name: chore.name }, 'schedules: housekeeping failed (its next tick tries again)');
