@@ -68,6 +68,7 @@
  */
 import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
+import * as attemptRepo from './attempts.repository.ts';
 import { Coalescer, InFlight, RateWindow } from './delivery-flow.ts';
 import { DELIVER_TASK, DeliverPayload, type DeliveryQueue, type QueuedAttempt } from './outbox.ts';
 import type { AttemptResult, WebhookSender } from './sender.ts';
@@ -139,7 +140,7 @@ interface Item {
 
 export class WebhookDelivery {
   /** A failing registration's backoff, from the settings. */
-  private readonly backoff: repo.Backoff;
+  private readonly backoff: attemptRepo.Backoff;
   /** Attempts this process is making now (and waiting for a place), per registration ("collection/webhook"). */
   private readonly inFlight = new Map<string, InFlight>();
   /** Attempts this process is sending now, all registrations together (shutdown waits for 0). */
@@ -153,8 +154,8 @@ export class WebhookDelivery {
    */
   private readonly failing = new Set<string>();
   private closing = false;
-  private readonly loads: Coalescer<string, repo.DeliveryWork | undefined>;
-  private readonly successes: Coalescer<repo.SuccessfulAttempt, boolean>;
+  private readonly loads: Coalescer<string, attemptRepo.DeliveryWork | undefined>;
+  private readonly successes: Coalescer<attemptRepo.SuccessfulAttempt, boolean>;
   private readonly putOffs: Coalescer<QueuedAttempt & { runAt: Date }, boolean>;
 
   constructor(
@@ -169,20 +170,20 @@ export class WebhookDelivery {
   ) {
     this.backoff = { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs };
     this.loads = new Coalescer(async (db, collectionId, ids) => {
-      const found = await repo.loadDeliveryWorks(db, collectionId, [...new Set(ids)]);
+      const found = await attemptRepo.loadDeliveryWorks(db, collectionId, [...new Set(ids)]);
       return ids.map((id) => found.get(id));
     });
     this.successes = new Coalescer(async (db, collectionId, attempts) => {
       // One attempt per delivery in a statement: a duplicate job's second success is "raced".
-      const first = new Map<string, repo.SuccessfulAttempt>();
+      const first = new Map<string, attemptRepo.SuccessfulAttempt>();
       for (const a of attempts) if (!first.has(a.deliveryId)) first.set(a.deliveryId, a);
       // Committed without waiting for the WAL flush: a success lost to a crash right after is
       // sent again (the receiver deduplicates on the event id, as for any retry), so the record
       // need not cost a disk flush per batch (the flush was the batch's longest wait).
       const recorded = await retryOnConflict(() =>
         db.transaction(async (tx) => {
-          await repo.commitWithoutFlush(tx);
-          return repo.recordSuccessfulAttempts(tx, collectionId, [...first.values()]);
+          await attemptRepo.commitWithoutFlush(tx);
+          return attemptRepo.recordSuccessfulAttempts(tx, collectionId, [...first.values()]);
         }),
       );
       return attempts.map((a) => first.get(a.deliveryId) === a && recorded.has(a.deliveryId));
@@ -190,7 +191,7 @@ export class WebhookDelivery {
     this.putOffs = new Coalescer(async (db, collectionId, items) => {
       const waiting = await retryOnConflict(() =>
         db.transaction(async (tx) => {
-          const still = await repo.deferAttempts(tx, collectionId, items);
+          const still = await attemptRepo.deferAttempts(tx, collectionId, items);
           // In due order, so that attempts put off to the same moment share a job.
           const queued = items
             .filter((i) => still.has(i.deliveryId))
@@ -333,7 +334,7 @@ export class WebhookDelivery {
       }
       if (backingOff) {
         // One attempt per backoff period: the others wait a period for its outcome.
-        const t = await repo.takeBackoffTurn(db, collectionId, delivery.webhook_id, this.backoff);
+        const t = await attemptRepo.takeBackoffTurn(db, collectionId, delivery.webhook_id, this.backoff);
         if (!t.taken)
           return await this.putOff(
             db,
@@ -438,11 +439,11 @@ export class WebhookDelivery {
   ): Promise<Record<string, unknown>> {
     // The registration first: the failure counts and cancelPending below write it and its other
     // deliveries, and a disable takes them in that order too.
-    await repo.lockWebhookOfDelivery(tx, collectionId, item.deliveryId);
+    await attemptRepo.lockWebhookOfDelivery(tx, collectionId, item.deliveryId);
     const d = await repo.lockDelivery(tx, collectionId, item.deliveryId);
     // Another job made this attempt meanwhile (a redeliver racing a retry): keep its record.
     if (d?.status !== 'pending' || d.attempt_count !== item.attempt - 1) return { skipped: 'raced' };
-    await repo.insertAttempt(tx, collectionId, {
+    await attemptRepo.insertAttempt(tx, collectionId, {
       deliveryId: d.id,
       webhookId: d.webhook_id,
       attempt: item.attempt,
@@ -455,7 +456,7 @@ export class WebhookDelivery {
       responseExcerpt: result.responseExcerpt,
     });
     const base = { attemptCount: item.attempt, lastStatusCode: result.statusCode, lastError: result.error };
-    const state = await repo.recordFailedAttempt(tx, collectionId, d.webhook_id, { ...this.backoff, turn });
+    const state = await attemptRepo.recordFailedAttempt(tx, collectionId, d.webhook_id, { ...this.backoff, turn });
     if (state?.active && d.retries_left > 0) {
       const retry = this.settings.maxRetries - d.retries_left + 1;
       const runAt = new Date(Date.now() + retryDelayMs(this.settings, retry, result.retryAfterMs));
@@ -481,7 +482,7 @@ export class WebhookDelivery {
     // The delivery has failed (its last automatic retry, or its registration switched off):
     // WEBHOOK_DISABLE_AFTER_FAILURES of them in a row disable the registration.
     const limit = this.settings.disableAfterFailures;
-    const after = await repo.recordFailedDelivery(
+    const after = await attemptRepo.recordFailedDelivery(
       tx,
       collectionId,
       d.webhook_id,

@@ -11,8 +11,8 @@ import type { EventScope, NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
 import { EventCatalogue } from './catalogue.ts';
+import * as repo from './outbox.repository.ts';
 import type { WebhookFilters } from './webhooks.repository.ts';
-import * as repo from './webhooks.repository.ts';
 import type { EventEnvelope } from './webhooks.schema.ts';
 import type { WebhooksSettings } from './webhooks.settings.ts';
 
@@ -132,7 +132,7 @@ export class WebhookOutbox implements DeliveryQueue {
   }
 
   /**
-   * The collection's active registrations (locked against deletion, webhooks.repository.ts),
+   * The collection's active registrations (locked against deletion, outbox.repository.ts),
    * or none without asking while its silence is remembered. A read that finds none is
    * remembered, unless a registration changed here since it began (it may predate that one).
    */
