@@ -235,9 +235,9 @@ const claimFreeJobs = (workerId: string, lockTimeoutMs: number, c: FairClaim) =>
  * transaction): a claim is not an acknowledged write, and one lost in a database crash only
  * queues its job again (at least once, as after a worker crash), while the flush was about
  * half of an idle worker's pickup (a probe: 1.1–2.0 ms before, 0.8–0.9 ms after;
- * docs/benchmarks.md). On the db only: inside a caller's transaction it would make the whole transaction's commit
- * asynchronous. The completion batch's claim (`completeAndClaim`) keeps the flush: it commits
- * outcomes.
+ * docs/benchmarks.md). On the db only: inside a caller's transaction it would make that whole
+ * transaction's commit asynchronous. The completion batch's claim (`completeAndClaim`) keeps
+ * the flush: it commits outcomes.
  */
 export async function claimFree(
   q: Queryable,
