@@ -27,8 +27,9 @@ import { journeysRoutes } from './journeys.routes.ts';
 import { JourneysService } from './journeys.service.ts';
 import { journeysSettings } from './journeys.settings.ts';
 
-export { definedSteps, JourneysService, resolveSteps } from './journeys.service.ts';
+export { JourneysService } from './journeys.service.ts';
 export { type JourneysSettings, journeysSettings } from './journeys.settings.ts';
+export { definedSteps, resolveSteps } from './journeys.steps.ts';
 
 export const journeysModule = defineModule({
   name: 'journeys',
@@ -61,7 +62,10 @@ export const journeysModule = defineModule({
     ),
   routes: journeysRoutes,
   events: journeyEvents,
-  tasks: (service) => [progressTask(service.analytics), peopleExportTask(service.funnels, service.exportFunnel)],
+  tasks: (service) => [
+    progressTask(service.analytics),
+    peopleExportTask(service.funnels, service.reports.exportFunnel),
+  ],
   // Journeys stored before progress was kept are adopted once, and milestones published, by
   // the processes that run jobs.
   background: (service) => [

@@ -1,8 +1,8 @@
 import { Type } from 'typebox';
 import { guard } from '../../platform/auth.ts';
 import { defineRoute } from '../../platform/routes.ts';
+import type { JourneyReports } from './journeys.reports.ts';
 import * as S from './journeys.schema.ts';
-import type { JourneysService } from './journeys.service.ts';
 
 const tags = ['journeysAnalytics'];
 /** The funnel options' answers always read the events (X-Analytics-Source: events). */
@@ -13,7 +13,7 @@ const base = '/admin/collection/:collectionId/journeys.analytics/:journeyId';
  * A journey's funnel, stats and step recipients; each answer says which data gave it. Then the
  * funnel options' routes (issue 29): a journey's trends and people, and ad-hoc funnels.
  */
-export const journeyAnalyticsRoutes = (service: JourneysService) => [
+export const journeyAnalyticsRoutes = (service: JourneyReports) => [
   defineRoute({
     method: 'POST',
     url: `${base}/funnel-report`,
@@ -88,7 +88,7 @@ const funnels = '/admin/collection/:collectionId/funnels';
 const funnelTags = ['funnels'];
 
 /** Ad-hoc funnels: the steps in the request, no stored journey (docs/journeys.md, Funnel options). */
-const funnelRoutes = (service: JourneysService) => [
+const funnelRoutes = (service: JourneyReports) => [
   defineRoute({
     method: 'POST',
     url: `${funnels}/query`,

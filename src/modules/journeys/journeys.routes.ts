@@ -68,5 +68,5 @@ export const journeysRoutes = (service: JourneysService) => [
     response: Type.Object({ success: Type.Boolean(), id: Type.String() }),
     handler: ({ scope }) => service.remove(scope.collectionId, scope.id),
   }),
-  ...journeyAnalyticsRoutes(service),
+  ...journeyAnalyticsRoutes(service.reports),
 ];

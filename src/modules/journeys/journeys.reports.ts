@@ -1,0 +1,415 @@
+/**
+ * A journey's analytics, and ad-hoc funnels: the funnel report and stats (from maintained
+ * progress when it can answer, else from the events), a step's recipients, and the funnel
+ * options' path (windows, ordering, exclusions, breakdowns, trends, people: funnels.service.ts).
+ * The semantics are written out in docs/journeys.md.
+ */
+import type { Analytics, Db, Queryable } from '../../db/index.ts';
+import type { Analysed, AnalyticsSource } from '../../platform/analytics.ts';
+import { badRequest, notFound } from '../../platform/errors.ts';
+import { openPeopleExport } from './funnels.export.ts';
+import { type FunnelDef, type FunnelResult, type FunnelsService, hasOptions } from './funnels.service.ts';
+import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
+import * as repo from './journeys.repository.ts';
+import type {
+  AdHocStep,
+  FunnelPeopleRequest,
+  FunnelPeopleResponse,
+  FunnelQueryRequest,
+  FunnelQueryResponse,
+  FunnelTrendsRequest,
+  FunnelTrendsResponse,
+  JourneyFunnelReportRequest,
+  JourneyFunnelReportResponse,
+  JourneyPeopleRequest,
+  JourneyStatsRequest,
+  JourneyStatsResponse,
+  JourneyStepRecipientsRequest,
+  JourneyTrendsRequest,
+  PeopleExportPayload,
+  StepMapping,
+} from './journeys.schema.ts';
+import {
+  DEFAULT_OUTCOME,
+  type DefinedStep,
+  definedSteps,
+  followsKept,
+  type KeptState,
+  resolveSteps,
+} from './journeys.steps.ts';
+
+/** Each step's figures beside its id and mapping (outcome absent: any outcome). */
+function withSteps(def: FunnelDef, figures: FunnelResult['steps']) {
+  return def.steps.map((s, k) => ({
+    stepId: s.stepId,
+    interactionId: s.interactionId,
+    ...(s.outcome !== null && { outcome: s.outcome }),
+    ...figures[k],
+  }));
+}
+
+function checkWindow(start?: string, end?: string) {
+  if (start && end && Date.parse(start) >= Date.parse(end)) throw badRequest('The window start must be before its end');
+}
+
+/** An ad-hoc funnel's steps: ids default to step1, step2, …; one id twice is a 400. */
+function adHocDef(steps: AdHocStep[]): FunnelDef {
+  const seen = new Set<string>();
+  return {
+    steps: steps.map((s, k) => {
+      const stepId = s.stepId ?? `step${k + 1}`;
+      if (seen.has(stepId))
+        throw badRequest(`steps[${k}]: step id "${stepId}" is used twice`, { field: `steps[${k}]` });
+      seen.add(stepId);
+      return { stepId, interactionId: s.interactionId, outcome: s.outcome ?? null };
+    }),
+  };
+}
+
+export class JourneyReports {
+  constructor(
+    private readonly db: Db,
+    /**
+     * Funnel queries join and sort many rows: the platform's analytics transaction (a larger
+     * work_mem, shared with the interaction queries over the same events).
+     */
+    private readonly analytics: Analytics,
+    /** The funnel options' path (issue 29): windows, ordering, exclusions, breakdowns, trends, people. */
+    private readonly funnels: FunnelsService,
+  ) {}
+
+  async funnelReport(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyFunnelReportRequest,
+  ): Promise<Analysed<JourneyFunnelReportResponse>> {
+    const idField = q.idField ?? 'userId';
+    if (hasOptions(q)) return { answer: await this.optionsReport(collectionId, journeyId, q), source: 'events' };
+    const { steps, counts, source } = await this.funnel(collectionId, journeyId, {
+      stepMappings: q.stepMappings,
+      idField,
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+    const answer: JourneyFunnelReportResponse = {
+      journeyId,
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      steps: steps.map((s, k) => {
+        const c = counts.steps[k];
+        return {
+          ...s,
+          enteredCount: c.entered,
+          completedCount: c.completed,
+          conversionRate: c.entered === 0 ? 0 : c.completed / c.entered,
+          avgTimeToComplete: c.avg_seconds,
+        };
+      }),
+    };
+    return { answer, source };
+  }
+
+  /** A journey's funnel under the request's options, from the events (funnels.service.ts). */
+  private async optionsReport(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyFunnelReportRequest,
+  ): Promise<JourneyFunnelReportResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    const idField = q.idField ?? 'userId';
+    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const answer: JourneyFunnelReportResponse = {
+      journeyId,
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      ordering: r.ordering,
+      steps: withSteps(def, r.steps) as JourneyFunnelReportResponse['steps'],
+    };
+    if (r.breakdown) {
+      answer.breakdown = r.breakdown.map((g) => ({
+        ...g,
+        steps: withSteps(def, g.steps) as JourneyFunnelReportResponse['steps'],
+      }));
+    }
+    return answer;
+  }
+
+  /** A journey's steps under the request's mappings, as a funnel of the options' path. */
+  private async journeyDef(collectionId: string, journeyId: string, mappings?: StepMapping[]): Promise<FunnelDef> {
+    const journey = await this.row(collectionId, journeyId);
+    return { journeyId, steps: resolveSteps(journey.data, mappings) };
+  }
+
+  /** An ad-hoc funnel (steps in the request, no journey). */
+  async adHocQuery(collectionId: string, q: FunnelQueryRequest): Promise<FunnelQueryResponse> {
+    const def = adHocDef(q.steps);
+    const idField = q.idField ?? 'userId';
+    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const answer: FunnelQueryResponse = {
+      periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
+      periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
+      idField,
+      ordering: r.ordering,
+      steps: withSteps(def, r.steps),
+    };
+    if (r.breakdown) answer.breakdown = r.breakdown.map((g) => ({ ...g, steps: withSteps(def, g.steps) }));
+    return answer;
+  }
+
+  async journeyTrends(collectionId: string, journeyId: string, q: JourneyTrendsRequest): Promise<FunnelTrendsResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    return this.funnels.trends(collectionId, def, {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<FunnelTrendsResponse> {
+    return this.funnels.trends(collectionId, adHocDef(q.steps), {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  async journeyPeople(collectionId: string, journeyId: string, q: JourneyPeopleRequest): Promise<FunnelPeopleResponse> {
+    const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
+    return this.funnels.people(collectionId, def, {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  /** The funnel of a people export's payload: a journey's (404 when gone) or ad-hoc. */
+  exportFunnel = (collectionId: string, p: PeopleExportPayload): Promise<FunnelDef> =>
+    p.journeyId !== undefined
+      ? this.journeyDef(collectionId, p.journeyId, p.stepMappings)
+      : Promise.resolve(adHocDef(p.steps ?? []));
+
+  /** A finished people export's file (journeys.peopleExport). */
+  openPeopleExport(collectionId: string, jobId: number) {
+    return openPeopleExport(this.db, collectionId, jobId);
+  }
+
+  async adHocPeople(collectionId: string, q: FunnelPeopleRequest): Promise<FunnelPeopleResponse> {
+    return this.funnels.people(collectionId, adHocDef(q.steps), {
+      ...q,
+      idField: q.idField ?? 'userId',
+      start: q.periodStart,
+      end: q.periodEnd,
+    });
+  }
+
+  async stats(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyStatsRequest,
+  ): Promise<Analysed<JourneyStatsResponse>> {
+    let finalIndex = -1;
+    const { steps, counts, source } = await this.funnel(
+      collectionId,
+      journeyId,
+      { stepMappings: q.stepMappings, outcome: q.outcome, idField: q.idField ?? 'userId', start: q.from, end: q.to },
+      (resolved) => {
+        if (q.finalStepId === undefined) return;
+        finalIndex = resolved.findIndex((s) => s.stepId === q.finalStepId);
+        if (finalIndex < 0) throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
+      },
+    );
+    const res: JourneyStatsResponse = {
+      journeyId,
+      totalEntered: counts.totalEntered,
+      lastUpdated: new Date().toISOString(),
+      stepStats: steps.map((s, k) => ({
+        stepId: s.stepId,
+        entered: counts.steps[k].entered,
+        completed: counts.steps[k].completed,
+        pending: counts.steps[k].entered - counts.steps[k].completed,
+      })),
+    };
+    if (finalIndex >= 0) {
+      res.completed = counts.steps[finalIndex].completed;
+      res.currentlyActive = counts.totalEntered - res.completed;
+    }
+    return { answer: res, source };
+  }
+
+  /**
+   * The funnel of a journey over a window (funnel report and stats): the window checked, the
+   * journey's steps under the request's mappings (`check` refuses what its caller cannot use,
+   * before anything is counted), and their counts.
+   */
+  private async funnel(
+    collectionId: string,
+    journeyId: string,
+    w: {
+      stepMappings?: StepMapping[];
+      outcome?: string;
+      idField: repo.FunnelInput['idField'];
+      start?: string;
+      end?: string;
+    },
+    check?: (steps: repo.ResolvedStep[]) => void,
+  ): Promise<{
+    steps: repo.ResolvedStep[];
+    counts: Awaited<ReturnType<typeof repo.funnelCounts>>;
+    source: AnalyticsSource;
+  }> {
+    checkWindow(w.start, w.end);
+    const journey = await this.row(collectionId, journeyId);
+    const steps = resolveSteps(journey.data, w.stepMappings, w.outcome ?? DEFAULT_OUTCOME);
+    check?.(steps);
+    if (beginsWithLink(steps)) {
+      // A funnel from a link's clicks to conversions (journeys.link-steps.ts): from the clicks.
+      const f = { journeyId, steps, idField: w.idField, start: w.start, end: w.end };
+      const counts = await this.analytics.read(collectionId, (tx) => linkFunnelCounts(tx, collectionId, f));
+      return { steps, counts, source: 'events' };
+    }
+    const { answer: counts, source } = await this.funnelCounts(collectionId, {
+      journeyId,
+      steps,
+      idField: w.idField,
+      start: w.start,
+      end: w.end,
+    });
+    return { steps, counts, source };
+  }
+
+  /**
+   * An answer from maintained progress when it can give one (no period, the journey's own
+   * steps or the first of them, progress ready, and `kept` answers), else from the events.
+   */
+  private async keptOrEvents<T>(
+    collectionId: string,
+    f: repo.FunnelInput,
+    kept: (state: KeptState) => Promise<T | undefined>,
+    events: (tx: Queryable) => Promise<T>,
+  ): Promise<Analysed<T>> {
+    if (f.start === undefined && f.end === undefined) {
+      const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
+      if (followsKept(state, f.steps)) {
+        const answer = await kept(state);
+        if (answer) return { answer, source: 'maintained' };
+      }
+    }
+    return { answer: await this.analytics.read(collectionId, events), source: 'events' };
+  }
+
+  /** Funnel counts, from maintained progress when it can answer. */
+  private funnelCounts(
+    collectionId: string,
+    f: repo.FunnelInput,
+  ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
+    return this.keptOrEvents(
+      collectionId,
+      f,
+      (state) => repo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length),
+      (tx) => repo.funnelCounts(tx, collectionId, f),
+    );
+  }
+
+  /** stepRecipients, from maintained progress when it can answer. */
+  private chainRecipients(
+    collectionId: string,
+    f: repo.FunnelInput,
+    status: 'entered' | 'completed' | 'pending',
+    limit: number,
+  ): Promise<Analysed<string[]>> {
+    return this.keptOrEvents(
+      collectionId,
+      f,
+      (state) =>
+        repo.keptRecipients(
+          this.db,
+          collectionId,
+          f.journeyId,
+          { version: state.version, stepCount: state.steps.length },
+          f.idField,
+          f.steps.length - 1,
+          status,
+          limit,
+        ),
+      (tx) => repo.stepRecipients(tx, collectionId, f, status, limit),
+    );
+  }
+
+  /**
+   * Recipient ids of one step. Its mapping is the request's `interactionId` / `outcome` over
+   * the step's own; a request naming an interaction brings its own outcome (default success:
+   * "for completed/pending, interactionId is required; outcome defaults to 'success'", as the
+   * original documents the call). How the step is reached:
+   * - every step before it has a mapping (or it is the first step, or the journey defines no
+   *   steps and the request's step is taken as its only one): the ordered funnel, as stats and
+   *   the funnel report count it;
+   * - a step before it has no mapping: the chain cannot be followed, so the step is taken on
+   *   its own (entered = entered the journey; completed = entered and has a matching event in
+   *   the window; pending = entered and has none), which is all a client of the original sends.
+   * `entered` needs no mapping of this step.
+   */
+  async recipients(
+    collectionId: string,
+    journeyId: string,
+    stepId: string,
+    q: JourneyStepRecipientsRequest,
+  ): Promise<Analysed<string[]>> {
+    checkWindow(q.from, q.to);
+    const journey = await this.row(collectionId, journeyId);
+    const defined = definedSteps(journey.data);
+    if (
+      defined[0]?.interactionId &&
+      beginsWithLink([{ stepId: defined[0].stepId, interactionId: defined[0].interactionId }])
+    ) {
+      throw badRequest(
+        'Step recipients are not answered for a journey that begins with a link’s clicks (its recipients are clicks); use the funnel report or stats',
+      );
+    }
+    const index = defined.findIndex((s) => s.stepId === stepId);
+    if (defined.length > 0 && index < 0) throw notFound('Journey step');
+    const own = defined[index] as DefinedStep | undefined;
+    const status = q.status ?? 'completed';
+    const interactionId = q.interactionId ?? own?.interactionId;
+    const outcome = (q.interactionId !== undefined ? q.outcome : (q.outcome ?? own?.outcome)) ?? DEFAULT_OUTCOME;
+    if (status !== 'entered' && !interactionId) {
+      throw badRequest(`Step "${stepId}" has no interaction mapping; send interactionId`, { stepId });
+    }
+    const base = { journeyId, idField: q.idField ?? 'userId', start: q.from, end: q.to } as const;
+    const limit = q.limit ?? 1000;
+    const earlier = defined.slice(0, Math.max(index, 0));
+    const chain: repo.ResolvedStep[] = [];
+    for (const s of earlier) {
+      if (!s.interactionId) {
+        const match = interactionId ? { interactionId, outcome } : undefined;
+        const answer = await this.analytics.read(collectionId, (tx) =>
+          repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
+        );
+        return { answer, source: 'events' };
+      }
+      chain.push({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? DEFAULT_OUTCOME });
+    }
+    if (!interactionId) {
+      // Entered this step = completed the one before it (or entered the journey, for the first).
+      if (chain.length === 0) {
+        const answer = await this.analytics.read(collectionId, (tx) =>
+          repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit),
+        );
+        return { answer, source: 'events' };
+      }
+      return this.chainRecipients(collectionId, { ...base, steps: chain }, 'completed', limit);
+    }
+    chain.push({ stepId, interactionId, outcome });
+    return this.chainRecipients(collectionId, { ...base, steps: chain }, status, limit);
+  }
+
+  private async row(collectionId: string, id: string): Promise<repo.JourneyRow> {
+    const row = await repo.findJourney(this.db, collectionId, id);
+    if (!row) throw notFound('Journey');
+    return row;
+  }
+}

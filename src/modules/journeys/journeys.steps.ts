@@ -1,0 +1,104 @@
+/**
+ * A journey's steps as analytics count them: the steps its `data.steps` define (with the
+ * mappings their config carries), resolved under a request's `stepMappings` into fully mapped
+ * steps, and the steps maintained progress follows (journeys.progress.ts). The rules are
+ * written out in docs/journeys.md (Steps and mappings).
+ */
+import { AppError, badRequest } from '../../platform/errors.ts';
+import { isObject } from '../../platform/schemas.ts';
+import { beginsWithLink } from './journeys.link-steps.ts';
+import type * as repo from './journeys.repository.ts';
+import type { StepMapping } from './journeys.schema.ts';
+
+/** The outcome of a mapping that names none. */
+export const DEFAULT_OUTCOME = 'success';
+
+export interface DefinedStep {
+  stepId: string;
+  interactionId?: string;
+  outcome?: string;
+}
+
+/** The journey's own steps in order, with the mappings their config carries. */
+export function definedSteps(data: Record<string, unknown>): DefinedStep[] {
+  if (!Array.isArray(data.steps)) return [];
+  const steps: DefinedStep[] = [];
+  for (const s of data.steps) {
+    if (!isObject(s)) continue;
+    const id = typeof s.id === 'string' ? s.id : typeof s.stepId === 'string' ? s.stepId : undefined;
+    if (!id) continue;
+    const config = isObject(s.config) ? s.config : {};
+    steps.push({
+      stepId: id,
+      interactionId: typeof config.interactionId === 'string' ? config.interactionId : undefined,
+      outcome: typeof config.outcome === 'string' ? config.outcome : undefined,
+    });
+  }
+  return steps;
+}
+
+/**
+ * The ordered, fully mapped steps of an analytics request: the journey's steps (in order)
+ * with a request mapping overriding a step's own; a journey without steps takes the request's
+ * mappings in their order. A step that ends up with no interaction is a 400 naming it.
+ * A request mapping's interactionId is optional (the original types it so): one that names an
+ * interaction brings its own outcome (default success); one that names only an outcome, or
+ * nothing, keeps the step's interaction (and its outcome unless it names one).
+ */
+export function resolveSteps(
+  data: Record<string, unknown>,
+  mappings: StepMapping[] | undefined,
+  defaultOutcome = DEFAULT_OUTCOME,
+  untilStepId?: string,
+): repo.ResolvedStep[] {
+  const given = new Map<string, StepMapping>();
+  for (const m of mappings ?? []) {
+    if (given.has(m.stepId)) throw badRequest(`stepMappings names step "${m.stepId}" twice`);
+    given.set(m.stepId, m);
+  }
+  const defined = definedSteps(data);
+  let order: DefinedStep[];
+  if (defined.length > 0) {
+    const known = new Set(defined.map((s) => s.stepId));
+    for (const id of given.keys()) {
+      if (!known.has(id)) throw badRequest(`stepMappings names step "${id}", which is not a step of this journey`);
+    }
+    order = defined;
+  } else {
+    order = (mappings ?? []).map((m) => ({ stepId: m.stepId }));
+  }
+  if (order.length === 0) throw badRequest('The journey has no steps: define data.steps or send stepMappings');
+  if (untilStepId !== undefined) order = order.slice(0, order.findIndex((s) => s.stepId === untilStepId) + 1);
+  return order.map((s) => {
+    const m = given.get(s.stepId);
+    const interactionId = m?.interactionId ?? s.interactionId;
+    if (!interactionId) {
+      throw badRequest(
+        `Step "${s.stepId}" has no interaction mapping (data.steps[].config.interactionId or stepMappings)`,
+      );
+    }
+    const outcome = m?.interactionId !== undefined ? m.outcome : (m?.outcome ?? s.outcome);
+    return { stepId: s.stepId, interactionId, outcome: outcome ?? defaultOutcome };
+  });
+}
+
+/** The steps maintained progress follows: the journey's own, fully mapped; null when it cannot. */
+export function keptSteps(data: Record<string, unknown>): repo.KeptStep[] | null {
+  try {
+    const steps = resolveSteps(data, undefined);
+    // A journey from a link's clicks is counted from the clicks, never kept by the events' triggers.
+    if (beginsWithLink(steps)) return null;
+    return steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome }));
+  } catch (err) {
+    if (err instanceof AppError) return null;
+    throw err;
+  }
+}
+
+/** Whether `steps` are the first steps kept by `state` (and it is ready to answer). */
+export function followsKept(state: repo.ProgressState | undefined, steps: repo.ResolvedStep[]): state is KeptState {
+  if (!state?.ready || !state.steps || steps.length > state.steps.length) return false;
+  const kept = state.steps;
+  return steps.every((s, k) => s.interactionId === kept[k].interactionId && s.outcome === kept[k].outcome);
+}
+export type KeptState = repo.ProgressState & { steps: repo.KeptStep[] };
