@@ -14,7 +14,7 @@
  * `setProgress`, `cancel`, `upsertJob`) hold one row and wait for nothing else.
  */
 import sql, { raw, type Sql } from 'sql-template-tag';
-import { prepared, type Queryable } from '../../db/index.ts';
+import { type Db, prepared, type Queryable } from '../../db/index.ts';
 
 export type JobStatus = 'queued' | 'running' | 'errored' | 'completed' | 'failed' | 'cancelled';
 export const JOB_STATUSES: readonly JobStatus[] = ['queued', 'running', 'errored', 'completed', 'failed', 'cancelled'];
@@ -230,27 +230,39 @@ const claimFreeJobs = (workerId: string, lockTimeoutMs: number, c: FairClaim) =>
       ${c.budget}::integer, ${c.maxVisits}::integer)`;
 
 /**
+ * May a worker's claim on `db` commit without waiting for the WAL flush? On a PostgreSQL
+ * server, yes: a claim is not an acknowledged write, and one lost in a crash of the server only
+ * queues its job again (at least once, its attempt uncounted), while the flush was about half
+ * of an idle worker's pickup (a probe: 1.1–2.0 ms before, 0.8–0.9 ms after;
+ * docs/benchmarks.md). On embedded PGlite, no: the database dies with the worker's process, so
+ * every crash of a worker would lose its claims, and a job that kills its worker would never
+ * run out of attempts.
+ */
+export const claimsCommitAsync = (db: Db): boolean => db.kind === 'postgres';
+
+/**
  * Claims due jobs outside named queues (see FairClaim). Safe under any number of concurrent
- * workers. Its commit does not wait for the WAL flush (`synchronous_commit` off for its
- * transaction): a claim is not an acknowledged write, and one lost in a database crash only
- * queues its job again (at least once, as after a worker crash), while the flush was about
- * half of an idle worker's pickup (a probe: 1.1–2.0 ms before, 0.8–0.9 ms after;
- * docs/benchmarks.md). On the db only: inside a caller's transaction it would make that whole
- * transaction's commit asynchronous. The completion batch's claim (`completeAndClaim`) keeps
- * the flush: it commits outcomes.
+ * workers. With `asyncCommit` (see claimsCommitAsync) its commit does not wait for the WAL
+ * flush (`synchronous_commit` off for its transaction); on the db only: inside a caller's
+ * transaction it would make that whole transaction's commit asynchronous. The completion
+ * batch's claim (`completeAndClaim`) always waits: it commits outcomes.
  */
 export async function claimFree(
   q: Queryable,
   workerId: string,
   lockTimeoutMs: number,
   claim: FairClaim,
+  o: { asyncCommit: boolean },
 ): Promise<ClaimedJob[]> {
+  const statement = claimFreeJobs(workerId, lockTimeoutMs, claim);
   const { rows } = await q.query<ClaimedJob>(
-    prepared(
-      'jobs.claimFree',
-      sql`WITH async_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
-        SELECT claimed.* FROM async_commit, (${claimFreeJobs(workerId, lockTimeoutMs, claim)}) AS claimed`,
-    ),
+    o.asyncCommit
+      ? prepared(
+          'jobs.claimFree.async',
+          sql`WITH async_commit AS MATERIALIZED (SELECT set_config('synchronous_commit', 'off', true))
+            SELECT claimed.* FROM async_commit, (${statement}) AS claimed`,
+        )
+      : prepared('jobs.claimFree', statement),
   );
   return rows;
 }

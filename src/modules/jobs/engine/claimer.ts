@@ -50,6 +50,9 @@
  *   or hand-back) the claimer hands back (queued again, attempt not counted) every claim of
  *   its own it does not know, before claiming again (`inDoubt`). A failed round is tried
  *   again after a short backoff (wakeup.ts), not only at the next poll.
+ * - Commit: on a PostgreSQL server a round's claim commits without waiting for the WAL flush
+ *   (a lost claim only queues its job again; jobs.repository.ts, `claimsCommitAsync`); on
+ *   PGlite it waits, as the database dies with the worker.
  * - Started even if stop() began meanwhile: the jobs of a claim in flight were claimed before
  *   it, and get its grace period (engine.ts, "Shutdown").
  */
@@ -83,13 +86,17 @@ export class Claimer {
   private inDoubt = false;
   /** Might a named-queue job be claimable? Saves a query per claim round when none are. */
   private queueHint = true;
+  /** Claims commit without the WAL flush (on a PostgreSQL server; jobs.repository.ts, claimsCommitAsync). */
+  private readonly asyncCommit: boolean;
 
   constructor(
     private readonly core: EngineCore,
     private readonly fairness: Fairness,
     private readonly slots: Slots,
     private readonly hooks: ClaimerHooks,
-  ) {}
+  ) {
+    this.asyncCommit = repo.claimsCommitAsync(core.db);
+  }
 
   /** A claim is in flight. */
   get claiming(): boolean {
@@ -140,6 +147,7 @@ export class Claimer {
             core.workerId,
             core.settings.lockTimeoutMs,
             this.fairness.fairClaim(free, 0),
+            { asyncCommit: this.asyncCommit },
           );
           // Started even if stop() began meanwhile: they were claimed before it, and get its grace period.
           this.slots.admit(rows);
