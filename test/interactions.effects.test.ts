@@ -198,6 +198,9 @@ describe('appRecord effect', () => {
       'club',
     );
     const e1 = await append(a, { interactionId: 'joined', contactId: 'c1', outcome: 'first', metadata: { amount: 1 } });
+    // The second event once the first one's effect has run: effects of different events run
+    // independently, so two running at once may write in either order (docs/interactions.md).
+    await finished(a, e1, 1);
     const e2 = await append(a, {
       interactionId: 'joined',
       contactId: 'c1',
