@@ -48,6 +48,18 @@ function withSteps(def: FunnelDef, figures: FunnelResult['steps']) {
   }));
 }
 
+/**
+ * A request's funnel options as funnels.service.ts takes them: the id field defaulted, the
+ * period as `start` and `end`.
+ */
+function optionsOf<Q extends { idField?: repo.FunnelInput['idField']; periodStart?: string; periodEnd?: string }>(
+  q: Q,
+) {
+  const start: Q['periodStart'] = q.periodStart;
+  const end: Q['periodEnd'] = q.periodEnd;
+  return { ...q, idField: q.idField ?? ('userId' as const), start, end };
+}
+
 function checkWindow(start?: string, end?: string) {
   if (start && end && Date.parse(start) >= Date.parse(end)) throw badRequest('The window start must be before its end');
 }
@@ -117,13 +129,13 @@ export class JourneyReports {
     q: JourneyFunnelReportRequest,
   ): Promise<JourneyFunnelReportResponse> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
-    const idField = q.idField ?? 'userId';
-    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const options = optionsOf(q);
+    const r = await this.funnels.report(collectionId, def, options);
     const answer: JourneyFunnelReportResponse = {
       journeyId,
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
       periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
-      idField,
+      idField: options.idField,
       ordering: r.ordering,
       steps: withSteps(def, r.steps) as JourneyFunnelReportResponse['steps'],
     };
@@ -145,12 +157,12 @@ export class JourneyReports {
   /** An ad-hoc funnel (steps in the request, no journey). */
   async adHocQuery(collectionId: string, q: FunnelQueryRequest): Promise<FunnelQueryResponse> {
     const def = adHocDef(q.steps);
-    const idField = q.idField ?? 'userId';
-    const r = await this.funnels.report(collectionId, def, { ...q, idField, start: q.periodStart, end: q.periodEnd });
+    const options = optionsOf(q);
+    const r = await this.funnels.report(collectionId, def, options);
     const answer: FunnelQueryResponse = {
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
       periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
-      idField,
+      idField: options.idField,
       ordering: r.ordering,
       steps: withSteps(def, r.steps),
     };
@@ -160,31 +172,16 @@ export class JourneyReports {
 
   async journeyTrends(collectionId: string, journeyId: string, q: JourneyTrendsRequest): Promise<FunnelTrendsResponse> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
-    return this.funnels.trends(collectionId, def, {
-      ...q,
-      idField: q.idField ?? 'userId',
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    return this.funnels.trends(collectionId, def, optionsOf(q));
   }
 
   async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<FunnelTrendsResponse> {
-    return this.funnels.trends(collectionId, adHocDef(q.steps), {
-      ...q,
-      idField: q.idField ?? 'userId',
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    return this.funnels.trends(collectionId, adHocDef(q.steps), optionsOf(q));
   }
 
   async journeyPeople(collectionId: string, journeyId: string, q: JourneyPeopleRequest): Promise<FunnelPeopleResponse> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
-    return this.funnels.people(collectionId, def, {
-      ...q,
-      idField: q.idField ?? 'userId',
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    return this.funnels.people(collectionId, def, optionsOf(q));
   }
 
   /** The funnel of a people export's payload: a journey's (404 when gone) or ad-hoc. */
@@ -199,12 +196,7 @@ export class JourneyReports {
   }
 
   async adHocPeople(collectionId: string, q: FunnelPeopleRequest): Promise<FunnelPeopleResponse> {
-    return this.funnels.people(collectionId, adHocDef(q.steps), {
-      ...q,
-      idField: q.idField ?? 'userId',
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    return this.funnels.people(collectionId, adHocDef(q.steps), optionsOf(q));
   }
 
   async stats(
