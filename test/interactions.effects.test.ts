@@ -40,6 +40,7 @@ interface Job {
   status: string;
   attempts: number;
   lastError: string | null;
+  queueName: string | null;
   payload: { interactionId: string; eventId: string; index: number; effect: { type: string } };
   result: { type: string; status: string; reason?: string; statusCode?: number; recordId?: string } | null;
 }
@@ -197,10 +198,8 @@ describe('appRecord effect', () => {
       ],
       'club',
     );
+    // Back to back: the effects that write one record run one at a time, in the events' order.
     const e1 = await append(a, { interactionId: 'joined', contactId: 'c1', outcome: 'first', metadata: { amount: 1 } });
-    // The second event once the first one's effect has run: effects of different events run
-    // independently, so two running at once may write in either order (docs/interactions.md).
-    await finished(a, e1, 1);
     const e2 = await append(a, {
       interactionId: 'joined',
       contactId: 'c1',
@@ -213,6 +212,14 @@ describe('appRecord effect', () => {
     for (const e of [e1, e2, e3, e4]) results.push((await finished(a, e, 1))[0]);
     expect(results.map((j) => j.result?.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'skipped']);
     expect(results[3].result?.reason).toContain('contactId');
+    // One queue per record: c1's two effects share one (the service's own, `<task>:…`), c2's
+    // has another, and the effect that writes nothing has none.
+    const queues = results.map((j) => j.queueName);
+    expect(queues[0]).toMatch(/^interactions\.effect:/);
+    expect(queues[1]).toBe(queues[0]);
+    expect(queues[2]).toMatch(/^interactions\.effect:/);
+    expect(queues[2]).not.toBe(queues[0]);
+    expect(queues[3]).toBeNull();
     // Two events of c1 → one record (the same id), updated by the second.
     expect(results[1].result?.recordId).toBe(results[0].result?.recordId);
     const list = await api(a, 'GET', `/admin/collection/${a.id}/app/club/records?recordType=participation`);
@@ -234,7 +241,12 @@ describe('appRecord effect', () => {
     );
     const e1 = await append(a, { interactionId: 'note', userId: 'u1' });
     const e2 = await append(a, { interactionId: 'note', userId: 'u1' });
-    for (const e of [e1, e2]) expect((await finished(a, e, 1))[0].result?.status).toBe('succeeded');
+    for (const e of [e1, e2]) {
+      const [job] = await finished(a, e, 1);
+      expect(job.result?.status).toBe('succeeded');
+      // Records of their own: nothing to keep in order, so no queue holds them.
+      expect(job.queueName).toBeNull();
+    }
     const list = await api(a, 'GET', `/admin/collection/${a.id}/app/notes/records?recordType=note`);
     expect(list.json().data).toHaveLength(2);
   });

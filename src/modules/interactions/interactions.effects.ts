@@ -17,6 +17,7 @@
  * The job's result says what the effect did (`status`: succeeded, skipped, refused, invalid,
  * not_supported); its status, attempts and lastError say how running it went.
  */
+import { createHash } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Queryable } from '../../db/index.ts';
 import { AppError, validationFailed } from '../../platform/errors.ts';
@@ -363,12 +364,60 @@ export type EffectResult = {
   recordId?: string;
 };
 
+/** What an appRecord effect writes for an event: the record's app, type and key fields, or why nothing. */
+type RecordPlan =
+  | { skip: string }
+  | {
+      appId: string;
+      recordType: string;
+      /** The anchors and the contact, by the records API's field names (null: none). */
+      values: Record<string, string | null>;
+      singleton?: { per: string; needs: keyof EventContext | null };
+    };
+
+function recordPlan(config: Record<string, unknown>, c: EventContext): RecordPlan {
+  const singleton = config.singletonPer === undefined ? undefined : SINGLETON_PER.get(String(config.singletonPer));
+  const anchors = Object.fromEntries(
+    ANCHORS.map((key) => {
+      const given = (config.anchors as Record<string, string> | undefined)?.[key];
+      return [key, given === undefined ? c[key] : interpolateString(given, c) || null];
+    }),
+  ) as Record<(typeof ANCHORS)[number], string | null>;
+  const values: Record<string, string | null> = { ...anchors, contactId: c.contactId };
+  if (singleton?.needs && !values[singleton.needs]) {
+    return {
+      skip: `singletonPer "${String(config.singletonPer)}" needs the event's ${singleton.needs}, and it has none`,
+    };
+  }
+  const appId = (config.appId as string | undefined) ?? c.appId;
+  if (!appId) return { skip: 'the event has no appId and the config names none' };
+  return { appId, recordType: (config.recordType as string | undefined) ?? 'default', values, singleton };
+}
+
+/**
+ * The named queue of an appRecord effect under `singletonPer`: the effects that write one
+ * record (one app, record type, key and contact) run one at a time, in the order their events
+ * were stored, so the record ends with the latest event's data whatever the workers' timing.
+ * The price of that order: while one of them waits for a retry, the later ones wait too (until
+ * it succeeds or fails for good). Other effects run independently (no queue). The name is a
+ * digest: the key's values are the tenant's and unbounded; `:` keeps the name the service's own.
+ */
+function singletonQueue(effect: Record<string, unknown>, c: EventContext): string | undefined {
+  if (effect.type !== 'appRecord' || effectProblem(effect, 'effect') || !isObject(effect.config)) return undefined;
+  const plan = recordPlan(effect.config, c);
+  if ('skip' in plan || !plan.singleton) return undefined;
+  const { per, needs } = plan.singleton;
+  const key = [plan.appId, plan.recordType, per, needs ? plan.values[needs] : c.collectionId, plan.values.contactId];
+  return `${EFFECT_TASK}:${createHash('sha256').update(JSON.stringify(key)).digest('base64url').slice(0, 22)}`;
+}
+
 /** Builds the job of each effect of one stored event. */
 export function effectJobs(
   row: repo.EventRow,
   effects: Record<string, unknown>[],
   maxAttempts: number,
-): { task: string; payload: EffectPayload; maxAttempts: number }[] {
+): { task: string; payload: EffectPayload; maxAttempts: number; queueName?: string }[] {
+  const context = eventContext(row);
   return effects.map((effect, index) => {
     const type = typeof effect.type === 'string' ? effect.type.slice(0, 100) : '(none)';
     // The config of a type this service does not run is not needed to report it so.
@@ -383,6 +432,7 @@ export function effectJobs(
         effect: { type, ...config },
       },
       maxAttempts,
+      queueName: singletonQueue(effect, context),
     };
   });
 }
@@ -476,27 +526,12 @@ export class EffectRunner {
   }
 
   private async appRecord(p: EffectPayload, config: Record<string, unknown>, c: EventContext): Promise<EffectResult> {
-    const singleton = config.singletonPer === undefined ? undefined : SINGLETON_PER.get(String(config.singletonPer));
-    const anchors = Object.fromEntries(
-      ANCHORS.map((key) => {
-        const given = (config.anchors as Record<string, string> | undefined)?.[key];
-        return [key, given === undefined ? c[key] : interpolateString(given, c) || null];
-      }),
-    ) as Record<(typeof ANCHORS)[number], string | null>;
-    const values: Record<string, string | null> = { ...anchors, contactId: c.contactId };
-    if (singleton?.needs && !values[singleton.needs]) {
-      return {
-        type: 'appRecord',
-        status: 'skipped',
-        reason: `singletonPer "${String(config.singletonPer)}" needs the event's ${singleton.needs}, and it has none`,
-      };
-    }
-    const appId = (config.appId as string | undefined) ?? c.appId;
-    if (!appId)
-      return { type: 'appRecord', status: 'skipped', reason: 'the event has no appId and the config names none' };
+    const plan = recordPlan(config, c);
+    if ('skip' in plan) return { type: 'appRecord', status: 'skipped', reason: plan.skip };
+    const { appId, singleton } = plan;
     const input = {
-      recordType: (config.recordType as string | undefined) ?? 'default',
-      ...Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null)),
+      recordType: plan.recordType,
+      ...Object.fromEntries(Object.entries(plan.values).filter(([, v]) => v !== null)),
       data: (interpolate(config.data ?? {}, c) as Record<string, unknown>) ?? {},
       // Without singletonPer, a ref of the event's row and the effect's place: a run repeated
       // after a crash (jobs run at least once) finds its record taken instead of adding one.
