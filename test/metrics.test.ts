@@ -243,6 +243,43 @@ describe('GET /metrics', () => {
     expect(after.some((x) => x.labels.task === task)).toBe(false);
   });
 
+  it("counts an app's leases that expired, handed back by the lock-timeout reclaim (retried, or failed when spent)", async () => {
+    const declare = async (name: string, maxAttempts: number) => {
+      const res = await t.inject({
+        method: 'POST',
+        url: `/admin/collection/${b.id}/tasks`,
+        headers: b.auth,
+        payload: { name, maxAttempts, leaseSeconds: 5 },
+      });
+      expect(res.statusCode).toBe(201);
+    };
+    await declare('lost.twice', 2);
+    await declare('lost.once', 1);
+    const app = { task: '(app)', queue: 'app' };
+    const before = await scrape();
+    const again = await enqueue(t, b, { task: 'lost.twice', payload: {} });
+    const spent = await enqueue(t, b, { task: 'lost.once', payload: {} });
+    const res = await t.inject({
+      method: 'POST',
+      url: `/admin/collection/${b.id}/jobs/lease`,
+      headers: b.auth,
+      payload: { tasks: ['lost.twice', 'lost.once'], max: 2 },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().items).toHaveLength(2);
+    // No heartbeat: both leases run out after 5 s, and the engine's poll hands the jobs back.
+    await waitForStatus(t, b, again.id, ['errored', 'queued']);
+    await waitForStatus(t, b, spent.id, ['failed']);
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string>) =>
+      sampleValue(after, name, labels) - sampleValue(before, name, labels);
+    expect(delta('jobs_reclaimed_total', { ...app, result: 'retried' })).toBe(1);
+    expect(delta('jobs_reclaimed_total', { ...app, result: 'failed' })).toBe(1);
+    expect(delta('jobs_failed_total', app)).toBe(1);
+    // Not an outcome a worker reported: the completion counters stay as they were.
+    expect(delta('jobs_completed_total', { ...app, result: 'failed' })).toBe(0);
+  }, 30_000);
+
   it('counts webhook attempts by outcome and deliveries failed for good', async () => {
     await subscribe(t, a, `${rx.url}/ok`, ['link.created']);
     await subscribe(t, b, `${rx.url}/fail`, ['link.created']);

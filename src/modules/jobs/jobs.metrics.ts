@@ -30,8 +30,13 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
   });
   const failed = metrics.counter({
     name: 'jobs_failed_total',
-    help: 'Jobs whose last attempt failed in this process (no attempt left), by task and lane',
+    help: 'Jobs whose last attempt failed in this process (no attempt left), by task and lane; a job whose last claim or lease expired counts where it was reclaimed',
     labelNames: ['task', 'queue'],
+  });
+  const reclaimed = metrics.counter({
+    name: 'jobs_reclaimed_total',
+    help: "Running jobs whose worker stopped responding (claim or lease expired), handed back by this process's lock-timeout reclaim, by task, lane and result (retried, failed)",
+    labelNames: ['task', 'queue', 'result'],
   });
   const ran = metrics.histogram({
     name: 'jobs_run_duration_seconds',
@@ -76,6 +81,12 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
       completed.inc({ task, queue: lane, result });
       if (ranSeconds !== undefined) ran.observe({ task }, ranSeconds);
       if (result === 'failed') failed.inc({ task, queue: lane });
+    },
+    reclaimed(task, lane, result) {
+      const labels = { task: lane === APP_LANE ? APP_TASK_LABEL : task, queue: lane };
+      reclaimed.inc({ ...labels, result });
+      // Failed for good all the same: the alert on jobs_failed_total sees it.
+      if (result === 'failed') failed.inc(labels);
     },
   };
 }

@@ -459,12 +459,13 @@ export async function reclaimExpired(q: Queryable, lockTimeoutMs: number): Promi
       last_error = 'The worker running this job stopped responding (lock timeout)',
       run_at = now(), locked_at = NULL, locked_by = NULL, lock_expires_at = NULL, updated_at = now()
     FROM picked WHERE j.collection_id = picked.collection_id AND j.id = picked.id
-    RETURNING j.collection_id, j.id, j.task, j.queue_name, j.attempts, j.max_attempts, j.status, j.last_error,
+    RETURNING j.collection_id, j.id, j.task, j.lane, j.queue_name, j.attempts, j.max_attempts, j.status, j.last_error,
       j.finished_at, j.visible`);
   return rows;
 }
 
-export type ReclaimedJob = Pick<
+/** A job the reclaim handed back, with its engine lane (`app`: an app's task, leased over HTTP). */
+export type ReclaimedJob = { lane: string } & Pick<
   JobRow,
   | 'collection_id'
   | 'id'

@@ -61,6 +61,12 @@ export interface JobObserver {
    * `ranSeconds`: the handler's run time, when known (an app's worker reports only the end).
    */
   finished(task: string, lane: string, result: 'succeeded' | 'retried' | 'failed', ranSeconds?: number): void;
+  /**
+   * A running job whose claim or lease expired, handed back by this process's lock-timeout
+   * reclaim (housekeeping.ts): `retried` when an attempt is left, else `failed`. Its worker
+   * (another process, or an app's) never reported an outcome.
+   */
+  reclaimed(task: string, lane: string, result: 'retried' | 'failed'): void;
 }
 
 export class EngineCore {

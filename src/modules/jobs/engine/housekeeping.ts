@@ -14,6 +14,8 @@
  *   off leaves the rest to the next minute.
  * - Events: with a publisher, the reclaim is a transaction that publishes `job.failed` for the
  *   visible tasks' jobs whose last attempt it gives up on (completions.ts, "Events").
+ * - Metrics: each job it hands back is told to the observer (`reclaimed`) after the commit:
+ *   its worker, dead or an app's that let its lease run out, never reported an outcome.
  * - States: none; a failed reclaim throws, and the round it belongs to is tried again
  *   (wakeup.ts).
  */
@@ -51,9 +53,16 @@ export class Housekeeping {
    * more, whatever the jobs).
    */
   private async reclaimExpired(): Promise<number> {
+    const rows = await this.reclaimAndPublish();
+    // Counted once the reclaim has committed: a rolled-back round reclaims them again.
+    for (const r of rows) this.core.observer?.reclaimed(r.task, r.lane, r.status === 'failed' ? 'failed' : 'retried');
+    return rows.length;
+  }
+
+  private async reclaimAndPublish(): Promise<repo.ReclaimedJob[]> {
     const { core } = this;
     const publisher = core.publisher;
-    if (!publisher) return (await repo.reclaimExpired(core.db, core.settings.lockTimeoutMs)).length;
+    if (!publisher) return repo.reclaimExpired(core.db, core.settings.lockTimeoutMs);
     return core.db.transaction(async (tx) => {
       const rows = await repo.reclaimExpired(tx, core.settings.lockTimeoutMs);
       // The job's own `visible`, not the registry: an app's task (leased over HTTP, app lane) is
@@ -65,7 +74,7 @@ export class Housekeeping {
         failed.map((r) => failedEvent(r, r.last_error ?? '', r.finished_at ?? new Date())),
         failed.map((r) => r.collection_id),
       );
-      return rows.length;
+      return rows;
     });
   }
 }
