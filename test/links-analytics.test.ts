@@ -99,8 +99,8 @@ async function record(clicks: RawClick[]) {
   clicks.sort((x, y) => x.at.getTime() - y.at.getTime());
   const links = t.app.services.links;
   for (let i = 0; i < clicks.length; i += 37) {
-    for (const c of clicks.slice(i, i + 37)) links.recordClick(c);
-    await links.flush();
+    for (const c of clicks.slice(i, i + 37)) links.redirects.recordClick(c);
+    await links.redirects.flush();
   }
 }
 
@@ -450,7 +450,7 @@ describe('capture', () => {
       },
     });
     expect(res.statusCode).toBe(302);
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const { rows } = await t.testDb.db.query<Row & { ip_address: string }>(
       `SELECT * FROM link_clicks WHERE collection_id = $1 AND link_id = $2 AND ip_address = '198.51.100.23'`,
       [a.id, linksOfA[1].id],
@@ -485,7 +485,7 @@ describe('capture', () => {
       headers: { 'user-agent': 'nul-test' },
     });
     expect(res.statusCode).toBe(302);
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const { rows } = await t.testDb.db.query<{ utm_source: string; utm_campaign: string }>(
       `SELECT utm_source, utm_campaign FROM link_clicks WHERE link_id = $1 AND user_agent = 'nul-test'`,
       [linksOfA[3].id],
@@ -527,7 +527,7 @@ describe('capture', () => {
         });
         expect(res.statusCode).toBe(302);
       }
-      await s.app.services.links.flush();
+      await s.app.services.links.redirects.flush();
       const { rows } = await s.testDb.db.query<{ ip_address: string; place: string }>(
         `SELECT ip_address, country || '/' || region || '/' || city AS place FROM link_clicks WHERE link_id = $1`,
         [link.id],

@@ -70,7 +70,7 @@ async function createLink(c: CollectionWithUser, payload: Record<string, unknown
 const visit = (url: string, host?: string) => t.inject({ method: 'GET', url, headers: host ? { host } : {} });
 
 async function clicksOf(c: CollectionWithUser, linkId: string) {
-  await t.app.services.links.flush();
+  await t.app.services.links.redirects.flush();
   const res = await t.inject({ method: 'GET', url: `${links(c)}/${linkId}/clicks`, headers: c.auth });
   expect(res.statusCode, res.body).toBe(200);
   return res.json().items as { trigger: string; clickId: string | null; route: string }[];
@@ -552,7 +552,7 @@ describe('attribution', () => {
     );
     expect(ev.statusCode, ev.body).toBe(200);
     expect(ev.json().find((r: { userId: string }) => r.userId === 'v0')).toMatchObject({ clickId: ids[0] });
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const conv = await t.inject({ method: 'GET', url: `${links(a)}/${l.id}/conversions`, headers: a.auth });
     expect(conv.statusCode, conv.body).toBe(200);
     expect(conv.json()).toMatchObject({
@@ -619,7 +619,7 @@ describe('attribution', () => {
     await append(a, { interactionId: 'purchase', userId: 'ab2', outcome: 'paid', clickId: byVariant.a[1] });
     for (let i = 0; i < 3; i++)
       await append(a, { interactionId: 'signup', userId: `ab${3 + i}`, clickId: byVariant.b[i] });
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const conv = await t.inject({
       method: 'GET',
       url: `${links(a)}/${l.id}/conversions?groupBy=route`,
@@ -673,7 +673,7 @@ describe('attribution', () => {
     const K = 2;
     const ids: string[] = [];
     for (let i = 0; i < N; i++) ids.push(clickIdOf((await visit(`/l/${l.code}`)).headers.location as string) as string);
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const later = (s: number) => new Date(Date.now() + s * 1000).toISOString();
     // M visitors send an event with their click id; K of them buy later (without the click id).
     for (let i = 0; i < M; i++) {

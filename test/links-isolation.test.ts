@@ -137,7 +137,7 @@ describe('HEAD /l/{code} is not a click', () => {
     const get = await t.inject({ method: 'GET', url: `/l/${link.code}` });
     expect(get.statusCode).toBe(302);
     expect(get.headers.location).toBe(head.headers.location);
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     await waitFor(async () => (mine().length >= 2 ? true : undefined), 10_000, 'link.clicked');
 
     expect(await storedClicks(t, link.id)).toBe(1);
@@ -194,7 +194,7 @@ describe('HEAD /l/{code} is not a click', () => {
       // The redirect is mounted once, under the prefix.
       expect((await s.inject({ method: 'HEAD', url: `/l/${link.code}` })).statusCode).toBe(404);
       expect((await s.inject({ method: 'GET', url: `/api/l/${link.code}` })).statusCode).toBe(302);
-      await s.app.services.links.flush();
+      await s.app.services.links.redirects.flush();
       expect(await storedClicks(s, link.id)).toBe(1);
       expect(await counter(s, link.id)).toBe(1);
     } finally {

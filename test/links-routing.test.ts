@@ -59,7 +59,7 @@ const where = async (code: string, headers: Record<string, string> = {}, query =
   return res.headers.location as string;
 };
 const clicksOf = async (linkId: string) => {
-  await t.app.services.links.flush();
+  await t.app.services.links.redirects.flush();
   return (
     await t.testDb.db.query<{ n: number }>('SELECT count(*)::int AS n FROM link_clicks WHERE link_id = $1', [linkId])
   ).rows[0].n;

@@ -172,7 +172,7 @@ describe('click stats', () => {
       if (referer) headers.referer = referer;
       expect((await t.inject({ method: 'GET', url: `/l/${link.code}`, headers })).statusCode).toBe(302);
     }
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     const body = (await stats(a, link.id, 'interval=hour')).json();
     expect(body.total).toBe(5);
     expect(body.deviceTypes.items).toEqual([

@@ -309,7 +309,7 @@ describe('clicks', () => {
       const [g, k] = [await linkIn(s, gone, 'https://x.example/'), await linkIn(s, kept, 'https://x.example/')];
       const clicksOf = (collectionId: string) => storedClicks(s, 'collection_id', collectionId);
       await visit(s, g.code, 3);
-      await s.app.services.links.flush();
+      await s.app.services.links.redirects.flush();
       expect(await clicksOf(gone.id)).toBe(3);
 
       // Two more clicks wait in memory, next to one of another collection, when `gone` is removed.
@@ -317,7 +317,7 @@ describe('clicks', () => {
       await visit(s, k.code, 1);
       await s.testDb.db.query('DELETE FROM collections WHERE id = $1', [gone.id]);
       expect(await clicksOf(gone.id)).toBe(0); // the stored ones went with their links
-      await s.app.services.links.flush();
+      await s.app.services.links.redirects.flush();
       expect(await clicksOf(gone.id)).toBe(0); // the buffered ones were not stored
       expect(await clicksOf(kept.id)).toBe(1);
       const counter = await s.inject({ method: 'GET', url: `${base(kept)}/${k.id}`, headers: kept.auth });
@@ -374,7 +374,7 @@ describe('clicks', () => {
         });
         expect(res.statusCode).toBe(302);
       }
-      await s.app.services.links.flush();
+      await s.app.services.links.redirects.flush();
       const clicks = (await s.inject({ method: 'GET', url: `${base(c)}/${link.id}/clicks`, headers: c.auth })).json();
       const place = Object.fromEntries(
         clicks.items.map((k: { ipAddress: string; country: string; city: string }) => [

@@ -125,7 +125,7 @@ describe('GET /metrics', () => {
     expect(after.some((x) => x.labels.route?.includes(links[0].code))).toBe(false);
     expect(sampleValue(after, 'link_click_buffer_size')).toBe(3);
     expect(delta('link_clicks_dropped_total', {})).toBe(1);
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     expect(sampleValue(await scrape(), 'link_click_buffer_size')).toBe(0);
   });
 

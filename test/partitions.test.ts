@@ -170,7 +170,7 @@ describe('the upkeep of the monthly partitions', () => {
     const links = t.app.services.links;
     for (const [m, month] of MONTHS.entries()) {
       for (let i = 0; i <= m; i++) {
-        links.recordClick({
+        links.redirects.recordClick({
           collectionId: c.id,
           linkId: link.id,
           code: link.code,
@@ -183,7 +183,7 @@ describe('the upkeep of the monthly partitions', () => {
           proxyCity: '',
         });
       }
-      await links.flush();
+      await links.redirects.flush();
     }
   });
   afterAll(() => t?.close());

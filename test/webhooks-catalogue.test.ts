@@ -284,7 +284,7 @@ describe('link.clicked off the redirect path', () => {
     const [q, l] = [await link(quiet), await link(loud)];
     for (const code of [q.code, l.code])
       await Promise.all(Array.from({ length: 5 }, () => t.inject({ method: 'GET', url: `/l/${code}` })));
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
     expect(await noted(quiet)).toBe(0);
     await waitFor(async () => (rx.on('/clicks').length >= 5 ? true : undefined), 10_000, 'five clicks');
     await settled(loud);
@@ -499,7 +499,7 @@ describe('link.clicks.milestone', () => {
         t.inject({ method: 'GET', url: `/l/${code}`, headers: { 'user-agent': 'Mozilla/5.0' } }),
       ),
     );
-    await t.app.services.links.flush();
+    await t.app.services.links.redirects.flush();
   };
 
   it('sends each default threshold once, however the clicks fall into batches', async () => {

@@ -126,7 +126,7 @@ export const linksModule = defineModule({
   // run jobs publish the click events the batches note: stopped after the recorder's last batch
   // (the pieces stop in reverse order).
   background: (service) => [
-    { roles: EVERY_ROLE, start: () => service.changes.start(), stop: () => service.changes.stop() },
+    { roles: EVERY_ROLE, start: () => service.redirects.changes.start(), stop: () => service.redirects.changes.stop() },
     { roles: WORKING, start: () => service.clickEvents.start(), stop: () => service.clickEvents.stop() },
     { roles: EVERY_ROLE, start: () => service.clickRecorder.start(), stop: () => service.clickRecorder.stop() },
   ],

@@ -1,35 +1,32 @@
 /**
- * Short links of a collection: admin CRUD, the public redirect, click capture (stored by the
- * ClickRecorder, click-recorder.ts). Every change publishes its webhook event in its own
- * transaction (the outbox), and drops the code from every process's redirect cache. Its parts:
- * `clickReads` (the click list, statistics and conversions), `analytics`, `partitions`, and the
- * `domains` it is given.
+ * Short links of a collection: admin CRUD and bulk. Every change publishes its webhook event in
+ * its own transaction (the outbox), and drops the code from every process's redirect cache.
+ * Its parts: `redirects` (the public redirect's lookups and click capture), `clickReads` (the
+ * click list, statistics and conversions), `analytics`, `partitions`, and the `domains` it is
+ * given.
  */
 import { randomInt } from 'node:crypto';
 import type { Db, Queryable } from '../../db/index.ts';
-import type { TrustedProxies } from '../../platform/client-address.ts';
-import { AppError, badRequest, conflict, gone, notFound } from '../../platform/errors.ts';
+import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
 import { type PageWithTotal, paging } from '../../platform/schemas.ts';
-import { Subscription } from '../../platform/subscription.ts';
 import { httpUrl } from '../../platform/urls.ts';
 import { LinkAnalytics } from './analytics.service.ts';
-import { newClickId } from './attribution.ts';
 import type { ClickEventPublisher } from './click-events.ts';
 import { ClickPartitions } from './click-partitions.ts';
 import { ClickReads, parseTime } from './click-reads.service.ts';
 import type { ClickRecorder } from './click-recorder.ts';
-import type { RawClick } from './clicks.ts';
 import { claimDomainCode } from './domains.repository.ts';
 import type { DomainsService } from './domains.service.ts';
-import { type CachedLink, cacheKey, RedirectCache } from './links.cache.ts';
+import { cacheKey } from './links.cache.ts';
 import { type EventPublisher, shortUrl } from './links.events.ts';
 import * as repo from './links.repository.ts';
 import type { CreateLinkBody, Link, LinkListQuery, UpdateLinkBody } from './links.schema.ts';
 import type { LinksSettings } from './links.settings.ts';
 import { hashPassword } from './password-page.ts';
-import { checkRouting, compileRouting } from './routing.ts';
+import { Redirects } from './redirects.service.ts';
+import { checkRouting } from './routing.ts';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
@@ -42,19 +39,9 @@ function randomCode(length: number): string {
 
 const checkDestination = (raw: string, field = 'url'): string => httpUrl(raw, field).toString();
 
-/**
- * The read-your-writes scope of redirect lookups (db/client.ts, `Db.read`): any link change
- * seen by this process, its own or another's through the notice, keeps the lookups that refill
- * the cache on the primary until a replica has replayed it; else a replica could put the old
- * answer back into the cache.
- */
-const REDIRECT_SCOPE = 'links.redirect';
-
 export class LinksService {
-  readonly cache: RedirectCache;
-  readonly trusted: TrustedProxies;
-  /** Other processes' link changes, dropped from the redirect cache (started and stopped by the manifest). */
-  readonly changes: Subscription;
+  /** The public redirect's lookups, its cache, and click capture (redirects.service.ts). */
+  readonly redirects: Redirects;
   /** Click analytics and the CSV export of clicks (analytics.service.ts). */
   readonly analytics: LinkAnalytics;
   /** A link's clicks listed and counted, and conversions (click-reads.service.ts). */
@@ -76,27 +63,10 @@ export class LinksService {
     /** The collection's own domains (domains.service.ts). */
     readonly domains: DomainsService,
   ) {
-    this.cache = new RedirectCache(this.settings.cacheTtlMs, this.settings.cacheMaxEntries);
-    this.trusted = settings.trustedProxies;
+    this.redirects = new Redirects(db, settings, domains, clickRecorder);
     this.analytics = new LinkAnalytics(db);
     this.clickReads = new ClickReads(db);
     this.partitions = new ClickPartitions(db, settings);
-    this.changes = new Subscription(
-      db,
-      repo.LINKS_CHANNEL,
-      // A link's cache key (links.cache.ts), or `@<domain>` when a domain was verified or removed.
-      (key) => {
-        if (key.startsWith('@')) return this.domains.changed(key.slice(1));
-        this.db.wrote(REDIRECT_SCOPE);
-        this.cache.invalidate(key);
-      },
-      // Changes made elsewhere while the LISTEN connection was down were never announced.
-      () => {
-        this.db.wrote(REDIRECT_SCOPE);
-        this.cache.clear();
-        this.domains.clear();
-      },
-    );
   }
 
   /** A code's short address: on its custom domain (https, at the root), else PUBLIC_BASE_URL/l/{code}. */
@@ -148,9 +118,7 @@ export class LinksService {
 
   /** Drops links' cache keys (links.cache.ts `cacheKey`) from this process's redirect cache. */
   private changed(keys: string[]): void {
-    // The entry dropped is read again: not from a replica that may not have the change yet.
-    this.db.wrote(REDIRECT_SCOPE);
-    for (const k of keys) this.cache.invalidate(k);
+    this.redirects.invalidate(keys);
   }
 
   /**
@@ -415,75 +383,7 @@ export class LinksService {
     this.changed([cacheKey(row.domain, row.code)]);
     return { success: true };
   }
-
-  // --- the redirect ------------------------------------------------------------------------
-
-  /**
-   * Where a code leads on the request's host: a verified custom domain's own codes, else the
-   * deployment's (any other host, as before domains existed). From the cache, else one indexed
-   * read (and, the first time a host is seen, one read of whether it is a custom domain).
-   * Throws 404 / 410.
-   */
-  async resolve(code: string, host = '', now = Date.now()): Promise<CachedLink> {
-    let custom = this.domains.cachedHost(host, now);
-    if (custom === undefined) custom = await this.domains.lookupHost(host, now);
-    const domain = custom ? host : null;
-    const key = cacheKey(domain, code);
-    let link = this.cache.get(key, now);
-    if (link === undefined) {
-      const token = this.cache.token();
-      // From a read replica unless a link changed since it last caught up (see `changed`).
-      const row = await this.db.read(REDIRECT_SCOPE, (r) => repo.findByCode(r, code, domain));
-      link =
-        row && !row.deleted_at
-          ? {
-              collectionId: row.collection_id,
-              linkId: row.id,
-              code: row.code,
-              destinationUrl: row.destination_url,
-              expiresAt: row.expires_at ? row.expires_at.getTime() : null,
-              domain: row.domain,
-              trackConversions: row.track_conversions,
-              routing: compileRouting({
-                destinationUrl: row.destination_url,
-                rules: row.rules,
-                variants: row.variants,
-                passQuery: row.pass_query,
-                expiredUrl: row.expired_url,
-                passwordHash: row.password_hash,
-              }),
-            }
-          : null;
-      this.cache.set(key, link, token, now);
-    }
-    if (!link) throw notFound('Link');
-    // An expired link with a fallback address is answered by the redirect (isExpired).
-    if (isExpired(link, now) && !link.routing.expiredUrl) throw gone('This link has expired');
-    return link;
-  }
-
-  /** A click id for a visit of a link that tracks conversions (attribution.ts). */
-  newClickId(): string {
-    return newClickId();
-  }
-
-  /** The visitor's country for a rule: GeoIP when configured, else a trusted proxy's header. */
-  visitorCountry(ip: string, proxyCountry: string): string {
-    return (this.clickRecorder.countryOf(ip) || proxyCountry).toUpperCase();
-  }
-
-  /** Queues a click; never waits for the database. */
-  recordClick(click: RawClick): void {
-    this.clickRecorder.record(click);
-  }
-
-  /** Stores every buffered click now, rather than at the recorder's next flush (tests use it). */
-  flush(): Promise<void> {
-    return this.clickRecorder.flush();
-  }
 }
-
-export const isExpired = (link: CachedLink, now = Date.now()) => link.expiresAt !== null && link.expiresAt <= now;
 
 /** The routing columns of a create or a change: checked, empty lists as none, the password hashed. */
 async function routingColumns(body: CreateLinkBody | UpdateLinkBody, at = ''): Promise<repo.RoutingColumns> {

@@ -21,7 +21,7 @@ import { errorResponses } from '../../platform/schemas.ts';
 import { visitTrigger, withClickId } from './attribution.ts';
 import type { CachedLink } from './links.cache.ts';
 import * as S from './links.schema.ts';
-import { isExpired, type LinksService } from './links.service.ts';
+import type { LinksService } from './links.service.ts';
 import {
   PAGE_HEADERS,
   type PageMessage,
@@ -32,6 +32,7 @@ import {
   remembered,
   verifyPassword,
 } from './password-page.ts';
+import { isExpired } from './redirects.service.ts';
 import { PASSWORD_MAX } from './routing.schema.ts';
 import { addressKey, choose, type Target, type Visitor, withQuery } from './routing.ts';
 
@@ -63,7 +64,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
       const visitor: Visitor = {
         userAgent,
         acceptLanguage: first(req.headers['accept-language']),
-        country: () => service.visitorCountry(ip, viaTrustedProxy ? proxyGeo(req.headers).country : ''),
+        country: () => service.redirects.visitorCountry(ip, viaTrustedProxy ? proxyGeo(req.headers).country : ''),
         key: () => {
           const known = VISITOR_COOKIE_VALUE.exec(first(req.headers.cookie))?.[1];
           if (known) return known;
@@ -85,7 +86,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
     const { ip, viaTrustedProxy } = clientAddress(
       req.socket.remoteAddress,
       req.headers['x-forwarded-for'],
-      service.trusted,
+      service.redirects.trusted,
     );
     const { location, cookie, route } = locate(req, link, ip, viaTrustedProxy);
     if (cookie) reply.header('set-cookie', cookie);
@@ -96,8 +97,8 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
     const geo = viaTrustedProxy ? proxyGeo(req.headers) : NO_GEO;
     const q = req.url.indexOf('?');
     // Generated here, stored with the click: the destination learns it without a database trip.
-    const clickId = link.trackConversions ? service.newClickId() : null;
-    service.recordClick({
+    const clickId = link.trackConversions ? service.redirects.newClickId() : null;
+    service.redirects.recordClick({
       collectionId: link.collectionId,
       linkId: link.linkId,
       code: link.code,
@@ -123,7 +124,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
 
   /** A GET of a code: the expired link's fallback, the password page, or the visit. */
   const follow = async (req: FastifyRequest, reply: FastifyReply) => {
-    const link = await service.resolve((req.params as { code: string }).code, hostOf(req));
+    const link = await service.redirects.resolve((req.params as { code: string }).code, hostOf(req));
     if (link.routing.expiredUrl && isExpired(link)) return redirect(reply, link.routing.expiredUrl, 302);
     const hash = link.routing.passwordHash;
     if (hash && !remembered(first(req.headers.cookie), link.linkId, hash)) return page(reply, 200);
@@ -132,7 +133,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
 
   /** A password-protected link's form (or JSON) post: on to the destination when it is right. */
   const unlock = async (req: FastifyRequest, reply: FastifyReply) => {
-    const link = await service.resolve((req.params as { code: string }).code, hostOf(req));
+    const link = await service.redirects.resolve((req.params as { code: string }).code, hostOf(req));
     if (link.routing.expiredUrl && isExpired(link)) return redirect(reply, link.routing.expiredUrl, 303);
     const hash = link.routing.passwordHash;
     if (hash && !(await verifyPassword((req.body as { password: string }).password, hash))) {
@@ -231,7 +232,7 @@ export const redirectRoute: FastifyPluginAsyncTypebox<{ service: LinksService }>
         timeWindow: service.settings.passwordWindowMs,
         keyGenerator: (req: FastifyRequest) =>
           `link-password:${hostOf(req)}/${(req.params as { code: string }).code}:${
-            clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], service.trusted).ip
+            clientAddress(req.socket.remoteAddress, req.headers['x-forwarded-for'], service.redirects.trusted).ip
           }`,
         errorResponseBuilder: (_req: FastifyRequest, ctx: { after: string }) =>
           new AppError(429, 'RATE_LIMITED', `Too many password attempts for this link; retry in ${ctx.after}`),
