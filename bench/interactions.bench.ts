@@ -224,6 +224,12 @@ try {
       const answered = ours.source ? `from ${ours.source}` : undefined;
       if (!baseline) {
         const r = await post(service.url, path, body, connections)();
+        if (r.answered === 0) {
+          // Not a latency of 0: the load ended before its first answer.
+          const none = `no answer within the load's ${SECONDS} s; the probe took ${ours.ms} ms (raise BENCH_SECONDS above it)`;
+          report({ scenario: name, note: [answered, none].filter(Boolean).join('; ') });
+          return ours.json;
+        }
         const out = row(name, r);
         out.note = [answered, failedNote(r)].filter(Boolean).join('; ') || undefined;
         report(out);
@@ -310,6 +316,38 @@ try {
       funnelLabel('funnel report, last 7 days'),
       `${journey}/funnel-report`,
       { stepMappings: [], periodStart: weekBefore },
+      1,
+    );
+    // Issue 29's options path: every entrant's events gathered and walked (no maintained
+    // progress answers a conversion window).
+    const window7 = { stepMappings: [], conversionWindow: { value: 7, unit: 'day' } };
+    await scenario(funnelLabel('funnel, 7-day conversion window'), `${journey}/funnel-report`, window7, 1);
+    await scenario(
+      (a) =>
+        `${funnelLabel('funnel, 7-day window, breakdown by interactionId (last touch)')(a)}, ${(a as { breakdown?: unknown[] } | undefined)?.breakdown?.length ?? '?'} values`,
+      `${journey}/funnel-report`,
+      { ...window7, breakdown: { property: 'interactionId', attribution: 'last' } },
+      1,
+    );
+    await scenario(
+      funnelLabel('funnel, 7-day window, last 7 days'),
+      `${journey}/funnel-report`,
+      { ...window7, periodStart: weekBefore },
+      1,
+    );
+    const trendsStart = new Date(bounds[0].end.getTime() - 90 * 86_400_000).toISOString();
+    await scenario(
+      (a) => {
+        const buckets = (a as { buckets?: { entered: number }[] } | undefined)?.buckets ?? [];
+        return `trends by day over 90 days, 7-day window (${buckets.length} buckets, ${buckets.reduce((n, b) => n + b.entered, 0)} entered)`;
+      },
+      `${journey}/trends`,
+      {
+        ...window7,
+        periodStart: trendsStart,
+        periodEnd: new Date(bounds[0].end.getTime() + 1000).toISOString(),
+        interval: 'day',
+      },
       1,
     );
     await baseline?.stop();
