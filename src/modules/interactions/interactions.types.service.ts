@@ -5,7 +5,7 @@
 import type { Db } from '../../db/index.ts';
 import { badRequest, conflict, notFound } from '../../platform/errors.ts';
 import { isObject, paging } from '../../platform/schemas.ts';
-import { checkTypeData } from './interactions.effects.ts';
+import { checkTypeData } from './interactions.effect-rules.ts';
 import { checkPermissions, enabled } from './interactions.permissions.ts';
 import type {
   CreateInteractionTypeBody,

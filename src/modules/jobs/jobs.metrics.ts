@@ -50,7 +50,9 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
     labelNames: ['task', 'queue'],
     buckets: WAIT_BUCKETS,
   });
-  const label = (b: TaskBacklog) => (b.lane === APP_LANE ? APP_TASK_LABEL : b.task);
+  // An app's tasks are its own names, unbounded: one series for all of them.
+  const taskLabel = (task: string, lane: string) => (lane === APP_LANE ? APP_TASK_LABEL : task);
+  const label = (b: TaskBacklog) => taskLabel(b.task, b.lane);
   metrics.gauge({
     name: 'jobs_queue_depth',
     help: 'Due jobs waiting for a worker, the whole deployment, by task and lane (read at scrape, at most 100,000 counted)',
@@ -83,7 +85,7 @@ export function jobsMetrics(metrics: Metrics, backlog: () => Promise<readonly Ta
       if (result === 'failed') failed.inc({ task, queue: lane });
     },
     reclaimed(task, lane, result) {
-      const labels = { task: lane === APP_LANE ? APP_TASK_LABEL : task, queue: lane };
+      const labels = { task: taskLabel(task, lane), queue: lane };
       reclaimed.inc({ ...labels, result });
       // Failed for good all the same: the alert on jobs_failed_total sees it.
       if (result === 'failed') failed.inc(labels);
