@@ -186,7 +186,7 @@ describe('claiming', () => {
     // from when the table was small, slowed each claim as jobs went through (migration 0304).
     // Counted by PostgreSQL for this transaction alone; the table is small here, so a planner
     // free to choose would scan it.
-    const repo = await import('../src/modules/jobs/jobs.repository.ts');
+    const repo = await import('../src/modules/jobs/claims.repository.ts');
     const e = engineWith(); // not started: the statements below are the worker's, by hand
     const task = 'scan.free';
     e.registerTask({ name: task, visible: true, handler: async () => null });
@@ -243,7 +243,7 @@ describe('claiming', () => {
     // PGlite the database dies with the worker, so claims wait too: a worker killed mid-job
     // must have its attempt counted (jobs-crash.process.test.ts). See "Claims commit
     // asynchronously" in docs/jobs.md.
-    const repo = await import('../src/modules/jobs/jobs.repository.ts');
+    const repo = await import('../src/modules/jobs/claims.repository.ts');
     const e = engineWith(); // not started: the statements below are the worker's, by hand
     const task = 'commit.mode';
     e.registerTask({ name: task, visible: true, handler: async () => null });

@@ -38,6 +38,7 @@
 import type { Db, Queryable } from '../../db/index.ts';
 import { badRequest } from '../../platform/errors.ts';
 import type { EnqueueOptions, JobQueue, TaskBacklog, TaskContext, TaskDefinition } from '../../platform/tasks.ts';
+import * as claims from './claims.repository.ts';
 import { Backlog } from './engine/backlog.ts';
 import { Claimer } from './engine/claimer.ts';
 import { Completions } from './engine/completions.ts';
@@ -238,7 +239,7 @@ export class JobEngine implements JobQueue {
       this.slots.dropReady();
       const ids = [...core.held.keys()];
       const released = await core
-        .retrying(() => repo.release(this.db, this.workerId, ids))
+        .retrying(() => claims.release(this.db, this.workerId, ids))
         .catch((err) => {
           this.log.error({ err }, 'jobs: could not release claims on shutdown');
           return 0;

@@ -169,7 +169,7 @@ export async function extend(
 
 /**
  * Completes the job its lease holds (locked by `lockLeased` in the same transaction); the job is
- * read again with jobs.repository.ts's `findVisible`.
+ * read again with job-admin.repository.ts's `findVisible`.
  */
 export async function complete(q: Queryable, collectionId: string, id: number, result: unknown): Promise<void> {
   await q.query(sql`

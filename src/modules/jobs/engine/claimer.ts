@@ -51,13 +51,14 @@
  *   its own it does not know, before claiming again (`inDoubt`). A failed round is tried
  *   again after a short backoff (wakeup.ts), not only at the next poll.
  * - Commit: on a PostgreSQL server a round's claim commits without waiting for the WAL flush
- *   (a lost claim only queues its job again; jobs.repository.ts, `claimsCommitAsync`); on
+ *   (a lost claim only queues its job again; claims.repository.ts, `claimsCommitAsync`); on
  *   PGlite it waits, as the database dies with the worker.
  * - Started even if stop() began meanwhile: the jobs of a claim in flight were claimed before
  *   it, and get its grace period (engine.ts, "Shutdown").
  */
 import { isConflictError } from '../../../db/index.ts';
-import * as repo from '../jobs.repository.ts';
+import * as claims from '../claims.repository.ts';
+import type * as repo from '../jobs.repository.ts';
 import * as queues from '../queues.repository.ts';
 import { type EngineCore, JOBS_CHANNEL } from './core.ts';
 import type { Fairness } from './fairness.ts';
@@ -86,7 +87,7 @@ export class Claimer {
   private inDoubt = false;
   /** Might a named-queue job be claimable? Saves a query per claim round when none are. */
   private queueHint = true;
-  /** Claims commit without the WAL flush (on a PostgreSQL server; jobs.repository.ts, claimsCommitAsync). */
+  /** Claims commit without the WAL flush (on a PostgreSQL server; claims.repository.ts, claimsCommitAsync). */
   private readonly asyncCommit: boolean;
 
   constructor(
@@ -95,7 +96,7 @@ export class Claimer {
     private readonly slots: Slots,
     private readonly hooks: ClaimerHooks,
   ) {
-    this.asyncCommit = repo.claimsCommitAsync(core.db);
+    this.asyncCommit = claims.claimsCommitAsync(core.db);
   }
 
   /** A claim is in flight. */
@@ -142,7 +143,7 @@ export class Claimer {
         while (!core.stopping && core.taskNames().length > 0 && !this.batchWillClaim()) {
           const free = this.slots.freeSlots();
           if (free <= 0) break;
-          const rows = await repo.claimFree(
+          const rows = await claims.claimFree(
             core.db,
             core.workerId,
             core.settings.lockTimeoutMs,
@@ -239,7 +240,7 @@ export class Claimer {
    */
   private async releaseUnknownClaims(): Promise<void> {
     const { core } = this;
-    const released = await core.retrying(() => repo.releaseAllBut(core.db, core.workerId, [...core.held.keys()]));
+    const released = await core.retrying(() => claims.releaseAllBut(core.db, core.workerId, [...core.held.keys()]));
     this.inDoubt = false;
     if (released > 0) {
       core.log.warn({ released }, 'jobs: handed back claims whose answer was lost with the connection');

@@ -31,8 +31,9 @@
  */
 import { backoffMs, isConflictError, type Queryable } from '../../../db/index.ts';
 import type { NewEvent } from '../../../platform/events.ts';
+import * as claims from '../claims.repository.ts';
 import { completedEvent, type EventPublisher, failedEvent } from '../jobs.events.ts';
-import * as repo from '../jobs.repository.ts';
+import type * as repo from '../jobs.repository.ts';
 import type { Claimer } from './claimer.ts';
 import type { EngineCore, Held } from './core.ts';
 import type { Fairness } from './fairness.ts';
@@ -100,13 +101,13 @@ export class Completions {
    * A failed attempt's write: errored (retried after `delayMs`) or, at its last attempt, failed;
    * `last` for a visible task's job publishes job.failed with it. Retried as completions are.
    */
-  fail(entry: Held, error: string, delayMs: number, last: boolean): ReturnType<typeof repo.fail> {
+  fail(entry: Held, error: string, delayMs: number, last: boolean): ReturnType<typeof claims.fail> {
     const { core } = this;
     const { row } = entry;
     return this.untilWritten([row.id], 'a failed attempt', () =>
       this.withEvents(
         last ? [{ row, event: (at) => failedEvent(row, error, at) }] : [],
-        (q) => repo.fail(q, row.collection_id, row.id, core.workerId, error, delayMs, entry.lastProgress),
+        (q) => claims.fail(q, row.collection_id, row.id, core.workerId, error, delayMs, entry.lastProgress),
         (res) => res?.status === 'failed',
       ),
     );
@@ -157,14 +158,14 @@ export class Completions {
         if (limit <= 0)
           return this.withEvents(
             visible,
-            (q) => repo.completeMany(q, core.workerId, done),
+            (q) => claims.completeMany(q, core.workerId, done),
             (ids, id) => ids.has(id),
           );
         try {
           const r = await this.withEvents(
             visible,
             (q) =>
-              repo.completeAndClaim(
+              claims.completeAndClaim(
                 q,
                 core.workerId,
                 done,

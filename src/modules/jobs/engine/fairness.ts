@@ -26,6 +26,7 @@
  *   collection → back at the cursor (done). The cursor moves to the last collection served
  *   (`advance`, given every claim's free jobs: a round's or a completion batch's).
  */
+import type * as claims from '../claims.repository.ts';
 import type * as repo from '../jobs.repository.ts';
 import type { EngineCore } from './core.ts';
 
@@ -47,7 +48,7 @@ export class Fairness {
    * of the slots less what this engine holds of it (claimed and not yet returned), plus
    * `prefetch` for a completion batch that prefetches.
    */
-  fairClaim(limit: number, prefetch: number): repo.FairClaim {
+  fairClaim(limit: number, prefetch: number): claims.FairClaim {
     const held = this.core.perCollection((e) => e.state !== 'returned');
     return {
       lane: this.core.lane,

@@ -28,7 +28,8 @@
  */
 import { AppError } from '../../../platform/errors.ts';
 import { RetryLater, type TaskContext } from '../../../platform/tasks.ts';
-import * as repo from '../jobs.repository.ts';
+import * as claims from '../claims.repository.ts';
+import type * as repo from '../jobs.repository.ts';
 import type { JobsSettings } from '../jobs.settings.ts';
 import type { Claimer } from './claimer.ts';
 import type { Completions } from './completions.ts';
@@ -81,7 +82,7 @@ export class Runner {
     if (core.held.size === 0) return;
     const ids = [...core.held.keys()];
     await core
-      .retrying(() => repo.touchLocks(core.db, core.workerId, ids, core.settings.lockTimeoutMs))
+      .retrying(() => claims.touchLocks(core.db, core.workerId, ids, core.settings.lockTimeoutMs))
       .catch((err) => core.log.error({ err }, 'jobs: heartbeat failed'));
   }
 
@@ -111,7 +112,7 @@ export class Runner {
         const now = Date.now();
         if (now - lastWrite < PROGRESS_MIN_INTERVAL_MS) return;
         lastWrite = now;
-        await repo.setProgress(core.db, row.collection_id, row.id, core.workerId, progress);
+        await claims.setProgress(core.db, row.collection_id, row.id, core.workerId, progress);
       },
     };
     let outcome: { ok: true; value: unknown } | { ok: false; error: string; retryAfterMs: number };

@@ -24,7 +24,8 @@
  * - A failed hand-back leaves claims in doubt (claimer.ts): handed back before the next claim,
  *   or expiring by the lock timeout.
  */
-import * as repo from '../jobs.repository.ts';
+import * as claims from '../claims.repository.ts';
+import type * as repo from '../jobs.repository.ts';
 import { type EngineCore, type Held, JOBS_CHANNEL } from './core.ts';
 import type { Fairness } from './fairness.ts';
 
@@ -152,7 +153,7 @@ export class Slots {
       this.ready = [];
       core.settle();
       try {
-        const released = await core.retrying(() => repo.release(core.db, core.workerId, ids));
+        const released = await core.retrying(() => claims.release(core.db, core.workerId, ids));
         core.log.info({ released, ids }, 'jobs: handed back prefetched jobs that waited too long for a slot');
         await core.db.notify(JOBS_CHANNEL, `${Date.now()}`);
       } catch (err) {

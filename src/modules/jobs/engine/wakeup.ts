@@ -34,7 +34,7 @@
  *   the next poll; a claim that goes through starts the backoff over.
  */
 import { backoffMs, type Queryable, type Tx } from '../../../db/index.ts';
-import * as repo from '../jobs.repository.ts';
+import * as claims from '../claims.repository.ts';
 import type { Claimer } from './claimer.ts';
 import { type EngineCore, JOBS_CHANNEL } from './core.ts';
 import type { Housekeeping } from './housekeeping.ts';
@@ -212,7 +212,7 @@ export class Wakeup {
    */
   private async armNext(since: number): Promise<void> {
     try {
-      const next = await repo.nextDue(this.core.db, new Date(since));
+      const next = await claims.nextDue(this.core.db, new Date(since));
       if (next !== undefined && !this.core.stopping) this.armTimer(Math.max(next, Date.now() + MIN_TIMER_MS));
     } catch (err) {
       this.roundFailed(err, 'jobs: could not look up the next due job; trying again');
