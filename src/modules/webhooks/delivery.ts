@@ -16,7 +16,8 @@
  * it, one transaction puts off every attempt held back in it. While one such statement is on
  * its way, the next batch grows. The POSTs go concurrently over the sender's keep-alive pool
  * (one per receiver origin, sender.ts). Failures keep the per-delivery transaction (retries,
- * backoff, disabling): they are rare, and they take locks in the module's order one by one.
+ * backoff, disabling; delivery-failures.ts): they are rare, and they take locks in the
+ * module's order one by one.
  *
  * An attempt's states, in this process:
  *   loaded → (stale | cancelled) ends it
@@ -66,9 +67,10 @@
  * webhooks.repository.ts), and one aborted by a deadlock or serialization failure anyway is
  * run again (`retryOnConflict`).
  */
-import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
+import { type Db, retryOnConflict } from '../../db/index.ts';
 import { defineTask, type TaskDefinition } from '../../platform/tasks.ts';
 import * as attemptRepo from './attempts.repository.ts';
+import { type FailureDeps, type Item, recordFailedAttempt } from './delivery-failures.ts';
 import { Coalescer, InFlight, RateWindow } from './delivery-flow.ts';
 import { DELIVER_TASK, DeliverPayload, type DeliveryQueue, type QueuedAttempt } from './outbox.ts';
 import type { AttemptResult, WebhookSender } from './sender.ts';
@@ -78,21 +80,6 @@ import type { WebhooksSettings } from './webhooks.settings.ts';
 
 interface Log {
   warn(obj: object, msg?: string): void;
-}
-
-/**
- * Delay before automatic retry number `retry` (1-based): base × factor^(retry-1), ±20 %
- * jitter, at least what Retry-After asked for, never more than the cap.
- */
-export function retryDelayMs(
-  cfg: Pick<WebhooksSettings, 'retryBaseMs' | 'retryFactor' | 'retryMaxDelayMs'>,
-  retry: number,
-  retryAfterMs: number | null,
-  random: () => number = Math.random,
-): number {
-  const exponential = cfg.retryBaseMs * cfg.retryFactor ** (retry - 1);
-  const jittered = exponential * (0.8 + 0.4 * random());
-  return Math.round(Math.min(Math.max(jittered, retryAfterMs ?? 0), cfg.retryMaxDelayMs));
 }
 
 /**
@@ -131,13 +118,6 @@ export interface DeliveryObserver {
   deliveryFailed(): void;
 }
 
-/** One attempt a job makes. */
-interface Item {
-  deliveryId: string;
-  attempt: number;
-  trigger: DeliverPayload['trigger'];
-}
-
 export class WebhookDelivery {
   /** A failing registration's backoff, from the settings. */
   private readonly backoff: attemptRepo.Backoff;
@@ -157,10 +137,12 @@ export class WebhookDelivery {
   private readonly loads: Coalescer<string, attemptRepo.DeliveryWork | undefined>;
   private readonly successes: Coalescer<attemptRepo.SuccessfulAttempt, boolean>;
   private readonly putOffs: Coalescer<QueuedAttempt & { runAt: Date }, boolean>;
+  /** What a failed attempt's record needs (delivery-failures.ts). */
+  private readonly failures: FailureDeps;
 
   constructor(
     private readonly settings: WebhooksSettings,
-    private readonly log: Log,
+    log: Log,
     /** Makes the signed POST (with the SSRF guard). */
     private readonly sender: WebhookSender,
     /** Where the next attempt of a failed delivery is queued: the outbox. */
@@ -169,6 +151,7 @@ export class WebhookDelivery {
     private readonly observer?: DeliveryObserver,
   ) {
     this.backoff = { baseMs: settings.backoffBaseMs, maxMs: settings.backoffMaxMs };
+    this.failures = { settings, backoff: this.backoff, queue, log };
     this.loads = new Coalescer(async (db, collectionId, ids) => {
       const found = await attemptRepo.loadDeliveryWorks(db, collectionId, [...new Set(ids)]);
       return ids.map((id) => found.get(id));
@@ -379,7 +362,7 @@ export class WebhookDelivery {
     }
     this.failing.add(key);
     const recorded = await retryOnConflict(() =>
-      db.transaction((tx) => this.recordFailedAttempt(tx, collectionId, item, startedAt, result, turn)),
+      db.transaction((tx) => recordFailedAttempt(tx, this.failures, collectionId, item, startedAt, result, turn)),
     );
     // Counted once committed: a transaction run again after a conflict counts once.
     if (recorded.final === true) this.observer?.deliveryFailed();
@@ -426,89 +409,5 @@ export class WebhookDelivery {
     const runAt = new Date(Math.ceil(at / IN_FLIGHT.deferGridMs) * IN_FLIGHT.deferGridMs);
     const waiting = await this.putOffs.submit(db, collectionId, { ...item, webhookId, runAt });
     return waiting ? { deferred: why, until: runAt.toISOString() } : { skipped: 'raced' };
-  }
-
-  private async recordFailedAttempt(
-    tx: Queryable,
-    collectionId: string,
-    item: Item,
-    startedAt: Date,
-    result: AttemptResult,
-    /** The attempt took the registration's turn after a backoff (see the top). */
-    turn: boolean,
-  ): Promise<Record<string, unknown>> {
-    // The registration first: the failure counts and cancelPending below write it and its other
-    // deliveries, and a disable takes them in that order too.
-    await attemptRepo.lockWebhookOfDelivery(tx, collectionId, item.deliveryId);
-    const d = await repo.lockDelivery(tx, collectionId, item.deliveryId);
-    // Another job made this attempt meanwhile (a redeliver racing a retry): keep its record.
-    if (d?.status !== 'pending' || d.attempt_count !== item.attempt - 1) return { skipped: 'raced' };
-    await attemptRepo.insertAttempt(tx, collectionId, {
-      deliveryId: d.id,
-      webhookId: d.webhook_id,
-      attempt: item.attempt,
-      trigger: item.trigger,
-      startedAt,
-      durationMs: result.durationMs,
-      statusCode: result.statusCode,
-      outcome: result.outcome,
-      error: result.error,
-      responseExcerpt: result.responseExcerpt,
-    });
-    const base = { attemptCount: item.attempt, lastStatusCode: result.statusCode, lastError: result.error };
-    const state = await attemptRepo.recordFailedAttempt(tx, collectionId, d.webhook_id, { ...this.backoff, turn });
-    if (state?.active && d.retries_left > 0) {
-      const retry = this.settings.maxRetries - d.retries_left + 1;
-      const runAt = new Date(Date.now() + retryDelayMs(this.settings, retry, result.retryAfterMs));
-      await repo.updateDelivery(tx, collectionId, d.id, {
-        ...base,
-        status: 'pending',
-        retriesLeft: d.retries_left - 1,
-        nextAttemptAt: runAt,
-      });
-      await this.queue.queueDelivery(
-        tx,
-        collectionId,
-        { deliveryId: d.id, attempt: item.attempt + 1, trigger: 'retry' },
-        runAt,
-      );
-      return { outcome: result.outcome, error: result.error, retryAt: runAt.toISOString() };
-    }
-    await repo.updateDelivery(tx, collectionId, d.id, {
-      ...base,
-      status: 'failed',
-      nextAttemptAt: null,
-    });
-    // The delivery has failed (its last automatic retry, or its registration switched off):
-    // WEBHOOK_DISABLE_AFTER_FAILURES of them in a row disable the registration.
-    const limit = this.settings.disableAfterFailures;
-    const after = await attemptRepo.recordFailedDelivery(
-      tx,
-      collectionId,
-      d.webhook_id,
-      limit,
-      `${limit === 1 ? 'a failed delivery' : `${limit} consecutive failed deliveries`}; last: ${result.error ?? 'failed'}`,
-    );
-    if (after && !after.active && after.consecutive_failures === limit) {
-      this.log.warn(
-        { collectionId, webhookId: d.webhook_id },
-        'webhook registration disabled after consecutive failed deliveries',
-      );
-      await repo.cancelPending(tx, collectionId, d.webhook_id, 'registration disabled');
-      // The collection's other registrations that subscribe to it hear of it (this one is off).
-      await this.queue.publish(tx, collectionId, [
-        {
-          type: 'webhook.disabled',
-          data: {
-            webhook_id: d.webhook_id,
-            url: after.url,
-            disabled_at: after.disabled_at?.toISOString() ?? new Date().toISOString(),
-            disabled_reason: after.disabled_reason,
-            consecutive_failures: after.consecutive_failures,
-          },
-        },
-      ]);
-    }
-    return { outcome: result.outcome, error: result.error, final: true };
   }
 }

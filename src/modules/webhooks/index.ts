@@ -26,7 +26,8 @@ import { webhooksSettings } from './webhooks.settings.ts';
 
 export { forbiddenAddressReason } from '../../platform/ssrf.ts';
 export { EventCatalogue, type EventTypeEntry, eventSchemaName } from './catalogue.ts';
-export { retryDelayMs, WebhookDelivery } from './delivery.ts';
+export { WebhookDelivery } from './delivery.ts';
+export { retryDelayMs } from './delivery-failures.ts';
 export { DELIVER_TASK, type DeliverPayload, type NewEvent, WebhookOutbox } from './outbox.ts';
 export { WebhookRegistrations } from './registrations.ts';
 export { WebhookSender } from './sender.ts';
