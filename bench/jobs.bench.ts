@@ -46,7 +46,7 @@ import { type Db, migrate, openPostgres } from '../src/db/index.ts';
 import { type EngineLogger, JobEngine, jobsSettings } from '../src/modules/jobs/index.ts';
 import { startWorker, type WorkerProcess } from '../support/job-worker-process.ts';
 import { ROOT } from '../support/service-process.ts';
-import { benchDatabase, PG_URL } from './lib.ts';
+import { benchDatabase, fmt, median, PG_URL, spread } from './lib.ts';
 import { countsSince, installQueryCounter, type QueryCounts, queryCounts, sumCounts } from './query-count.ts';
 
 installQueryCounter();
@@ -75,7 +75,6 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
-const median = (xs: number[]) => pct(xs, 50);
 const countDir = mkdtempSync(join(tmpdir(), 'bench-jobs-'));
 
 async function inParallel(n: number, workers: number, fn: (i: number) => Promise<unknown>): Promise<void> {
@@ -396,10 +395,6 @@ async function ceiling(url: string, schema: string): Promise<{ pgbench?: number;
   await Promise.all(clients.map((client) => client.end()));
   return { pgbench, node };
 }
-
-const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits));
-const spread = (xs: number[], digits = 0) =>
-  xs.length > 1 ? `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}` : '';
 
 const bench = await benchDatabase('postgres');
 const schema = new URL(bench.url as string).searchParams.get('options')?.match(/search_path=([^,]+)/)?.[1] as string;

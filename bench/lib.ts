@@ -152,7 +152,6 @@ export async function interleaved<K extends string>(
       results[name] = [...(results[name] ?? []), result];
     }
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const out = {} as Record<K, LoadResult>;
   for (const [name, rs] of Object.entries(results) as [K, LoadResult[]][]) {
     out[name] = {
@@ -176,7 +175,15 @@ export function row(scenario: string, r: LoadResult, baseline?: { name: string; 
   return out;
 }
 
-const fmt = (n: number | undefined, digits = 0) => (n === undefined ? '' : n.toFixed(digits));
+/** The middle of the sorted values (the upper one of an even count). */
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** A figure for a table: empty when there is none. */
+export const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits));
+
+/** The range of per-round figures, `min–max` (empty for one round). */
+export const spread = (xs: number[], digits = 0) =>
+  xs.length > 1 ? `${fmt(Math.min(...xs), digits)}–${fmt(Math.max(...xs), digits)}` : '';
 
 export function printTable(title: string, rows: Row[]): void {
   console.log(`\n## ${title}\n`);

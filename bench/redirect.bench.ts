@@ -36,13 +36,16 @@ import {
   call,
   checkoutAt,
   cpuUsedUs,
+  fmt,
   type LoadResult,
   load,
+  median,
   processCpuUs,
   processesCpuUs,
   ROOT,
   type RunningProcess,
   seedCollection,
+  spread,
   startServiceAt,
 } from './lib.ts';
 
@@ -206,9 +209,6 @@ function withProcess(servers: Map<number, number>, pid: number): Map<number, num
   return servers.set(pid, processCpuUs(pid));
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const fmt = (n: number | undefined, digits = 0) => (n === undefined || Number.isNaN(n) ? '' : n.toFixed(digits));
-
 const baseline = checkoutAt(BASELINE_REF);
 const current = {
   commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim(),
@@ -331,7 +331,7 @@ try {
     const [as, bs] = [results.get(a) ?? [], results.get(b) ?? []];
     const rs = as.slice(0, bs.length).map((x, i) => x[field] / bs[i][field]);
     if (rs.length === 0) return ' | ';
-    return `${fmt(median(rs), 2)} | ${fmt(Math.min(...rs), 2)}–${fmt(Math.max(...rs), 2)}`;
+    return `${fmt(median(rs), 2)} | ${spread(rs, 2)}`;
   };
   console.log('\n| ratio (within each round) | median | range |');
   console.log('|---|---:|---:|');

@@ -24,6 +24,7 @@ import {
   call,
   interleaved,
   load,
+  median,
   printTable,
   ROOT,
   type Row,
@@ -48,7 +49,6 @@ const SLOTS = process.env.BENCH_JOBS_CONCURRENCY ?? '32';
 const IN_FLIGHT = Number(process.env.WEBHOOK_MAX_IN_FLIGHT ?? 8);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
