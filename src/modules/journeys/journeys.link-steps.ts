@@ -21,7 +21,7 @@
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import { badRequest } from '../../platform/errors.ts';
-import type { FunnelInput, StepCounts } from './journeys.repository.ts';
+import { type FunnelInput, type StepCounts, stepCountsOf } from './journeys.repository.ts';
 
 export const LINK_STEP_PREFIX = 'link:';
 
@@ -83,10 +83,7 @@ export async function linkFunnelCounts(
   collectionId: string,
   f: FunnelInput,
 ): Promise<{ totalEntered: number; steps: StepCounts[] }> {
-  const parts = f.steps.map(
-    (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
-      avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
-  );
+  const parts = stepCountsOf(f.steps.length);
   const { rows } = await db.query<StepCounts>(
     sql`${linkFunnelCtes(collectionId, f)} ${join(parts, ' UNION ALL ')} ORDER BY idx`,
   );

@@ -164,15 +164,20 @@ export interface StepCounts {
   avg_seconds: number | null;
 }
 
+/** One `StepCounts` row per step CTE `s0`, `s1`, … (rid or click, entered, completed) of a funnel's statement. */
+export const stepCountsOf = (stepCount: number): Sql[] =>
+  Array.from(
+    { length: stepCount },
+    (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
+      avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
+  );
+
 export async function funnelCounts(
   db: Queryable,
   collectionId: string,
   f: FunnelInput,
 ): Promise<{ totalEntered: number; steps: StepCounts[] }> {
-  const parts = f.steps.map(
-    (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
-      avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
-  );
+  const parts = stepCountsOf(f.steps.length);
   parts.unshift(
     sql`SELECT -1 AS idx, count(*)::int AS entered, 0 AS completed, NULL::float8 AS avg_seconds FROM entry`,
   );
