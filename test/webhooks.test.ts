@@ -605,6 +605,48 @@ describe('redelivery and duplicates', () => {
 });
 
 describe('delivery log retention', () => {
+  it('removing a registration, an event or a collection removes their deliveries and attempts, no one else’s', async () => {
+    const db = t.testDb.db;
+    const [c, gone, other] = [await t.createCollection(), await t.createCollection(), await t.createCollection()];
+    const h1 = await register(c, '/rm-1', ['link.created']);
+    const h2 = await register(c, '/rm-2', ['link.created']);
+    const hGone = await register(gone, '/rm-gone', ['link.created']);
+    const hOther = await register(other, '/rm-other', ['link.created']);
+    const sent = new Map<Hook, { id: string; eventId: string }[]>();
+    for (const h of [h1, h2, hGone, hOther]) {
+      const owner = h === hGone ? gone : h === hOther ? other : c;
+      sent.set(h, [await sendTest(owner, h), await sendTest(owner, h)]);
+      await finalDeliveries(owner, h.id, 2);
+    }
+    const rows = async (collectionId: string) => {
+      const n = async (q: string) => Number((await db.query<{ n: string }>(q, [collectionId])).rows[0].n);
+      return {
+        events: await n('SELECT count(*) AS n FROM webhook_events WHERE collection_id = $1'),
+        deliveries: await n('SELECT count(*) AS n FROM webhook_deliveries WHERE collection_id = $1'),
+        attempts: await n('SELECT count(*) AS n FROM webhook_attempts WHERE collection_id = $1'),
+      };
+    };
+    expect(await rows(c.id)).toEqual({ events: 4, deliveries: 4, attempts: 4 });
+    const untouched = await rows(other.id);
+    expect(untouched).toEqual({ events: 2, deliveries: 2, attempts: 2 });
+
+    // A registration: its deliveries and their attempts go (its events stay: other
+    // registrations may have deliveries of them).
+    expect((await api(c, 'DELETE', `/v1/webhooks/${h1.id}`)).statusCode).toBe(200);
+    expect(await rows(c.id)).toEqual({ events: 4, deliveries: 2, attempts: 2 });
+    // An event (as retention removes it): its delivery and attempt go.
+    const [first] = sent.get(h2) ?? [];
+    await db.query('DELETE FROM webhook_events WHERE collection_id = $1 AND id = $2', [c.id, first.eventId]);
+    expect(await rows(c.id)).toEqual({ events: 3, deliveries: 1, attempts: 1 });
+    expect((await api(c, 'GET', `/v1/webhooks/${h2.id}/deliveries/${first.id}`)).statusCode).toBe(404);
+    // A collection: everything of it goes.
+    expect(await rows(gone.id)).toEqual({ events: 2, deliveries: 2, attempts: 2 });
+    await db.query('DELETE FROM collections WHERE id = $1', [gone.id]);
+    expect(await rows(gone.id)).toEqual({ events: 0, deliveries: 0, attempts: 0 });
+    // The other collection's rows stayed through all of it.
+    expect(await rows(other.id)).toEqual(untouched);
+  });
+
   it('deletes finished deliveries past the retention, never waiting ones', async () => {
     const c = await t.createCollection();
     const hook = await register(c, '/retention', ['link.created']);

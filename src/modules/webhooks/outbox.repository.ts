@@ -12,9 +12,10 @@ import type { WebhookFilters } from './webhooks.repository.ts';
  * SHARE) until the caller's transaction ends. Without the lock, a registration deleted by a
  * transaction committing between this read and the insert of its deliveries failed that
  * insert's foreign key, and with it the change that published the event (a link created
- * while another process deleted a registration answered 400). With it, a DELETE that came
- * first is waited for and its row skipped, and one that comes later waits for this
- * transaction and removes the deliveries it wrote. KEY SHARE does not conflict with the
+ * while another process deleted a registration answered 400); without the key (migration
+ * 0410), it would leave those deliveries behind. With it, a DELETE that came first is waited
+ * for and its row skipped, and one that comes later waits for this transaction and removes
+ * the deliveries it wrote (its statement trigger). KEY SHARE does not conflict with the
  * FOR NO KEY UPDATE of a PATCH or an attempt being recorded.
  */
 export async function activeSubscriptions(
@@ -52,7 +53,7 @@ export async function insertEvents(
 
 /**
  * Deletes events older than `before` whose deliveries are all final, with their deliveries
- * and attempts (cascade), at most `limit` at a time. Returns how many events went.
+ * and attempts (the tables' delete triggers, migration 0410), at most `limit` at a time. Returns how many events went.
  */
 export async function pruneEvents(db: Queryable, before: Date, limit: number): Promise<number> {
   const { rowCount } = await db.query(sql`

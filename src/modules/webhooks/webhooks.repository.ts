@@ -8,9 +8,10 @@
  * first) and the success statement. The other way round, an attempt holding its delivery
  * and waiting for the registration meets a disable holding the registration and waiting for
  * that delivery: a deadlock. Registration rows are locked FOR NO KEY UPDATE (or FOR SHARE),
- * never FOR UPDATE, so that writing deliveries (whose foreign key takes KEY SHARE on the
- * registration) is never held up by a PATCH. A DELETE takes FOR UPDATE by itself; it too
- * starts with the registration, and its cascade follows. Publishing an event holds KEY SHARE
+ * never FOR UPDATE, so that publishing (which holds KEY SHARE on the registrations it writes
+ * deliveries for) is never held up by a PATCH. A DELETE takes FOR UPDATE by itself; it too
+ * starts with the registration, and its trigger then removes the deliveries and their attempts
+ * (migration 0410). Publishing an event holds KEY SHARE
  * on the active registrations it reads (`activeSubscriptions`), so a DELETE never removes a
  * registration between that read and the deliveries written for it.
  */
