@@ -9,9 +9,9 @@
 --
 -- What still holds without them:
 -- - A delivery is written in the transaction that writes its event, for registrations it has
---   read under KEY SHARE (outbox.ts): a DELETE of the registration waits for it, and then
---   removes what it wrote (below). An attempt is written for a delivery its transaction has
---   locked. So no child is written for a parent already gone.
+--   read under KEY SHARE (outbox.repository.ts): a DELETE of the registration waits for it,
+--   and then removes what it wrote (below). An attempt is written for a delivery its
+--   transaction has locked. So no child is written for a parent already gone.
 -- - Removing a registration, an event (retention), or a collection (its registrations and
 --   events by their foreign keys to `collections`, kept) removes their deliveries, and those
 --   their attempts, in the same statement, as the cascades did.
