@@ -19,29 +19,21 @@ ALTER TABLE webhook_attempts DROP CONSTRAINT webhook_attempts_collection_id_deli
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_collection_id_event_id_fkey;
 ALTER TABLE webhook_deliveries DROP CONSTRAINT webhook_deliveries_collection_id_webhook_id_fkey;
 
-CREATE FUNCTION webhook_deliveries_follow_removed_webhooks() RETURNS trigger LANGUAGE plpgsql AS $$
+-- One function for the three: the child table and its column naming the removed parent's id
+-- are the trigger's arguments (literals below, never data).
+CREATE FUNCTION webhooks_children_follow_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  DELETE FROM webhook_deliveries d USING removed r WHERE d.collection_id = r.collection_id AND d.webhook_id = r.id;
+  EXECUTE format('DELETE FROM %I c USING removed r WHERE c.collection_id = r.collection_id AND c.%I = r.id',
+    TG_ARGV[0], TG_ARGV[1]);
   RETURN NULL;
 END
 $$;
 CREATE TRIGGER webhooks_removed_take_deliveries AFTER DELETE ON webhooks
-  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION webhook_deliveries_follow_removed_webhooks();
-
-CREATE FUNCTION webhook_deliveries_follow_removed_events() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  DELETE FROM webhook_deliveries d USING removed r WHERE d.collection_id = r.collection_id AND d.event_id = r.id;
-  RETURN NULL;
-END
-$$;
+  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+  EXECUTE FUNCTION webhooks_children_follow_removed('webhook_deliveries', 'webhook_id');
 CREATE TRIGGER webhook_events_removed_take_deliveries AFTER DELETE ON webhook_events
-  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION webhook_deliveries_follow_removed_events();
-
-CREATE FUNCTION webhook_attempts_follow_removed_deliveries() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  DELETE FROM webhook_attempts a USING removed r WHERE a.collection_id = r.collection_id AND a.delivery_id = r.id;
-  RETURN NULL;
-END
-$$;
+  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+  EXECUTE FUNCTION webhooks_children_follow_removed('webhook_deliveries', 'event_id');
 CREATE TRIGGER webhook_deliveries_removed_take_attempts AFTER DELETE ON webhook_deliveries
-  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION webhook_attempts_follow_removed_deliveries();
+  REFERENCING OLD TABLE AS removed FOR EACH STATEMENT
+  EXECUTE FUNCTION webhooks_children_follow_removed('webhook_attempts', 'delivery_id');
