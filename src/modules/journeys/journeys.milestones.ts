@@ -35,7 +35,7 @@
 import type { Db } from '../../db/index.ts';
 import { type DrainLog, type DrainSource, NotifiedDrain } from '../../platform/drain.ts';
 import { type EventPublisher, type MilestoneRow, milestoneEvent } from './journeys.events.ts';
-import * as repo from './journeys.repository.ts';
+import * as milestonesRepo from './journeys.milestones.repository.ts';
 
 export const MILESTONES_CHANNEL = 'journey_milestones';
 /** Milestones published per transaction: a burst (an import) goes out in bounded transactions. */
@@ -46,11 +46,11 @@ const milestoneSource = (events: EventPublisher): DrainSource<MilestoneRow> => (
   channel: MILESTONES_CHANNEL,
   name: 'journeys: milestones',
   batch: BATCH,
-  pending: (db) => repo.collectionsWithPendingMilestones(db, 1000),
-  take: repo.takeMilestones,
+  pending: (db) => milestonesRepo.collectionsWithPendingMilestones(db, 1000),
+  take: milestonesRepo.takeMilestones,
   publish: async (tx, collectionId, rows) => {
     await events.publish(tx, collectionId, rows.map(milestoneEvent));
-    await repo.markMilestonesPublished(
+    await milestonesRepo.markMilestonesPublished(
       tx,
       collectionId,
       rows.map((r) => r.seq),

@@ -26,6 +26,8 @@
 import { type Static, Type } from 'typebox';
 import type { Analytics, Queryable } from '../../db/index.ts';
 import { defineTask, type JobQueue, type TaskContext, type TaskDefinition } from '../../platform/tasks.ts';
+import * as milestonesRepo from './journeys.milestones.repository.ts';
+import * as progressRepo from './journeys.progress.repository.ts';
 import * as repo from './journeys.repository.ts';
 
 export const PROGRESS_TASK = 'journeys.progress';
@@ -49,9 +51,10 @@ export async function followSteps(
   jobs: JobQueue,
   collectionId: string,
   journeyId: string,
-  steps: repo.KeptStep[] | null,
+  steps: progressRepo.KeptStep[] | null,
 ): Promise<void> {
-  if (await repo.followSteps(tx, collectionId, journeyId, steps)) await queueRebuild(tx, jobs, collectionId, journeyId);
+  if (await progressRepo.followSteps(tx, collectionId, journeyId, steps))
+    await queueRebuild(tx, jobs, collectionId, journeyId);
 }
 
 /** Queues the rebuild (or, for a deleted journey, the removal) of a journey's progress rows. */
@@ -76,27 +79,27 @@ async function rebuild(
 ): Promise<{ written: number; touched: number; ready: boolean }> {
   const { db } = ctx;
   const collectionId = ctx.job.collectionId;
-  await repo.waitForEventWriters(db, WRITERS_WAIT_MS);
-  const state = await repo.findProgressState(db, collectionId, p.journeyId);
+  await progressRepo.waitForEventWriters(db, WRITERS_WAIT_MS);
+  const state = await progressRepo.findProgressState(db, collectionId, p.journeyId);
   if (!state?.steps) {
     // Nothing kept any more (or the journey is gone): every row goes, noted recipients too (a
     // state without steps has no rows of its own version: the triggers keep none).
-    await repo.sweepProgress(db, collectionId, p.journeyId, null);
+    await progressRepo.sweepProgress(db, collectionId, p.journeyId, null);
     // A deleted journey's milestones go too; a journey that still exists keeps them, so that
     // its steps announced once are not announced again if progress is kept again.
     if (!state && !(await repo.findJourney(db, collectionId, p.journeyId)))
-      await repo.dropMilestones(db, collectionId, p.journeyId);
+      await milestonesRepo.dropMilestones(db, collectionId, p.journeyId);
     return { written: 0, touched: 0, ready: false };
   }
   const steps = state.steps.map((s, k) => ({ stepId: `s${k + 1}`, ...s }));
-  const entries = await repo.countJourneyEntries(db, collectionId, p.journeyId);
+  const entries = await progressRepo.countJourneyEntries(db, collectionId, p.journeyId);
   const count = Math.min(256, Math.max(1, Math.ceil(entries / PART_ENTRANTS)));
   let written = 0;
   for (const idField of ['userId', 'contactId'] as const) {
     for (let index = 0; index < count; index++) {
       ctx.signal.throwIfAborted();
       written += await analytics((tx) =>
-        repo.bulkProgress(tx, collectionId, {
+        progressRepo.bulkProgress(tx, collectionId, {
           journeyId: p.journeyId,
           idField,
           steps,
@@ -111,16 +114,16 @@ async function rebuild(
   let touched = 0;
   for (;;) {
     const keys = await db.transaction(async (tx) => {
-      const taken = await repo.takeDirty(tx, collectionId, p.journeyId, CHUNK);
-      if (taken.length > 0) await repo.refreshProgress(tx, collectionId, p.journeyId, taken);
+      const taken = await progressRepo.takeDirty(tx, collectionId, p.journeyId, CHUNK);
+      if (taken.length > 0) await progressRepo.refreshProgress(tx, collectionId, p.journeyId, taken);
       return taken;
     });
     touched += keys.length;
     if (keys.length < CHUNK) break;
   }
-  await repo.sweepProgress(db, collectionId, p.journeyId, state.version);
+  await progressRepo.sweepProgress(db, collectionId, p.journeyId, state.version);
   // A newer version (the steps changed again meanwhile) has its own job queued.
-  const ready = await repo.markProgressReady(db, collectionId, p.journeyId, state.version);
+  const ready = await progressRepo.markProgressReady(db, collectionId, p.journeyId, state.version);
   return { written, touched, ready };
 }
 

@@ -10,6 +10,7 @@ import { badRequest, notFound } from '../../platform/errors.ts';
 import { openPeopleExport } from './funnels.export.ts';
 import { type FunnelDef, type FunnelResult, type FunnelsService, hasOptions } from './funnels.service.ts';
 import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
+import * as progressRepo from './journeys.progress.repository.ts';
 import * as repo from './journeys.repository.ts';
 import type {
   AdHocStep,
@@ -285,7 +286,7 @@ export class JourneyReports {
     events: (tx: Queryable) => Promise<T>,
   ): Promise<Analysed<T>> {
     if (f.start === undefined && f.end === undefined) {
-      const state = await repo.findProgressState(this.db, collectionId, f.journeyId);
+      const state = await progressRepo.findProgressState(this.db, collectionId, f.journeyId);
       if (followsKept(state, f.steps)) {
         const answer = await kept(state);
         if (answer) return { answer, source: 'maintained' };
@@ -302,7 +303,8 @@ export class JourneyReports {
     return this.keptOrEvents(
       collectionId,
       f,
-      (state) => repo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length),
+      (state) =>
+        progressRepo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length),
       (tx) => repo.funnelCounts(tx, collectionId, f),
     );
   }
@@ -318,7 +320,7 @@ export class JourneyReports {
       collectionId,
       f,
       (state) =>
-        repo.keptRecipients(
+        progressRepo.keptRecipients(
           this.db,
           collectionId,
           f.journeyId,

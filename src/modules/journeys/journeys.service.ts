@@ -15,6 +15,7 @@ import { isObject, paging } from '../../platform/schemas.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
 import { FunnelsService } from './funnels.service.ts';
 import type { MilestonePublisher } from './journeys.milestones.ts';
+import * as progressRepo from './journeys.progress.repository.ts';
 import { followSteps, queueRebuild } from './journeys.progress.ts';
 import { JourneyReports } from './journeys.reports.ts';
 import * as repo from './journeys.repository.ts';
@@ -93,7 +94,7 @@ export class JourneysService {
     let adopted = 0;
     try {
       for (;;) {
-        const page = await repo.journeysWithoutProgress(this.db, 100);
+        const page = await progressRepo.journeysWithoutProgress(this.db, 100);
         let failed = 0;
         for (const j of page) {
           // One journey's failure (deleted meanwhile, say) does not keep the others unadopted.
@@ -142,7 +143,7 @@ export class JourneysService {
   async remove(collectionId: string, id: string): Promise<{ success: boolean; id: string }> {
     const deleted = await this.db.transaction(async (tx) => {
       // The state goes with the journey (foreign key); its rows go in the background.
-      const kept = await repo.findProgressState(tx, collectionId, id);
+      const kept = await progressRepo.findProgressState(tx, collectionId, id);
       if (!(await repo.deleteJourney(tx, collectionId, id))) return false;
       if (kept) await queueRebuild(tx, this.jobs, collectionId, id);
       return true;

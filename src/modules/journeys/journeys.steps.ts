@@ -7,6 +7,7 @@
 import { AppError, badRequest } from '../../platform/errors.ts';
 import { isObject } from '../../platform/schemas.ts';
 import { beginsWithLink } from './journeys.link-steps.ts';
+import type * as progressRepo from './journeys.progress.repository.ts';
 import type * as repo from './journeys.repository.ts';
 import type { StepMapping } from './journeys.schema.ts';
 
@@ -83,7 +84,7 @@ export function resolveSteps(
 }
 
 /** The steps maintained progress follows: the journey's own, fully mapped; null when it cannot. */
-export function keptSteps(data: Record<string, unknown>): repo.KeptStep[] | null {
+export function keptSteps(data: Record<string, unknown>): progressRepo.KeptStep[] | null {
   try {
     const steps = resolveSteps(data, undefined);
     // A journey from a link's clicks is counted from the clicks, never kept by the events' triggers.
@@ -96,9 +97,12 @@ export function keptSteps(data: Record<string, unknown>): repo.KeptStep[] | null
 }
 
 /** Whether `steps` are the first steps kept by `state` (and it is ready to answer). */
-export function followsKept(state: repo.ProgressState | undefined, steps: repo.ResolvedStep[]): state is KeptState {
+export function followsKept(
+  state: progressRepo.ProgressState | undefined,
+  steps: repo.ResolvedStep[],
+): state is KeptState {
   if (!state?.ready || !state.steps || steps.length > state.steps.length) return false;
   const kept = state.steps;
   return steps.every((s, k) => s.interactionId === kept[k].interactionId && s.outcome === kept[k].outcome);
 }
-export type KeptState = repo.ProgressState & { steps: repo.KeptStep[] };
+export type KeptState = progressRepo.ProgressState & { steps: progressRepo.KeptStep[] };
