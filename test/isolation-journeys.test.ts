@@ -2,8 +2,9 @@
  * Tenant isolation of journey analytics (funnel report, stats, step recipients, the journeys
  * list), with data in BOTH collections: the same journey ids (given through the database,
  * test/helpers/shared-ids.ts), interaction ids, step ids and user ids, with different, known
- * answers, each checked exactly on both paths: maintained progress (no window) and the events
- * (a window that holds every event), and the steps taken on their own when an earlier step
+ * answers, each checked exactly on every path: maintained progress (no window: its counters;
+ * the funnel with a window that holds every event: its rows), the events (step recipients in
+ * that window; the funnel with a step remapped), and the steps taken on their own when an earlier step
  * has no mapping. A query that also read the other collection's events, progress rows or
  * counters would change both answers (both collections keep J's progress at the same version,
  * so only the collection tells their rows apart). J gets its steps once the entries and views
@@ -178,20 +179,32 @@ const paths = [
   },
 ] as const;
 
+/**
+ * The funnel report and stats are asked three ways: progress's counters (no window), its rows
+ * (a period that holds everything), and the events (the same period with s2 remapped to
+ * buy/success, which no purchase matches: s2 then completes nobody, on either side).
+ */
+const funnelPaths = [
+  { name: 'counters', source: 'maintained', remap: false, window: paths[0].window },
+  { name: 'rows', source: 'maintained', remap: false, window: paths[1].window },
+  { name: 'events', source: 'events', remap: true, window: paths[1].window },
+] as const;
+
 describe('journey analytics', () => {
   it('funnel report and stats count only their collection’s entrants and steps', async () => {
     const want = {
       a: { total: 4, s1: [4, 3], s2: [3, 1] },
       b: { total: 6, s1: [6, 5], s2: [5, 4] },
     };
-    for (const path of paths) {
+    for (const path of funnelPaths) {
+      const stepMappings = path.remap ? [{ stepId: 's2', interactionId: 'buy' }] : [];
       for (const s of both) {
-        const w = want[s];
+        const w = { ...want[s], s2: path.remap ? [want[s].s2[0], 0] : want[s].s2 };
         const funnel = await call(s, 'POST', `/journeys.analytics/${J}/funnel-report`, {
-          stepMappings: [],
+          stepMappings,
           ...path.window('period'),
         });
-        expect(funnel.source, `${s} ${path.name}`).toBe(path.name);
+        expect(funnel.source, `${s} ${path.name}`).toBe(path.source);
         expect(
           funnel.body.steps.map((x: { enteredCount: number; completedCount: number }) => [
             x.enteredCount,
@@ -201,9 +214,10 @@ describe('journey analytics', () => {
         ).toEqual([w.s1, w.s2]);
         const stats = await call(s, 'POST', `/journeys.analytics/${J}/stats`, {
           finalStepId: 's2',
+          stepMappings,
           ...path.window('range'),
         });
-        expect(stats.source, `${s} ${path.name}`).toBe(path.name);
+        expect(stats.source, `${s} ${path.name}`).toBe(path.source);
         expect(stats.body, `${s} ${path.name}`).toMatchObject({
           journeyId: J,
           totalEntered: w.total,

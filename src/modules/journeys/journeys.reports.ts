@@ -276,16 +276,18 @@ export class JourneyReports {
   }
 
   /**
-   * An answer from maintained progress when it can give one (no period, the journey's own
-   * steps or the first of them, progress ready, and `kept` answers), else from the events.
+   * An answer from maintained progress when it can give one (the journey's own steps or the
+   * first of them, progress ready, `kept` answers, and no period unless `periods` says the
+   * kept answer takes one), else from the events.
    */
   private async keptOrEvents<T>(
     collectionId: string,
     f: repo.FunnelInput,
     kept: (state: KeptState) => Promise<T | undefined>,
     events: (tx: Queryable) => Promise<T>,
+    periods = false,
   ): Promise<Analysed<T>> {
-    if (f.start === undefined && f.end === undefined) {
+    if (periods || (f.start === undefined && f.end === undefined)) {
       const state = await progressRepo.findProgressState(this.db, collectionId, f.journeyId);
       if (followsKept(state, f.steps)) {
         const answer = await kept(state);
@@ -295,7 +297,11 @@ export class JourneyReports {
     return { answer: await this.analytics.read(collectionId, events), source: 'events' };
   }
 
-  /** Funnel counts, from maintained progress when it can answer. */
+  /**
+   * Funnel counts, from maintained progress when it can answer: its counters without a period;
+   * with one, its rows of the period's entrants (and the events of those who entered before
+   * it and came back), in an analytics transaction like the events' read.
+   */
   private funnelCounts(
     collectionId: string,
     f: repo.FunnelInput,
@@ -304,8 +310,13 @@ export class JourneyReports {
       collectionId,
       f,
       (state) =>
-        progressRepo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length),
+        f.start === undefined && f.end === undefined
+          ? progressRepo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length)
+          : this.analytics.read(collectionId, (tx) =>
+              progressRepo.keptPeriodFunnelCounts(tx, collectionId, f, state.version),
+            ),
       (tx) => repo.funnelCounts(tx, collectionId, f),
+      true,
     );
   }
 

@@ -119,17 +119,8 @@ export interface FunnelInput extends EntryInput {
 /** A comparison, not a lookup in an object: idField comes from the request. */
 const idColumn = (idField: IdField) => (idField === 'contactId' ? 'contact_id' : 'user_id');
 
-/**
- * The funnel as a chain of CTEs, one per step (`s0`, `s1`, ...), each row a recipient that
- * entered the step, with `entered` and `completed` (null when not completed):
- * - entry: a recipient's first event carrying the journey id, in the period;
- * - step 0 is entered on entry; step k on completing step k-1;
- * - a step is completed by the recipient's first mapped event at or after entering it, in the period.
- * Each step is a join of the previous step's recipients with the step's mapped events (the
- * planner picks a hash join over the interaction index or index lookups per recipient).
- */
 /** `entry`: each recipient's first event carrying the journey id, in the period. */
-function entryCte(collectionId: string, f: EntryInput): Sql {
+export function entryCte(collectionId: string, f: EntryInput): Sql {
   const rid = raw(idColumn(f.idField));
   const startCond = f.start ? sql`AND occurred_at >= ${f.start}::timestamptz` : sql``;
   const endCond = f.end ? sql`AND occurred_at < ${f.end}::timestamptz` : sql``;
@@ -141,24 +132,44 @@ function entryCte(collectionId: string, f: EntryInput): Sql {
       GROUP BY ${rid})`;
 }
 
-export function funnelCtes(collectionId: string, f: FunnelInput): Sql {
+/**
+ * The funnel's steps as a chain of CTEs, one per step (`s0`, `s1`, ...), each row a recipient
+ * that entered the step, with `entered` and `completed` (null when not completed), from the
+ * entrants of CTE `from` (`rid`, entry time `t`):
+ * - step 0 is entered on entry; step k on completing step k-1;
+ * - a step is completed by the recipient's first mapped event at or after entering it, in the
+ *   period.
+ * Each step is a join of the previous step's recipients with the step's mapped events (the
+ * planner picks a hash join over the interaction index or index lookups per recipient). The
+ * period's start bounds the events as well as the entry: implied by "at or after entering",
+ * but the planner cannot see that, and without it a hash join reads the step's events since
+ * the journey began (measured at 10,000,000 events: 1.53 against 1.15 s for 229,000 entrants).
+ */
+export function stepCtes(collectionId: string, f: FunnelInput, from: 'entry' | 'straddle'): Sql {
   const xrid = raw(`x.${idColumn(f.idField)}`);
+  const xStart = f.start ? sql`AND x.occurred_at >= ${f.start}::timestamptz` : sql``;
   const xEnd = f.end ? sql`AND x.occurred_at < ${f.end}::timestamptz` : sql``;
-  const ctes = [entryCte(collectionId, f)];
-  f.steps.forEach((step, k) => {
-    const prev =
-      k === 0
-        ? sql`SELECT rid, t AS entered FROM entry`
-        : sql`SELECT rid, completed AS entered FROM ${raw(`s${k - 1}`)} WHERE completed IS NOT NULL`;
-    ctes.push(sql`${raw(`s${k}`)} AS (
+  return join(
+    f.steps.map((step, k) => {
+      const prev =
+        k === 0
+          ? sql`SELECT rid, t AS entered FROM ${raw(from)}`
+          : sql`SELECT rid, completed AS entered FROM ${raw(`s${k - 1}`)} WHERE completed IS NOT NULL`;
+      return sql`${raw(`s${k}`)} AS (
       SELECT p.rid, p.entered, min(x.occurred_at) AS completed
       FROM (${prev}) p
       LEFT JOIN interaction_events x
         ON x.collection_id = ${collectionId} AND ${xrid} = p.rid AND x.interaction_id = ${step.interactionId}
-        AND x.outcome = ${step.outcome} AND x.deleted_at IS NULL AND x.occurred_at >= p.entered ${xEnd}
-      GROUP BY p.rid, p.entered)`);
-  });
-  return sql`WITH ${join(ctes, ',\n')}`;
+        AND x.outcome = ${step.outcome} AND x.deleted_at IS NULL AND x.occurred_at >= p.entered ${xStart} ${xEnd}
+      GROUP BY p.rid, p.entered)`;
+    }),
+    ',\n',
+  );
+}
+
+/** The funnel: `entry` (entryCte) and its steps' chain (stepCtes). */
+export function funnelCtes(collectionId: string, f: FunnelInput): Sql {
+  return sql`WITH ${entryCte(collectionId, f)},\n${stepCtes(collectionId, f, 'entry')}`;
 }
 
 export interface StepCounts {
