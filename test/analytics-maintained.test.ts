@@ -22,6 +22,8 @@ let c: TestCollection;
 let journeyId: string;
 /** Straddlers met by the last compareAll (comparePeriods). */
 let lastStraddlers = 0;
+/** Rows whose chain reached the last step beyond a trends window, met by the last compareAll. */
+let lastLate = 0;
 
 const DAY = 86400_000;
 const B = Date.parse('2026-03-01T00:00:00.000Z');
@@ -135,10 +137,55 @@ async function comparePeriods(idField: 'userId' | 'contactId', sources: Set<unkn
   return straddlers;
 }
 
+/**
+ * Trends of the journey's ordered funnel from progress (rows by entry time, the rest walked)
+ * against the same request walked from the events: with a step window too long to bind, which
+ * progress does not answer. Windows that bind (some chains then reach the last step too late
+ * for their first anchor, and are walked), a period the earlier entrants come back into, the
+ * previous period (shifted), days and weeks. Returns how many rows were too late.
+ */
+async function compareTrends(idField: 'userId' | 'contactId'): Promise<number> {
+  let late = 0;
+  const cases = [
+    { start: B, end: B + 10 * DAY, interval: 'day', window: undefined },
+    { start: B + 2.5 * DAY, end: B + 7.5 * DAY, interval: 'week', window: { value: 1, unit: 'day' } },
+    { start: B + 4 * DAY, end: B + 9 * DAY + 5 * 3_600_000, interval: 'day', window: { value: 2, unit: 'hour' } },
+  ] as const;
+  for (const k of cases) {
+    const body = {
+      idField,
+      periodStart: new Date(k.start).toISOString(),
+      periodEnd: new Date(k.end).toISOString(),
+      interval: k.interval,
+      compare: true,
+      ...(k.window && { conversionWindow: k.window }),
+    };
+    const kept = await analysed(`/journeys.analytics/${journeyId}/trends`, body);
+    const read = await analysed(`/journeys.analytics/${journeyId}/trends`, {
+      ...body,
+      stepWindows: [{ stepId: 's2', value: 366, unit: 'day' }],
+    });
+    expect(kept.source, JSON.stringify(body)).toBe('maintained');
+    expect(read.source).toBe('events');
+    expect(kept.body, JSON.stringify(body)).toEqual(read.body);
+    if (k.window) {
+      const ms = k.window.value * (k.window.unit === 'day' ? DAY : 3_600_000);
+      const { rows } = await t.testDb.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM journey_progress WHERE collection_id = $1 AND journey_id = $2 AND id_field = $3
+           AND cardinality(completed_at) >= 3 AND completed_at[3] > completed_at[1] + $4 * interval '1 millisecond'`,
+        [c.id, journeyId, idField, ms],
+      );
+      late += rows[0].n;
+    }
+  }
+  return late;
+}
+
 /** Asks every maintained question and its events-reading twin; they must agree. */
 async function compareAll(expectMaintained = true) {
   const sources = new Set<unknown>();
   let straddlers = 0;
+  let late = 0;
   for (const idField of ['userId', 'contactId'] as const) {
     const kept = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, { idField, stepMappings: [] });
     // The same question with a period holding every event: from progress's rows, not its counters.
@@ -157,6 +204,7 @@ async function compareAll(expectMaintained = true) {
       }));
     expect(strip(kept.body)).toEqual(strip({ steps: read.body.steps }));
     straddlers += await comparePeriods(idField, sources);
+    late += await compareTrends(idField);
 
     const stats = await analysed(`/journeys.analytics/${journeyId}/stats`, { idField, finalStepId: 's3' });
     const statsRead = await analysed(`/journeys.analytics/${journeyId}/stats`, {
@@ -208,6 +256,7 @@ async function compareAll(expectMaintained = true) {
   }
   if (expectMaintained) expect([...sources]).toEqual(['maintained']);
   lastStraddlers = straddlers;
+  lastLate = late;
 }
 
 const waitUntilMaintained = () =>
@@ -237,6 +286,42 @@ afterAll(async () => {
 
 describe('maintained analytics', () => {
   it('answer as the events do once the rebuild has run, through appends given in any order', async () => {
+    // Two chains that reach buy 3 hours after their first view, beyond the 2-hour trends
+    // window: late-1 has no later view (it did not complete within the window), late-2 has one
+    // 2 h 50 min after its first (a later attempt that fits: it did).
+    const at = (min: number) => new Date(B + 5 * DAY + min * 60_000).toISOString();
+    for (const [userId, steps] of [
+      [
+        'late-1',
+        [
+          ['view', 10],
+          ['cart', 60],
+          ['buy', 190],
+        ],
+      ],
+      [
+        'late-2',
+        [
+          ['view', 10],
+          ['view', 180],
+          ['cart', 185],
+          ['buy', 190],
+        ],
+      ],
+    ] as const) {
+      await append({
+        interactionId: 'enter',
+        userId,
+        contactId: userId,
+        outcome: 'success',
+        timestamp: at(0),
+        journeyId,
+      });
+      for (const [interactionId, min] of steps) {
+        const outcome = interactionId === 'buy' ? 'paid' : 'success';
+        await append({ interactionId, userId, contactId: userId, outcome, timestamp: at(min) });
+      }
+    }
     await appendRandom(1, 25, 200);
     await waitUntilMaintained();
     await compareAll();
@@ -245,6 +330,7 @@ describe('maintained analytics', () => {
     // Some of the periods' entrants entered the journey before them: their steps came from
     // their events, beside the others' rows.
     expect(lastStraddlers).toBeGreaterThan(0);
+    expect(lastLate).toBeGreaterThan(0);
   });
 
   it('stay exact through concurrent appends for the same people', async () => {

@@ -232,6 +232,30 @@ describe('journey analytics', () => {
     }
   });
 
+  it('trends count only their collection’s entrants, from progress and from the events', async () => {
+    const want = { a: { entered: 4, completed: 1 }, b: { entered: 6, completed: 4 } };
+    // Progress's rows (ordered, a window), and the events (a step window: walked).
+    for (const [source, extra] of [
+      ['maintained', {}],
+      ['events', { stepWindows: [{ stepId: 's2', value: 366, unit: 'day' }] }],
+    ] as const) {
+      for (const s of both) {
+        const trends = await call(s, 'POST', `/journeys.analytics/${J}/trends`, {
+          stepMappings: [],
+          conversionWindow: { value: 1, unit: 'day' },
+          periodStart: iso(B0),
+          periodEnd: iso(B0 + 86_400_000),
+          interval: 'day',
+          ...extra,
+        });
+        expect(trends.source, `${s} ${source}`).toBe(source);
+        expect(trends.body.buckets, `${s} ${source}`).toEqual([
+          { start: iso(B0), ...want[s], conversionRate: want[s].completed / want[s].entered },
+        ]);
+      }
+    }
+  });
+
   it('step recipients through the ordered steps', async () => {
     const p = (s: Side) => PLAN[s];
     const want = (s: Side) => ({

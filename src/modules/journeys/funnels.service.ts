@@ -6,7 +6,8 @@
  * journeys.funnels.repository.ts. Every request is checked here first: a client's mistake is a
  * 400 naming the field, before anything is read.
  */
-import type { Analytics } from '../../db/index.ts';
+import type { Analytics, Queryable } from '../../db/index.ts';
+import type { AnalyticsSource } from '../../platform/analytics.ts';
 import { badRequest } from '../../platform/errors.ts';
 import type { IdField } from '../interactions/index.ts';
 import {
@@ -21,6 +22,7 @@ import {
   type WalkSpec,
   walk,
 } from './funnels.engine.ts';
+import { keptTrend } from './funnels.kept.ts';
 import { funnelEvents, linkFunnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
 import { linkOfStep } from './journeys.link-steps.ts';
 import type { ConversionWindow, FunnelOptions } from './journeys.schema.ts';
@@ -79,10 +81,14 @@ function propertyRef(property: string, fromClick: boolean): PropertyRef {
 }
 
 /** Checks the options against the funnel's steps and turns them into a walk's spec. */
-function prepare(
-  def: FunnelDef,
-  q: FunnelScope,
-): { spec: WalkSpec; exclusions: Matcher[]; property?: PropertyRef; linkId?: string } {
+interface Prepared {
+  spec: WalkSpec;
+  exclusions: Matcher[];
+  property?: PropertyRef;
+  linkId?: string;
+}
+
+function prepare(def: FunnelDef, q: FunnelScope): Prepared {
   const n = def.steps.length;
   if (n > MAX_OPTION_STEPS) {
     throw badRequest(`A funnel with options has at most ${MAX_OPTION_STEPS} steps; this one has ${n}`, {
@@ -159,6 +165,43 @@ function prepare(
   };
 }
 
+/**
+ * The recipients of the funnel in the scope (only `rids`, when given) walked from their events,
+ * a batch at a time as the cursor hands them over: only the walks are kept.
+ */
+async function walkEvents(
+  tx: Queryable,
+  collectionId: string,
+  def: FunnelDef,
+  q: FunnelScope,
+  { spec, exclusions, property, linkId }: Prepared,
+  rids?: string[],
+): Promise<Walked[]> {
+  const input = {
+    idField: q.idField,
+    journeyId: def.journeyId,
+    steps: def.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome })),
+    exclusions,
+    property,
+    // First touch is the journey entry's value or the click's: the step events' are not read.
+    eventValues: !(q.breakdown?.attribution !== 'last' && (spec.journey || spec.fromClick)),
+    start: q.start,
+    end: q.end,
+    rids,
+  };
+  const rows: Walked[] = [];
+  const each = (batch: WalkRecipient[]) => {
+    for (const r of batch) {
+      const w = walk(r, spec);
+      if (w.counted) rows.push(w);
+    }
+  };
+  await (linkId === undefined
+    ? funnelEvents(tx, collectionId, input, each)
+    : linkFunnelEvents(tx, collectionId, linkId, input, each));
+  return rows;
+}
+
 export interface PeopleQuery extends FunnelScope {
   stepId?: string;
   status?: 'entered' | 'completed' | 'dropped';
@@ -177,34 +220,10 @@ export class FunnelsService {
 
   /** Every recipient of the funnel in the scope, walked. */
   async walked(collectionId: string, def: FunnelDef, q: FunnelScope): Promise<{ spec: WalkSpec; rows: Walked[] }> {
-    const { spec, exclusions, property, linkId } = prepare(def, q);
-    const input = {
-      idField: q.idField,
-      journeyId: def.journeyId,
-      steps: def.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome })),
-      exclusions,
-      property,
-      // First touch is the journey entry's value or the click's: the step events' are not read.
-      eventValues: !(q.breakdown?.attribution !== 'last' && (spec.journey || spec.fromClick)),
-      start: q.start,
-      end: q.end,
-    };
-    // Walked a batch at a time as the cursor hands them over: only the walks are kept.
-    const rows: Walked[] = [];
-    const each = (batch: WalkRecipient[]) => {
-      for (const r of batch) {
-        const w = walk(r, spec);
-        if (w.counted) rows.push(w);
-      }
-    };
+    const prepared = prepare(def, q);
     // On a read replica that fails part-way the walk is run again on the primary: from nothing.
-    await this.analytics.read(collectionId, (tx) => {
-      rows.length = 0;
-      return linkId === undefined
-        ? funnelEvents(tx, collectionId, input, each)
-        : linkFunnelEvents(tx, collectionId, linkId, input, each);
-    });
-    return { spec, rows };
+    const rows = await this.analytics.read(collectionId, (tx) => walkEvents(tx, collectionId, def, q, prepared));
+    return { spec: prepared.spec, rows };
   }
 
   /** The funnel's figures per step, and per breakdown value when asked. */
@@ -225,7 +244,9 @@ export class FunnelsService {
 
   /**
    * Conversion by entry bucket over a period (≤ 366 days), and the previous period of the same
-   * length with its buckets in the same positions.
+   * length with its buckets in the same positions. A journey's ordered funnel is counted from
+   * maintained progress where it can be (funnels.kept.ts): only the recipients its rows cannot
+   * answer for are walked.
    */
   async trends(
     collectionId: string,
@@ -238,57 +259,72 @@ export class FunnelsService {
     if (end - start > MAX_WINDOW_MS) {
       throw badRequest('A trends period is at most 366 days long', { field: 'periodEnd' });
     }
+    const prepared = prepare(def, q);
     const interval = q.interval ?? 'day';
     const length = end - start;
     const starts: number[] = [];
     for (let b = bucketStart(start, interval); b < end; b += UNIT_MS[interval]) starts.push(b);
     const bucketsOf = async (from: number, shift: number) => {
-      const { spec, rows } = await this.walked(collectionId, def, {
-        ...q,
-        start: new Date(from).toISOString(),
-        end: new Date(from + length).toISOString(),
-      });
+      const scope = { ...q, start: new Date(from).toISOString(), end: new Date(from + length).toISOString() };
       const counts = starts.map(() => ({ entered: 0, completed: 0 }));
-      for (const w of rows) {
-        // Buckets are consecutive: the last one starting at or before the (shifted) entry.
+      // Buckets are consecutive: the last one starting at or before the (shifted) entry.
+      const add = (at: number, entered: number, completed: number) => {
         let i = starts.length - 1;
-        while (i >= 0 && starts[i] > w.enteredAt + shift) i--;
-        if (i < 0) continue;
-        counts[i].entered++;
-        if (w.reached === spec.stepCount) counts[i].completed++;
-      }
-      return counts.map((c, i) => ({
+        while (i >= 0 && starts[i] > at) i--;
+        if (i < 0) return;
+        counts[i].entered += entered;
+        counts[i].completed += completed;
+      };
+      const kept = await this.analytics.read(collectionId, async (tx) => {
+        // On a read replica that fails part-way the count is run again on the primary: from nothing.
+        for (const c of counts) c.entered = c.completed = 0;
+        const kept = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
+        const walked =
+          kept === undefined
+            ? await walkEvents(tx, collectionId, def, scope, prepared)
+            : kept.walk.length > 0
+              ? await walkEvents(tx, collectionId, def, scope, prepared, kept.walk)
+              : [];
+        for (const b of kept?.buckets ?? []) add(b.start, b.entered, b.completed);
+        for (const w of walked) add(w.enteredAt + shift, 1, w.reached === prepared.spec.stepCount ? 1 : 0);
+        return kept !== undefined;
+      });
+      const buckets = counts.map((c, i) => ({
         start: new Date(starts[i] - shift).toISOString(),
         entered: c.entered,
         completed: c.completed,
         conversionRate: c.entered === 0 ? 0 : c.completed / c.entered,
       }));
+      return { buckets, kept };
     };
     // The previous period is an independent statement: both run at once (two connections).
     const [current, previous] = await Promise.all([
       bucketsOf(start, 0),
       q.compare ? bucketsOf(start - length, length) : undefined,
     ]);
+    type Buckets = Awaited<ReturnType<typeof bucketsOf>>['buckets'];
     const answer: {
       interval: 'day' | 'week';
       periodStart: string;
       periodEnd: string;
-      buckets: Awaited<ReturnType<typeof bucketsOf>>;
-      previous?: { periodStart: string; periodEnd: string; buckets: Awaited<ReturnType<typeof bucketsOf>> };
+      buckets: Buckets;
+      previous?: { periodStart: string; periodEnd: string; buckets: Buckets };
     } = {
       interval,
       periodStart: new Date(start).toISOString(),
       periodEnd: new Date(end).toISOString(),
-      buckets: current,
+      buckets: current.buckets,
     };
     if (previous) {
       answer.previous = {
         periodStart: new Date(start - length).toISOString(),
         periodEnd: new Date(start).toISOString(),
-        buckets: previous,
+        buckets: previous.buckets,
       };
     }
-    return answer;
+    // Maintained when progress's rows counted the entrants (only the rest walked from events).
+    const source: AnalyticsSource = current.kept && (previous?.kept ?? true) ? 'maintained' : 'events';
+    return { answer, source };
   }
 
   /**

@@ -64,8 +64,7 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyTrendsRequest,
     response: S.FunnelTrendsResponse,
     analytics: true,
-    handler: async ({ scope, body }) =>
-      fromEvents(await service.journeyTrends(scope.collectionId, scope.journeyId, body)),
+    handler: ({ scope, body }) => service.journeyTrends(scope.collectionId, scope.journeyId, body),
   }),
   defineRoute({
     method: 'POST',
@@ -113,7 +112,7 @@ const funnelRoutes = (service: JourneyReports) => [
     body: S.FunnelTrendsRequest,
     response: S.FunnelTrendsResponse,
     analytics: true,
-    handler: async ({ scope, body }) => fromEvents(await service.adHocTrends(scope.collectionId, body)),
+    handler: ({ scope, body }) => service.adHocTrends(scope.collectionId, body),
   }),
   defineRoute({
     method: 'POST',

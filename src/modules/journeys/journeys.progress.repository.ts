@@ -7,14 +7,7 @@
 import sql, { join, raw } from 'sql-template-tag';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
-import {
-  entryCte,
-  type FunnelInput,
-  funnelCtes,
-  type JourneyRow,
-  type StepCounts,
-  stepCtes,
-} from './journeys.repository.ts';
+import { type FunnelInput, funnelCtes, type JourneyRow, type StepCounts } from './journeys.repository.ts';
 
 /** A step as progress follows it: the interaction and outcome that complete it. */
 export interface KeptStep {
@@ -218,7 +211,7 @@ export async function markProgressReady(
 }
 
 /** Rows only while `version` is the journey's ready one (it may change between two statements). */
-const stillReady = (collectionId: string, journeyId: string, version: number) => sql`EXISTS (
+export const stillReady = (collectionId: string, journeyId: string, version: number) => sql`EXISTS (
   SELECT 1 FROM journey_progress_state
   WHERE collection_id = ${collectionId} AND journey_id = ${journeyId} AND version = ${version} AND ready)`;
 
@@ -245,73 +238,6 @@ export async function keptFunnelCounts(
     GROUP BY s.k ORDER BY s.k`);
   if (rows.length === 0) return undefined;
   return { totalEntered: rows[0].entered, steps: rows };
-}
-
-/**
- * funnelCounts of a period from the progress rows of one version; undefined when that version
- * is no longer the ready one. A recipient whose journey entry (its first event carrying the
- * journey id, ever) lies in the period enters the period's funnel there, and its steps within
- * the period are exactly those of its row completed before the period's end: each was the first
- * mapped event at or after entering its step, so none earlier is in the period either. Those
- * rows are found by entry time (migration 0209). The rest of the period's entrants entered the
- * journey before the period and came back in it ("straddlers": their entry in the period is a
- * later event carrying the journey id); they are counted from their events by the funnel's own
- * chain, and only when there are any (the entrants outnumber the rows). With no period start
- * nobody straddles, and the events are not read at all.
- */
-export async function keptPeriodFunnelCounts(
-  db: Queryable,
-  collectionId: string,
-  f: FunnelInput,
-  version: number,
-): Promise<{ totalEntered: number; steps: StepCounts[] } | undefined> {
-  const idField = f.idField === 'contactId' ? 'contactId' : 'userId';
-  const end = f.end ? sql`${f.end}::timestamptz` : sql`'infinity'::timestamptz`;
-  const kept = sql`kept AS (
-      SELECT rid, entered_at, completed_at FROM journey_progress
-      WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId} AND id_field = ${idField}
-        AND version = ${version} AND entered_at < ${end}
-        ${f.start ? sql`AND entered_at >= ${f.start}::timestamptz` : sql``})`;
-  // Per step k (0-based), as stepCountsOf but with the seconds' sum: entered on entry or on
-  // completing step k-1 before the end, completed at completed_at[k+1] before the end.
-  const keptParts = f.steps.map((_, k) => {
-    const done = raw(`completed_at[${k + 1}]`);
-    const from = raw(k === 0 ? 'entered_at' : `completed_at[${k}]`);
-    const entered = k === 0 ? sql`count(*)` : sql`count(*) FILTER (WHERE ${from} < ${end})`;
-    return sql`SELECT ${k}::int AS idx, ${entered} AS entered, count(*) FILTER (WHERE ${done} < ${end}) AS completed,
-      sum(extract(epoch FROM ${done} - ${from})) FILTER (WHERE ${done} < ${end}) AS seconds FROM kept`;
-  });
-  let ctes = sql`WITH ${kept}`;
-  let parts = keptParts;
-  let total = sql`(SELECT count(*) FROM kept)`;
-  if (f.start) {
-    // The straddlers' chain: the entrants without a row among those kept, looked for only
-    // when the counts say there are some (a one-time filter: no anti-join otherwise).
-    ctes = sql`WITH ${entryCte(collectionId, f)}, ${kept},
-    straddle AS (
-      SELECT e.rid, e.t FROM entry e
-      WHERE (SELECT count(*) FROM entry) > (SELECT count(*) FROM kept)
-        AND NOT EXISTS (SELECT 1 FROM kept k WHERE k.rid = e.rid)
-    ),
-    ${stepCtes(collectionId, f, 'straddle')}`;
-    parts = [
-      ...keptParts,
-      ...f.steps.map(
-        (_, k) => sql`SELECT ${k}::int AS idx, count(*) AS entered, count(completed) AS completed,
-          sum(extract(epoch FROM completed - entered)) AS seconds FROM ${raw(`s${k}`)}`,
-      ),
-    ];
-    total = sql`(SELECT count(*) FROM entry)`;
-  }
-  const { rows } = await db.query<StepCounts & { total: number }>(sql`
-    ${ctes}
-    SELECT idx, sum(entered)::bigint AS entered, sum(completed)::bigint AS completed,
-      (sum(seconds) / nullif(sum(completed), 0))::float8 AS avg_seconds, ${total}::bigint AS total
-    FROM (${join(parts, ' UNION ALL ')}) p
-    WHERE ${stillReady(collectionId, f.journeyId, version)}
-    GROUP BY idx ORDER BY idx`);
-  if (rows.length === 0) return undefined;
-  return { totalEntered: rows[0].total, steps: rows.map(({ total: _, ...step }) => step) };
 }
 
 /**

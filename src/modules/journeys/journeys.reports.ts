@@ -10,6 +10,7 @@ import { badRequest, notFound } from '../../platform/errors.ts';
 import { openPeopleExport } from './funnels.export.ts';
 import { type FunnelDef, type FunnelResult, type FunnelsService, hasOptions } from './funnels.service.ts';
 import { beginsWithLink, linkFunnelCounts } from './journeys.link-steps.ts';
+import * as periodsRepo from './journeys.periods.repository.ts';
 import * as progressRepo from './journeys.progress.repository.ts';
 import * as repo from './journeys.repository.ts';
 import type {
@@ -171,12 +172,16 @@ export class JourneyReports {
     return answer;
   }
 
-  async journeyTrends(collectionId: string, journeyId: string, q: JourneyTrendsRequest): Promise<FunnelTrendsResponse> {
+  async journeyTrends(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyTrendsRequest,
+  ): Promise<Analysed<FunnelTrendsResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     return this.funnels.trends(collectionId, def, optionsOf(q));
   }
 
-  async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<FunnelTrendsResponse> {
+  async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<Analysed<FunnelTrendsResponse>> {
     return this.funnels.trends(collectionId, adHocDef(q.steps), optionsOf(q));
   }
 
@@ -313,7 +318,7 @@ export class JourneyReports {
         f.start === undefined && f.end === undefined
           ? progressRepo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length)
           : this.analytics.read(collectionId, (tx) =>
-              progressRepo.keptPeriodFunnelCounts(tx, collectionId, f, state.version),
+              periodsRepo.keptPeriodFunnelCounts(tx, collectionId, { ...f, version: state.version }),
             ),
       (tx) => repo.funnelCounts(tx, collectionId, f),
       true,
