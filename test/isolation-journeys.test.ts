@@ -232,7 +232,7 @@ describe('journey analytics', () => {
     }
   });
 
-  it('trends count only their collection’s entrants, from progress and from the events', async () => {
+  it('trends, and the funnel report and people under options, count only their collection’s recipients', async () => {
     const want = { a: { entered: 4, completed: 1 }, b: { entered: 6, completed: 4 } };
     // Progress's rows (ordered, a window), and the events (a step window: walked).
     for (const [source, extra] of [
@@ -252,6 +252,31 @@ describe('journey analytics', () => {
         expect(trends.body.buckets, `${s} ${source}`).toEqual([
           { start: iso(B0), ...want[s], conversionRate: want[s].completed / want[s].entered },
         ]);
+        // The funnel report under the same options, and its people.
+        const report = await call(s, 'POST', `/journeys.analytics/${J}/funnel-report`, {
+          stepMappings: [],
+          conversionWindow: { value: 1, unit: 'day' },
+          ...extra,
+        });
+        expect(report.source, `${s} ${source}`).toBe(source);
+        const plan = PLAN[s];
+        expect(
+          report.body.steps.map((x: { enteredCount: number; completedCount: number }) => [
+            x.enteredCount,
+            x.completedCount,
+          ]),
+        ).toEqual([
+          [plan.enter, plan.view],
+          [plan.view, plan.buy],
+        ]);
+        const people = await call(s, 'POST', `/journeys.analytics/${J}/people`, {
+          stepMappings: [],
+          conversionWindow: { value: 1, unit: 'day' },
+          stepId: 's2',
+          status: 'completed',
+          ...extra,
+        });
+        expect(people.body.items, `${s} ${source}`).toEqual(users(plan.buy));
       }
     }
   });

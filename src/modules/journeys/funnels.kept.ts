@@ -1,16 +1,37 @@
 /**
- * Which funnel options maintained progress can answer, and the reading of it: the trends of a
- * journey's ordered funnel with at most a whole-funnel window (journeys.periods.repository.ts
- * has the rule by which a progress row answers for its recipient). Breakdowns do not change
- * the trends' counts; step windows, exclusions, other orderings and ad-hoc or link funnels
- * need each recipient's events, and are walked as before.
+ * Which funnel options maintained progress can answer, and the reading of it: a journey's
+ * ordered funnel with at most a whole-funnel window (journeys.periods.repository.ts has the
+ * rule by which a progress row answers for its recipient). Its trends are counted per bucket
+ * in the database; its report, people and exports take the rows as walked recipients. Step
+ * windows, exclusions, other orderings, breakdowns (the events' properties) and ad-hoc or link
+ * funnels need each recipient's events, and are walked as before; so are the recipients a row
+ * cannot answer for.
  */
 import type { Queryable } from '../../db/index.ts';
-import type { WalkSpec } from './funnels.engine.ts';
+import type { Walked, WalkSpec } from './funnels.engine.ts';
 import type { FunnelDef, FunnelScope } from './funnels.service.ts';
-import { keptTrendBuckets, type TrendBuckets } from './journeys.periods.repository.ts';
+import { keptChains, keptTrendBuckets, type TrendBuckets } from './journeys.periods.repository.ts';
 import * as progressRepo from './journeys.progress.repository.ts';
 import { followsKept } from './journeys.steps.ts';
+
+/** The ready progress version that answers for the funnel's options, if one does. */
+async function keptVersion(
+  tx: Queryable,
+  collectionId: string,
+  def: FunnelDef,
+  spec: WalkSpec,
+): Promise<{ journeyId: string; version: number } | undefined> {
+  const plain =
+    spec.journey &&
+    !spec.fromClick &&
+    spec.ordering === 'ordered' &&
+    spec.exclusions.length === 0 &&
+    spec.stepWindowMs.every((w) => w === undefined);
+  if (!plain || def.journeyId === undefined || def.steps.some((s) => s.outcome === null)) return undefined;
+  const steps = def.steps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? '' }));
+  const state = await progressRepo.findProgressState(tx, collectionId, def.journeyId);
+  return followsKept(state, steps) ? { journeyId: def.journeyId, version: state.version } : undefined;
+}
 
 /**
  * The trends' counts of one period from progress rows, and the recipients left to walk;
@@ -25,21 +46,11 @@ export async function keptTrend(
   interval: 'day' | 'week',
   shiftMs: number,
 ): Promise<TrendBuckets | undefined> {
-  const plain =
-    spec.journey &&
-    !spec.fromClick &&
-    spec.ordering === 'ordered' &&
-    spec.exclusions.length === 0 &&
-    spec.stepWindowMs.every((w) => w === undefined);
-  if (!plain || def.journeyId === undefined) return undefined;
-  const steps = def.steps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? '' }));
-  if (def.steps.some((s) => s.outcome === null)) return undefined;
-  const state = await progressRepo.findProgressState(tx, collectionId, def.journeyId);
-  if (!followsKept(state, steps)) return undefined;
+  const kept = await keptVersion(tx, collectionId, def, spec);
+  if (!kept) return undefined;
   return keptTrendBuckets(tx, collectionId, {
-    journeyId: def.journeyId,
+    ...kept,
     idField: scope.idField,
-    version: state.version,
     start: scope.start,
     end: scope.end,
     stepCount: def.steps.length,
@@ -47,4 +58,50 @@ export async function keptTrend(
     interval,
     shiftMs,
   });
+}
+
+/**
+ * The period's recipients as walked, from progress rows: a row whose chain (cut at the
+ * period's end) fits in the window of its first step-1 event is its recipient's best attempt,
+ * as the walk would find it; the rest (chains beyond the window, and the straddlers) are left
+ * to walk. Undefined when progress cannot answer; never with a breakdown (values are the
+ * events').
+ */
+export async function keptWalked(
+  tx: Queryable,
+  collectionId: string,
+  def: FunnelDef,
+  scope: FunnelScope,
+  spec: WalkSpec,
+): Promise<{ rows: Walked[]; walk: string[] } | undefined> {
+  if (scope.breakdown) return undefined;
+  const kept = await keptVersion(tx, collectionId, def, spec);
+  if (!kept) return undefined;
+  const rows: Walked[] = [];
+  const walk: string[] = [];
+  const windowMs = spec.windowMs;
+  const { ready, straddlers } = await keptChains(
+    tx,
+    collectionId,
+    { ...kept, idField: scope.idField, start: scope.start, end: scope.end, stepCount: def.steps.length },
+    (batch) => {
+      for (const c of batch) {
+        const m = c.completed.length;
+        if (m > 0 && windowMs !== undefined && c.completed[m - 1] - c.completed[0] > windowMs) walk.push(c.rid);
+        else {
+          rows.push({
+            rid: c.rid,
+            counted: true,
+            reached: m,
+            enteredAt: c.entered,
+            times: c.completed,
+            first: null,
+            last: null,
+          });
+        }
+      }
+    },
+  );
+  if (!ready) return undefined;
+  return { rows, walk: [...walk, ...straddlers] };
 }

@@ -22,7 +22,7 @@ import {
   type WalkSpec,
   walk,
 } from './funnels.engine.ts';
-import { keptTrend } from './funnels.kept.ts';
+import { keptTrend, keptWalked } from './funnels.kept.ts';
 import { funnelEvents, linkFunnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
 import { linkOfStep } from './journeys.link-steps.ts';
 import type { ConversionWindow, FunnelOptions } from './journeys.schema.ts';
@@ -213,23 +213,39 @@ export interface FunnelResult {
   ordering: 'ordered' | 'strict' | 'unordered';
   steps: StepFigures[];
   breakdown?: { value: string | null; other?: true; steps: StepFigures[] }[];
+  /** Whether maintained progress answered (funnels.kept.ts), or only the events. */
+  source: AnalyticsSource;
 }
 
 export class FunnelsService {
   constructor(private readonly analytics: Analytics) {}
 
   /** Every recipient of the funnel in the scope, walked. */
-  async walked(collectionId: string, def: FunnelDef, q: FunnelScope): Promise<{ spec: WalkSpec; rows: Walked[] }> {
+  async walked(
+    collectionId: string,
+    def: FunnelDef,
+    q: FunnelScope,
+  ): Promise<{ spec: WalkSpec; rows: Walked[]; source: AnalyticsSource }> {
     const prepared = prepare(def, q);
     // On a read replica that fails part-way the walk is run again on the primary: from nothing.
-    const rows = await this.analytics.read(collectionId, (tx) => walkEvents(tx, collectionId, def, q, prepared));
-    return { spec: prepared.spec, rows };
+    return this.analytics.read(collectionId, async (tx) => {
+      const spec = prepared.spec;
+      // A journey's ordered funnel: its progress rows, and the recipients they cannot answer for walked.
+      const kept = await keptWalked(tx, collectionId, def, q, spec);
+      if (!kept) return { spec, rows: await walkEvents(tx, collectionId, def, q, prepared), source: 'events' as const };
+      const walked = kept.walk.length > 0 ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk) : [];
+      return { spec, rows: [...kept.rows, ...walked], source: 'maintained' as const };
+    });
   }
 
   /** The funnel's figures per step, and per breakdown value when asked. */
   async report(collectionId: string, def: FunnelDef, q: FunnelScope): Promise<FunnelResult> {
-    const { spec, rows } = await this.walked(collectionId, def, q);
-    const result: FunnelResult = { ordering: spec.ordering, steps: stepFigures(rows, spec.stepCount, spec.journey) };
+    const { spec, rows, source } = await this.walked(collectionId, def, q);
+    const result: FunnelResult = {
+      ordering: spec.ordering,
+      steps: stepFigures(rows, spec.stepCount, spec.journey),
+      source,
+    };
     if (q.breakdown) {
       result.breakdown = breakdownGroups(rows, q.breakdown.attribution ?? 'first', q.breakdown.limit ?? 10).map(
         (g) => ({

@@ -73,7 +73,7 @@ const BATCH_ROWS = 5000;
  * Runs `query` as a cursor in the caller's transaction (the analytics one) and hands its rows
  * over a batch at a time: a funnel of a million entrants is never held whole as rows.
  */
-async function eachBatch<R>(db: Queryable, query: Sql, fn: (rows: R[]) => void): Promise<void> {
+export async function eachBatch<R>(db: Queryable, query: Sql, fn: (rows: R[]) => void): Promise<void> {
   // Every row is read: plan for all of them (hash joins), not for a fast first batch, which
   // is what a cursor's default (cursor_tuple_fraction 0.1) would pick.
   await db.query('SET LOCAL cursor_tuple_fraction = 1.0');

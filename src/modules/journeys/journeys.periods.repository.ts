@@ -18,6 +18,7 @@
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
+import { eachBatch } from './journeys.funnels.repository.ts';
 import { stillReady } from './journeys.progress.repository.ts';
 import { entryCte, type FunnelInput, type StepCounts, stepCtes } from './journeys.repository.ts';
 
@@ -168,4 +169,48 @@ export async function keptTrendBuckets(
       .map((r) => ({ start: Number(r.start), entered: Number(r.entered), completed: Number(r.completed) })),
     walk: rows.flatMap((r) => r.walk ?? []),
   };
+}
+
+/** A progress row's chain as the walk takes it: epoch ms, the completions before the period's end. */
+export interface KeptChain {
+  rid: string;
+  entered: number;
+  /** completed_at of the first `stepCount` steps before the end, in order. */
+  completed: number[];
+}
+
+/**
+ * The chains of the period's rows (a batch at a time, through a cursor), and the straddlers'
+ * ids; ready false (and nothing read) when the version is no longer the ready one. Runs in a
+ * transaction (the cursor).
+ */
+export async function keptChains(
+  db: Queryable,
+  collectionId: string,
+  f: PeriodInput & { stepCount: number },
+  each: (batch: KeptChain[]) => void,
+): Promise<{ ready: boolean; straddlers: string[] }> {
+  const { rows } = await db.query<{ o: number; rid: string | null }>(sql`
+    ${f.start ? sql`WITH ${straddleCtes(collectionId, { ...f, start: f.start })}` : sql``}
+    SELECT 0 AS o, NULL::text AS rid WHERE ${stillReady(collectionId, f.journeyId, f.version)}
+    ${f.start ? sql`UNION ALL SELECT 1, rid FROM straddle` : sql``}
+    ORDER BY o`);
+  if (rows[0]?.o !== 0) return { ready: false, straddlers: [] };
+  // Times as the walk's events carry them (journeys.funnels.repository.ts): exact epoch ms.
+  const end = endOf(f);
+  const done = Array.from({ length: f.stepCount }, (_, k) => {
+    const c = raw(`completed_at[${k + 1}]`);
+    return sql`CASE WHEN ${c} < ${end} THEN (extract(epoch FROM ${c}) * 1000)::float8 END AS ${raw(`c${k}`)}`;
+  });
+  const columns = sql`rid, (extract(epoch FROM entered_at) * 1000)::float8 AS e, ${join(done, ', ')}`;
+  await eachBatch<Record<string, string | number | null>>(db, sql`${keptRows(collectionId, f, columns)}`, (batch) =>
+    each(
+      batch.map((r) => {
+        const completed: number[] = [];
+        for (let k = 0; k < f.stepCount && r[`c${k}`] !== null; k++) completed.push(Number(r[`c${k}`]));
+        return { rid: r.rid as string, entered: Number(r.e), completed };
+      }),
+    ),
+  );
+  return { ready: true, straddlers: rows.slice(1).map((r) => r.rid as string) };
 }

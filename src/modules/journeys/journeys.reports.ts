@@ -98,7 +98,7 @@ export class JourneyReports {
     q: JourneyFunnelReportRequest,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const idField = q.idField ?? 'userId';
-    if (hasOptions(q)) return { answer: await this.optionsReport(collectionId, journeyId, q), source: 'events' };
+    if (hasOptions(q)) return this.optionsReport(collectionId, journeyId, q);
     const { steps, counts, source } = await this.funnel(collectionId, journeyId, {
       stepMappings: q.stepMappings,
       idField,
@@ -124,12 +124,12 @@ export class JourneyReports {
     return { answer, source };
   }
 
-  /** A journey's funnel under the request's options, from the events (funnels.service.ts). */
+  /** A journey's funnel under the request's options (funnels.service.ts). */
   private async optionsReport(
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
-  ): Promise<JourneyFunnelReportResponse> {
+  ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     const options = optionsOf(q);
     const r = await this.funnels.report(collectionId, def, options);
@@ -147,7 +147,7 @@ export class JourneyReports {
         steps: withSteps(def, g.steps) as JourneyFunnelReportResponse['steps'],
       }));
     }
-    return answer;
+    return { answer, source: r.source };
   }
 
   /** A journey's steps under the request's mappings, as a funnel of the options' path. */
