@@ -1,9 +1,9 @@
 /**
  * Which data answered an analytics request, sent back as the `X-Analytics-Source` header:
- * `maintained` (counters and tables kept up to date as events are written: a cost independent
- * of how many events match, or for a journey funnel with a period, of that period's entrants)
- * or `events` (the matching events were read). Both answers are the same; the header tells a
- * client which requests stay fast as its data grows.
+ * `maintained` (counters and tables kept up to date as events are written: counters cost the
+ * same however many events match; progress rows cost what the entrants they answer for cost,
+ * not their events) or `events` (the matching events were read). Both answers are the same;
+ * the header tells a client which requests stay fast as its data grows.
  */
 export type AnalyticsSource = 'maintained' | 'events';
 

@@ -80,7 +80,7 @@ function propertyRef(property: string, fromClick: boolean): PropertyRef {
   );
 }
 
-/** Checks the options against the funnel's steps and turns them into a walk's spec. */
+/** A request's funnel as the walk takes it, with what its statement reads. */
 interface Prepared {
   spec: WalkSpec;
   exclusions: Matcher[];
@@ -88,6 +88,7 @@ interface Prepared {
   linkId?: string;
 }
 
+/** Checks the options against the funnel's steps and turns them into a walk's spec. */
 function prepare(def: FunnelDef, q: FunnelScope): Prepared {
   const n = def.steps.length;
   if (n > MAX_OPTION_STEPS) {
@@ -294,16 +295,16 @@ export class FunnelsService {
       const kept = await this.analytics.read(collectionId, async (tx) => {
         // On a read replica that fails part-way the count is run again on the primary: from nothing.
         for (const c of counts) c.entered = c.completed = 0;
-        const kept = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
+        const fromRows = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
         const walked =
-          kept === undefined
+          fromRows === undefined
             ? await walkEvents(tx, collectionId, def, scope, prepared)
-            : kept.walk.length > 0
-              ? await walkEvents(tx, collectionId, def, scope, prepared, kept.walk)
+            : fromRows.walk.length > 0
+              ? await walkEvents(tx, collectionId, def, scope, prepared, fromRows.walk)
               : [];
-        for (const b of kept?.buckets ?? []) add(b.start, b.entered, b.completed);
+        for (const b of fromRows?.buckets ?? []) add(b.start, b.entered, b.completed);
         for (const w of walked) add(w.enteredAt + shift, 1, w.reached === prepared.spec.stepCount ? 1 : 0);
-        return kept !== undefined;
+        return fromRows !== undefined;
       });
       const buckets = counts.map((c, i) => ({
         start: new Date(starts[i] - shift).toISOString(),

@@ -104,9 +104,9 @@ export async function funnelEvents(
   each: (batch: WalkRecipient[]) => void,
 ): Promise<void> {
   const rid = raw(f.idField === 'contactId' ? 'contact_id' : 'user_id');
-  const bounds = (col: Sql) =>
-    sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}
-      ${f.rids ? sql`AND x.${rid} = ANY(${f.rids}::text[])` : sql``}`;
+  const period = (col: Sql) =>
+    sql`${f.start ? sql`AND ${col} >= ${f.start}::timestamptz` : sql``} ${f.end ? sql`AND ${col} < ${f.end}::timestamptz` : sql``}`;
+  const only = f.rids ? sql`AND x.${rid} = ANY(${f.rids}::text[])` : sql``;
   const interactions = [...new Set([...f.steps, ...f.exclusions].map((m) => m.interactionId))];
   const prop = propertyOf(f.property);
   const eventProp = f.eventValues === false ? sql`NULL::text` : prop;
@@ -114,14 +114,14 @@ export async function funnelEvents(
       SELECT x.${rid} AS rid, x.occurred_at, x.id, ${mask(f.steps)} AS sm, ${mask(f.exclusions)} AS xm, ${eventProp} AS v
       FROM interaction_events x
       WHERE x.collection_id = ${collectionId} AND x.interaction_id = ANY(${interactions}::text[])
-        AND x.deleted_at IS NULL AND x.${rid} IS NOT NULL ${bounds(sql`x.occurred_at`)}
+        AND x.deleted_at IS NULL AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)} ${only}
     )`;
   const agg = sql`json_agg(json_build_array((extract(epoch FROM m.occurred_at) * 1000)::float8, m.sm, m.xm, m.v)
       ORDER BY m.occurred_at, m.id)`;
   let query: Sql;
   if (f.journeyId !== undefined) {
     const journey = sql`x.collection_id = ${collectionId} AND x.journey_id = ${f.journeyId} AND x.deleted_at IS NULL
-      AND x.${rid} IS NOT NULL ${bounds(sql`x.occurred_at`)}`;
+      AND x.${rid} IS NOT NULL ${period(sql`x.occurred_at`)} ${only}`;
     // The entry event's own value is needed only for a breakdown; without one, the first time
     // per recipient is an index-only aggregate over the journey index (no heap, no sort).
     const entry = f.property

@@ -1,6 +1,7 @@
 /**
- * SQL of maintained progress over a period (migration 0209): the funnel counts and the trends'
- * days of the recipients whose journey entry lies in the period, from their progress rows.
+ * SQL of maintained progress over a period (migration 0209): the funnel counts, the trends'
+ * buckets and the chains the funnel options take as walked recipients (funnels.kept.ts), of
+ * the recipients whose journey entry lies in the period, from their progress rows.
  *
  * Why a row answers for its recipient: the row holds the journey entry E (the first live event
  * carrying the journey id, ever) and the chain of completions from it (each step's first
@@ -34,12 +35,14 @@ interface PeriodInput {
 }
 
 const endOf = (f: PeriodInput): Sql => (f.end ? sql`${f.end}::timestamptz` : sql`'infinity'::timestamptz`);
+/** journey_progress.id_field's value: a comparison, since idField comes from the request. */
+const idFieldOf = (f: PeriodInput) => (f.idField === 'contactId' ? 'contactId' : 'userId');
 
 /** The rows of the recipients whose journey entry lies in the period (`kept` as a subquery). */
 function keptRows(collectionId: string, f: PeriodInput, columns: Sql): Sql {
   return sql`SELECT ${columns} FROM journey_progress
       WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId}
-        AND id_field = ${f.idField === 'contactId' ? 'contactId' : 'userId'} AND version = ${f.version}
+        AND id_field = ${idFieldOf(f)} AND version = ${f.version}
         AND entered_at < ${endOf(f)} ${f.start ? sql`AND entered_at >= ${f.start}::timestamptz` : sql``}`;
 }
 
@@ -58,7 +61,7 @@ function straddleCtes(collectionId: string, f: PeriodInput & { start: string }):
   const before = sql`EXISTS (
       SELECT 1 FROM journey_progress
       WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId}
-        AND id_field = ${f.idField === 'contactId' ? 'contactId' : 'userId'} AND version = ${f.version}
+        AND id_field = ${idFieldOf(f)} AND version = ${f.version}
         AND entered_at < ${f.start}::timestamptz)`;
   return sql`${entryCte(collectionId, f)},
     straddle AS (
