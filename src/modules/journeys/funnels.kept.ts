@@ -8,11 +8,25 @@
  * cannot answer for.
  */
 import type { Queryable } from '../../db/index.ts';
+import type { IdField } from '../interactions/index.ts';
 import type { Walked, WalkSpec } from './funnels.engine.ts';
-import type { FunnelDef, FunnelScope } from './funnels.service.ts';
 import { keptChains, keptTrendBuckets, type TrendBuckets } from './journeys.periods.repository.ts';
 import * as progressRepo from './journeys.progress.repository.ts';
 import { followsKept } from './journeys.steps.ts';
+
+/** The funnel as funnels.service.ts defines it (`FunnelDef`), what this file reads of it. */
+interface FunnelDef {
+  journeyId?: string;
+  steps: { stepId: string; interactionId: string; outcome: string | null }[];
+}
+
+/** The request's scope (funnels.service.ts `FunnelScope`), what this file reads of it. */
+interface FunnelScope {
+  idField: IdField;
+  start?: string;
+  end?: string;
+  breakdown?: unknown;
+}
 
 /** The ready progress version that answers for the funnel's options, if one does. */
 async function keptVersion(
