@@ -54,20 +54,24 @@ const keptCte = (collectionId: string, f: PeriodInput): Sql =>
  * With a start: `entry` (the period's entrants, from its journey events) and `straddle` (those
  * without a row among the period's). The conditions are a one-time filter whose subqueries run
  * when reached: no row entered before the start, and the period's journey events are not read;
- * as many entrants as rows, and there is no anti-join. The rows are read here by their own
- * subqueries, so that a statement reading them once need not materialize them.
+ * as many entrants as rows, and there is no anti-join. The rows are the `kept` CTE when the
+ * statement has one (`fromCte`: it is materialized anyway), else subqueries of their own, so
+ * that a statement reading them once need not materialize them.
  */
-function straddleCtes(collectionId: string, f: PeriodInput & { start: string }): Sql {
+function straddleCtes(collectionId: string, f: PeriodInput & { start: string }, fromCte = false): Sql {
   const before = sql`EXISTS (
       SELECT 1 FROM journey_progress
       WHERE collection_id = ${collectionId} AND journey_id = ${f.journeyId}
         AND id_field = ${idFieldOf(f)} AND version = ${f.version}
         AND entered_at < ${f.start}::timestamptz)`;
+  const rowCount = fromCte ? sql`SELECT count(*) FROM kept` : keptRows(collectionId, f, sql`count(*)`);
+  const hasRow = fromCte
+    ? sql`SELECT 1 FROM kept k WHERE k.rid = e.rid`
+    : sql`${keptRows(collectionId, f, sql`1`)} AND rid = e.rid`;
   return sql`${entryCte(collectionId, f)},
     straddle AS (
       SELECT e.rid, e.t FROM entry e
-      WHERE ${before} AND (SELECT count(*) FROM entry) > (${keptRows(collectionId, f, sql`count(*)`)})
-        AND NOT EXISTS (${keptRows(collectionId, f, sql`1`)} AND rid = e.rid)
+      WHERE ${before} AND (SELECT count(*) FROM entry) > (${rowCount}) AND NOT EXISTS (${hasRow})
     )`;
 }
 
@@ -93,7 +97,7 @@ export async function keptPeriodFunnelCounts(
   let ctes = sql`WITH ${keptCte(collectionId, f)}`;
   let total = sql`(SELECT count(*) FROM kept)`;
   if (f.start) {
-    ctes = sql`${ctes}, ${straddleCtes(collectionId, { ...f, start: f.start })}, ${stepCtes(collectionId, f, 'straddle')}`;
+    ctes = sql`${ctes}, ${straddleCtes(collectionId, { ...f, start: f.start }, true)}, ${stepCtes(collectionId, f, 'straddle')}`;
     parts = [
       ...parts,
       ...f.steps.map(
