@@ -21,7 +21,7 @@ import type { Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
 import { eachBatch } from './journeys.funnels.repository.ts';
 import { stillReady } from './journeys.progress.repository.ts';
-import { entryCte, type FunnelInput, type StepCounts, stepCtes } from './journeys.repository.ts';
+import { entryCte, type FunnelInput, type StepCounts, stepCountsOf, stepCtes } from './journeys.repository.ts';
 
 interface PeriodInput {
   journeyId: string;
@@ -98,13 +98,7 @@ export async function keptPeriodFunnelCounts(
   let total = sql`(SELECT count(*) FROM kept)`;
   if (f.start) {
     ctes = sql`${ctes}, ${straddleCtes(collectionId, { ...f, start: f.start }, true)}, ${stepCtes(collectionId, f, 'straddle')}`;
-    parts = [
-      ...parts,
-      ...f.steps.map(
-        (_, k) => sql`SELECT ${k}::int AS idx, count(*) AS entered, count(completed) AS completed,
-          sum(extract(epoch FROM completed - entered)) AS seconds FROM ${raw(`s${k}`)}`,
-      ),
-    ];
+    parts = [...parts, ...stepCountsOf(f.steps.length, 'sum')];
     total = sql`(SELECT count(*) FROM kept) + (SELECT count(*) FROM straddle)`;
   }
   const { rows } = await db.query<StepCounts & { total: number }>(sql`

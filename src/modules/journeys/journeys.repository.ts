@@ -179,13 +179,20 @@ export interface StepCounts {
   avg_seconds: number | null;
 }
 
-/** One `StepCounts` row per step CTE `s0`, `s1`, … (rid or click, entered, completed) of a funnel's statement. */
-export const stepCountsOf = (stepCount: number): Sql[] =>
-  Array.from(
-    { length: stepCount },
-    (_, k) => sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed,
-      avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds FROM ${raw(`s${k}`)}`,
-  );
+/**
+ * One `StepCounts` row per step CTE `s0`, `s1`, … (rid or click, entered, completed) of a
+ * funnel's statement; with `seconds: 'sum'` the seconds to complete summed (column `seconds`)
+ * rather than averaged, for a statement that adds the rows of other recipients to them.
+ */
+export const stepCountsOf = (stepCount: number, seconds: 'avg' | 'sum' = 'avg'): Sql[] =>
+  Array.from({ length: stepCount }, (_, k) => {
+    const taken =
+      seconds === 'avg'
+        ? sql`avg(extract(epoch FROM completed - entered))::float8 AS avg_seconds`
+        : sql`sum(extract(epoch FROM completed - entered)) AS seconds`;
+    return sql`SELECT ${k}::int AS idx, count(*)::int AS entered, count(completed)::int AS completed, ${taken}
+      FROM ${raw(`s${k}`)}`;
+  });
 
 export async function funnelCounts(
   db: Queryable,
