@@ -7,8 +7,9 @@
 import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
+import { onPostgres } from './helpers/db.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
-import { enqueue, waitForStatus } from './helpers/jobs.ts';
+import { enqueue, waitFor, waitForStatus } from './helpers/jobs.ts';
 import { type Receiver, startReceiver } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
@@ -127,6 +128,47 @@ describe('the signing secret', () => {
     }
     expect((await secretOf(a)).secret).toBe(mine.secret);
   });
+
+  it.skipIf(!onPostgres)(
+    'made by another transaction while a first use waits on it: the first use gets that one',
+    async () => {
+      // A collection's first http jobs start together on several connections: each finds no
+      // secret and tries to make one, and all but one wait for the one that made it. The waiting
+      // statement's snapshot predates that commit, so it once answered nothing (the jobs' attempts
+      // failed with a TypeError). Here the other maker is a transaction held open on purpose.
+      const fresh = await t.createCollection();
+      const made = `whsec_${Buffer.from('held open by the test, 32 bytes!').toString('base64')}`;
+      let commit = () => {};
+      const held = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      const other = t.testDb.db.transaction(async (tx) => {
+        await tx.query('INSERT INTO http_task_secrets (collection_id, secret) VALUES ($1, $2)', [fresh.id, made]);
+        await held;
+      });
+      const first = t.inject({
+        method: 'GET',
+        url: `/admin/collection/${fresh.id}/http-tasks/secret`,
+        headers: fresh.auth,
+      });
+      // The first use is blocked on the uncommitted row before the other commits.
+      await waitFor(
+        async () => {
+          const { rows } = await t.testDb.db.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%http_task_secrets%'",
+          );
+          return rows[0].n > 0 ? true : undefined;
+        },
+        10_000,
+        'the first use waiting on the other transaction',
+      );
+      commit();
+      await other;
+      const res = await first;
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json().secret).toBe(made);
+    },
+  );
 
   it('rotated, signs with the new and the old one during the grace period', async () => {
     const before = await secretOf(b);
