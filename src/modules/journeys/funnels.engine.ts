@@ -247,7 +247,7 @@ export interface StepFigures {
 }
 
 /** Nearest rank: sorted ascending, the value at position ⌈p·n⌉ (1-based). */
-export function nearestRank(sorted: number[], p: number): number | null {
+export function nearestRank(sorted: ArrayLike<number>, p: number): number | null {
   if (sorted.length === 0) return null;
   return sorted[Math.max(1, Math.ceil(p * sorted.length)) - 1];
 }
@@ -259,9 +259,13 @@ export const enteredStep = (w: Walked, k: number, journey: boolean): boolean =>
 /** Per-step figures of a set of walked recipients (those counted). */
 export function stepFigures(rows: Walked[], stepCount: number, journey: boolean): StepFigures[] {
   const out: StepFigures[] = [];
+  // One buffer for every step's durations: a typed array sorts numerically without a
+  // comparator call per comparison (a million durations a step at 10,000,000 events).
+  const buffer = new Float64Array(rows.length);
   for (let k = 0; k < stepCount; k++) {
     let entered = 0;
-    const durations: number[] = [];
+    let completed = 0;
+    let sum = 0;
     for (const w of rows) {
       if (!w.counted) continue;
       const isIn = enteredStep(w, k, journey);
@@ -269,27 +273,31 @@ export function stepFigures(rows: Walked[], stepCount: number, journey: boolean)
       entered++;
       if (w.reached > k) {
         const from = k === 0 ? w.enteredAt : w.times[k - 1];
-        durations.push((w.times[k] - from) / 1000);
+        const d = (w.times[k] - from) / 1000;
+        buffer[completed++] = d;
+        sum += d;
       }
     }
-    let sum = 0;
-    for (const d of durations) sum += d;
-    durations.sort((x, y) => x - y);
+    const durations = buffer.subarray(0, completed).sort();
     const histogram = HISTOGRAM_BOUNDS.map((from, i) => ({
       from,
       to: i + 1 < HISTOGRAM_BOUNDS.length ? HISTOGRAM_BOUNDS[i + 1] : null,
       count: 0,
     }));
-    for (const d of durations) {
-      let b = HISTOGRAM_BOUNDS.length - 1;
-      while (b > 0 && d < HISTOGRAM_BOUNDS[b]) b--;
-      histogram[b].count++;
+    // Sorted: each bucket's count is where the next bucket's bound falls.
+    let at = 0;
+    for (let b = 0; b < HISTOGRAM_BOUNDS.length; b++) {
+      const to = b + 1 < HISTOGRAM_BOUNDS.length ? HISTOGRAM_BOUNDS[b + 1] : Number.POSITIVE_INFINITY;
+      let end = at;
+      while (end < completed && durations[end] < to) end++;
+      histogram[b].count = end - at;
+      at = end;
     }
     out.push({
       enteredCount: entered,
-      completedCount: durations.length,
-      conversionRate: entered === 0 ? 0 : durations.length / entered,
-      avgTimeToComplete: durations.length === 0 ? null : sum / durations.length,
+      completedCount: completed,
+      conversionRate: entered === 0 ? 0 : completed / entered,
+      avgTimeToComplete: completed === 0 ? null : sum / completed,
       medianTimeToComplete: nearestRank(durations, 0.5),
       p90TimeToComplete: nearestRank(durations, 0.9),
       timeToCompleteHistogram: histogram,

@@ -204,11 +204,12 @@ export async function keptChains(
     return sql`CASE WHEN ${c} < ${end} THEN (extract(epoch FROM ${c}) * 1000)::float8 END AS ${raw(`c${k}`)}`;
   });
   const columns = sql`rid, (extract(epoch FROM entered_at) * 1000)::float8 AS e, ${join(done, ', ')}`;
+  const names = done.map((_, k) => `c${k}`);
   await eachBatch<Record<string, string | number | null>>(db, sql`${keptRows(collectionId, f, columns)}`, (batch) =>
     each(
       batch.map((r) => {
         const completed: number[] = [];
-        for (let k = 0; k < f.stepCount && r[`c${k}`] !== null; k++) completed.push(Number(r[`c${k}`]));
+        for (let k = 0; k < names.length && r[names[k]] !== null; k++) completed.push(Number(r[names[k]]));
         return { rid: r.rid as string, entered: Number(r.e), completed };
       }),
     ),
