@@ -177,56 +177,6 @@ export function DataTable<T>({
 }
 
 /**
- * A breakdown drawn as bars inside a table: the chart and its table are one, so it reads the
- * same with or without sight. `other` (values beyond the top ones) is its own last row.
- */
-export function BarTable({
-  caption,
-  label,
-  items,
-  other = 0,
-  blank = '(unknown)',
-}: {
-  caption: string;
-  label: string;
-  items: { value: string; count: number }[];
-  other?: number;
-  blank?: string;
-}) {
-  const rows = other > 0 ? [...items, { value: '\u0000other', count: other }] : items;
-  const total = rows.reduce((n, r) => n + r.count, 0);
-  const max = Math.max(1, ...rows.map((r) => r.count));
-  if (rows.length === 0) {
-    return (
-      <section class="bar-table" aria-label={caption}>
-        <h4>{caption}</h4>
-        <Empty>No clicks in this window.</Empty>
-      </section>
-    );
-  }
-  return (
-    <DataTable
-      class="bars"
-      caption={caption}
-      rows={rows}
-      rowKey={(r) => r.value}
-      columns={[
-        {
-          label,
-          value: (r) => (r.value === '\u0000other' ? <em>other</em> : r.value === '' ? <em>{blank}</em> : r.value),
-        },
-        { label: 'Clicks', value: (r) => r.count, numeric: true },
-        { label: 'Share', value: (r) => `${percent(r.count / Math.max(1, total))}`, numeric: true },
-        {
-          label: 'Bar',
-          value: (r) => <span class="bar" aria-hidden="true" style={{ width: `${(100 * r.count) / max}%` }} />,
-        },
-      ]}
-    />
-  );
-}
-
-/**
  * A chart and the same numbers as a table, for screen readers and for reading exact values.
  * The canvas is decorative to assistive technology (aria-hidden); the table carries the data.
  */

@@ -28,6 +28,9 @@ const DIMENSIONS = [
   ['trigger', 'Trigger (link or QR)'],
 ] as const;
 type Dimension = (typeof DIMENSIONS)[number][0];
+/** What an empty value means, per dimension: no location found, no referer sent, or nothing. */
+const blankOf = (d: string) =>
+  ['country', 'region', 'city'].includes(d) ? '(unknown)' : d.startsWith('referer') ? '(direct)' : '(none)';
 const WINDOWS = [7, 30, 90];
 
 export function AnalyticsPanel({
@@ -93,6 +96,7 @@ export function AnalyticsPanel({
         ...(data.breakdown.other.clicks > 0 ? [{ value: '\u0000other', ...data.breakdown.other }] : []),
       ]
     : [];
+  const widest = Math.max(1, ...rows.map((r) => r.clicks));
   return (
     <section aria-labelledby={linkId ? 'analytics-title' : 'collection-analytics-title'}>
       <h2 id={linkId ? 'analytics-title' : 'collection-analytics-title'}>
@@ -176,7 +180,7 @@ export function AnalyticsPanel({
                 {
                   label,
                   value: (r) =>
-                    r.value === '\u0000other' ? <em>other</em> : r.value === '' ? <em>(none)</em> : r.value,
+                    r.value === '\u0000other' ? <em>other</em> : r.value === '' ? <em>{blankOf(groupBy)}</em> : r.value,
                 },
                 { label: 'Clicks', value: (r) => r.clicks, numeric: true },
                 { label: 'Unique visitors', value: (r) => r.uniques, numeric: true },
@@ -185,9 +189,22 @@ export function AnalyticsPanel({
                   value: (r) => percent(r.clicks / Math.max(1, data.totals.clicks)),
                   numeric: true,
                 },
+                {
+                  label: 'Bar',
+                  value: (r) => (
+                    <span class="bar" aria-hidden="true" style={{ width: `${(100 * r.clicks) / widest}%` }} />
+                  ),
+                },
               ]}
             />
           )}
+          {['country', 'region', 'city'].includes(groupBy) && rows.some((r) => r.value === '') ? (
+            <p class="meta geoip-hint">
+              (unknown): no location for these clicks. Locations come from a GeoIP database (set <code>GEOIP_DB</code>{' '}
+              to a GeoLite2 or GeoIP2 City <code>.mmdb</code> file) or from the geo headers of a proxy listed in{' '}
+              <code>TRUSTED_PROXIES</code> (docs/links.md).
+            </p>
+          ) : null}
         </>
       ) : null}
     </section>

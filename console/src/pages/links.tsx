@@ -7,7 +7,7 @@ import { useMemo, useState } from 'preact/hooks';
 import type { Schemas, ServiceClient } from '../../../clients/typescript/src/index.ts';
 import { Chart, COLORS } from '../chart.tsx';
 import type { PageProps } from '../main.tsx';
-import { A, BarTable, CopyButton, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
+import { A, CopyButton, DataTable, Empty, ErrorNote, Figure, Loading, useAsync, when } from '../ui.tsx';
 import { AnalyticsPanel } from './link-analytics.tsx';
 import { ConversionsPanel } from './link-conversions.tsx';
 import { QrButton, QrPanel } from './link-qr.tsx';
@@ -346,7 +346,11 @@ function ClickStats({
   const unit = interval === 'hour' ? 'hour' : 'day';
   return (
     <section aria-labelledby="clicks-title">
-      <h2 id="clicks-title">Clicks</h2>
+      <h2 id="clicks-title">Recent clicks</h2>
+      <p class="meta">
+        Every click stored, bots included, per hour or day (the original interface's click stats). The breakdowns,
+        unique visitors and bot filter are under Analytics below.
+      </p>
       <form class="inline" onSubmit={(e) => e.preventDefault()}>
         <label>
           Per
@@ -410,20 +414,6 @@ function ClickStats({
               />
             }
           />
-          <div class="breakdowns">
-            <div>
-              <BarTable caption="By country" label="Country" {...stats.data.countries} />
-              {stats.data.countries.items.some((c) => c.value === '') ? (
-                <p class="meta geoip-hint">
-                  (unknown): no country for these clicks. Countries come from a GeoIP database (set{' '}
-                  <code>GEOIP_DB</code> to a GeoLite2 or GeoIP2 City <code>.mmdb</code> file) or from the geo headers of
-                  a proxy listed in <code>TRUSTED_PROXIES</code> (docs/links.md).
-                </p>
-              ) : null}
-            </div>
-            <BarTable caption="By device type" label="Device type" {...stats.data.deviceTypes} />
-            <BarTable caption="By referer" label="Referer" blank="(direct)" {...stats.data.referers} />
-          </div>
         </>
       ) : null}
     </section>
