@@ -21,6 +21,8 @@
  * - BENCH_TIMEOUT_MS: cap of one read (default 5000). The services run with that
  *   statement_timeout (a longer query answers 503), and a probe request before each scenario
  *   that takes longer, or fails, reports the scenario as a timeout instead of loading it.
+ *   Every load and scenario starts once no statement is running in the database, so that a
+ *   read still running when the last load ended is not counted against the next.
  *
  * Scenarios, reads first so that every read sees the same data set:
  * - counts-by-outcome: one interaction, plain and dedupeLatest; the whole collection, plain
@@ -185,8 +187,32 @@ try {
         return { ms: Date.now() - started, status: 0, error: String(err) };
       }
     };
-    const post = (base: string, path: string, body: unknown, connections: number) => () =>
-      load({
+    /**
+     * Waits until no other statement is running in the database: a read still running when a
+     * load ends (an answer slower than the load's seconds) would otherwise run on into the next
+     * load, up to the statement timeout, and be counted against whoever comes next.
+     */
+    const settle = async () => {
+      if (!database.url) return;
+      const c = new pg.Client({ connectionString: database.url });
+      await c.connect();
+      try {
+        const until = Date.now() + TIMEOUT_MS + 5000;
+        while (Date.now() < until) {
+          const { rows } = await c.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE state = 'active' AND pid <> pg_backend_pid() AND datname = current_database()
+               AND backend_type = 'client backend' AND query NOT ILIKE 'LISTEN%'`,
+          );
+          if (rows[0].n === 0) return;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      } finally {
+        await c.end();
+      }
+    };
+    const post = (base: string, path: string, body: unknown, connections: number) => async () => {
+      const r = await load({
         url: `${base}/admin/collection/${COLLECTION}${path}`,
         method: 'POST',
         headers,
@@ -196,6 +222,9 @@ try {
         expectStatus: 200,
         timeoutSeconds: Math.ceil(TIMEOUT_MS / 1000) + 5,
       });
+      await settle();
+      return r;
+    };
     const failedNote = (r: LoadResult) =>
       r.unexpected > 0 ? `${r.unexpected} failed (statement_timeout 503 or client timeout)` : undefined;
 
@@ -209,6 +238,7 @@ try {
       body: unknown,
       connections: number,
     ): Promise<unknown> => {
+      await settle();
       const ours = await probe(service.url, path, body);
       const base = baseline ? await probe(baseline.url, path, body) : undefined;
       const name = `${label(ours.json)}, ${connections} conn`;
