@@ -27,6 +27,7 @@ import { linksModule } from './modules/links/index.ts';
 import { locationsModule } from './modules/locations/index.ts';
 import { schedulesModule } from './modules/schedules/index.ts';
 import { webhooksModule } from './modules/webhooks/index.ts';
+import { limitAnalytics } from './platform/analytics-slots.ts';
 import { AuthFailureBudget, registerAuth } from './platform/auth.ts';
 import { AppError, registerErrorHandling } from './platform/errors.ts';
 import { httpServerOptions } from './platform/http-server.ts';
@@ -135,7 +136,10 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       publicBaseUrl: config.publicBaseUrl,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
       trustedProxies: config.trustedProxies ?? (() => false),
-      analytics: analyticsRunner(db, config.analyticsWorkMemMb),
+      analytics: limitAnalytics(analyticsRunner(db, config.analyticsWorkMemMb), {
+        concurrency: config.analyticsConcurrency,
+        waitMs: config.analyticsWaitMs,
+      }),
       metrics,
     },
     config.env,

@@ -56,6 +56,9 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** ANALYTICS_WORK_MEM_MB (formerly INTERACTIONS_ANALYTICS_WORK_MEM_MB, still read): work_mem of analytics transactions. */
   analyticsWorkMemMb: number;
+  /** ANALYTICS_CONCURRENCY, ANALYTICS_WAIT_MS: analytics reads at once, and a read's wait for a slot (platform/analytics-slots.ts). */
+  analyticsConcurrency: number;
+  analyticsWaitMs: number;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
   trustedProxies: TrustedProxies | undefined;
   /** METRICS_ENABLED, METRICS_TOKEN, METRICS_PORT: the Prometheus endpoint (platform/metrics.ts). */
@@ -111,12 +114,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(
       `HTTP_HEADERS_TIMEOUT_MS (${httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${httpRequestTimeoutMs})`,
     );
+  const databasePoolSize = intFrom(env, 'DATABASE_POOL_SIZE', 10, 1, 1000);
   return {
     port,
     host,
     dataDir: env.DATA_DIR || './data',
     databaseUrl,
-    databasePoolSize: intFrom(env, 'DATABASE_POOL_SIZE', 10, 1, 1000),
+    databasePoolSize,
     databaseConnectTimeoutMs: intFrom(env, 'DATABASE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     databaseReadUrls,
     databaseReadMaxLagMs: intFrom(env, 'DATABASE_READ_MAX_LAG_MS', 5000, 0, 3_600_000),
@@ -149,6 +153,9 @@ export function loadConfig(env: Env = process.env): Config {
       1,
       4096,
     ),
+    // Half the pool by default: the other half answers everything else meanwhile.
+    analyticsConcurrency: intFrom(env, 'ANALYTICS_CONCURRENCY', Math.max(1, Math.floor(databasePoolSize / 2)), 1, 1000),
+    analyticsWaitMs: intFrom(env, 'ANALYTICS_WAIT_MS', 10_000, 0, 600_000),
     env,
   };
 }

@@ -89,6 +89,12 @@ describe('config', () => {
     ).toBe(32);
     for (const name of ['ANALYTICS_WORK_MEM_MB', 'INTERACTIONS_ANALYTICS_WORK_MEM_MB'])
       expect(() => loadConfig({ [name]: 'lots' })).toThrow(name);
+    // Analytics reads take half the pool unless told otherwise, never none.
+    expect(loadConfig({}).analyticsConcurrency).toBe(5);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '1' }).analyticsConcurrency).toBe(1);
+    expect(loadConfig({ DATABASE_POOL_SIZE: '30', ANALYTICS_CONCURRENCY: '4' }).analyticsConcurrency).toBe(4);
+    expect(() => loadConfig({ ANALYTICS_CONCURRENCY: '0' })).toThrow('ANALYTICS_CONCURRENCY');
+    expect(() => loadConfig({ ANALYTICS_WAIT_MS: 'soon' })).toThrow('ANALYTICS_WAIT_MS');
     expect(() => loadConfig({ TRUSTED_PROXIES: 'not-an-address' })).toThrow(ConfigError);
     const testDb = await createTestDb({ migrate: false });
     try {
