@@ -125,6 +125,11 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const metrics = new AppMetrics();
   const requests = config.metrics.enabled ? metrics.countRequests(app) : undefined;
   metrics.watchDatabase(db);
+  const analytics = limitAnalytics(analyticsRunner(db, config.analyticsWorkMemMb), {
+    concurrency: config.analyticsConcurrency,
+    waitMs: config.analyticsWaitMs,
+  });
+  metrics.watchAnalytics(analytics.slots);
   app.decorate('metrics', metrics);
 
   const { services, background, routes, plugins } = buildModules(
@@ -136,10 +141,7 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
       publicBaseUrl: config.publicBaseUrl,
       shutdownTimeoutMs: config.shutdownTimeoutMs,
       trustedProxies: config.trustedProxies ?? (() => false),
-      analytics: limitAnalytics(analyticsRunner(db, config.analyticsWorkMemMb), {
-        concurrency: config.analyticsConcurrency,
-        waitMs: config.analyticsWaitMs,
-      }),
+      analytics,
       metrics,
     },
     config.env,

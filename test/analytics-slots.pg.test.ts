@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { onPostgres } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
+import { parseExposition, sampleValue } from './helpers/prometheus.ts';
 
 let t: TestApp;
 let c: TestCollection;
@@ -71,6 +72,11 @@ describe.skipIf(!onPostgres)('analytics reads in slots (skipped unless TEST_DATA
       // The ten beyond the slots are answered while the two hold theirs, before the lock goes.
       await waitFor(async () => (settled >= 10 ? true : undefined), 10_000, 'ten reads answered');
       expect(settled).toBe(10);
+      // The metrics show it: two running, none waiting any more, ten refused.
+      const metrics = parseExposition((await t.inject({ method: 'GET', url: '/metrics' })).body);
+      expect(sampleValue(metrics, 'analytics_reads', { state: 'running' })).toBe(2);
+      expect(sampleValue(metrics, 'analytics_reads', { state: 'waiting' })).toBe(0);
+      expect(sampleValue(metrics, 'analytics_reads_refused_total', {})).toBe(10);
       await holder.query('COMMIT');
       const answers = await Promise.all(reads);
       const refused = answers.filter((r) => r.statusCode === 503);

@@ -81,6 +81,13 @@ describe('GET /metrics', () => {
     const s = await scrape();
     expect(s.some((x) => x.name === 'process_cpu_user_seconds_total')).toBe(true);
     expect(s.some((x) => x.name === 'nodejs_eventloop_lag_seconds')).toBe(true);
+    // Analytics reads' slots (docs/operations.md, "Analytics reads in slots"): none busy.
+    const slots = s.filter((x) => x.name === 'analytics_reads' || x.name === 'analytics_reads_refused_total');
+    expect(slots.map((x) => `${x.name}${x.labels.state ? `{${x.labels.state}}` : ''}=${x.value}`).sort()).toEqual([
+      'analytics_reads_refused_total=0',
+      'analytics_reads{running}=0',
+      'analytics_reads{waiting}=0',
+    ]);
     const pool = s.filter((x) => x.name === 'db_pool_connections');
     if (onPostgres) {
       expect(pool.map((x) => x.labels.state).sort()).toEqual(['idle', 'total', 'waiting']);

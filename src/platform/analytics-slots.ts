@@ -12,7 +12,8 @@
  * next in line when a read ends.
  *
  * States of a read: running (holds a slot) → done; or waiting → running (a slot handed over)
- * or → refused (its wait ran out; it leaves the line). The progress rebuild's own statements
+ * or → refused (its wait ran out; it leaves the line). `slots()` tells the metrics how many
+ * run and wait, and how many were refused. The progress rebuild's own statements
  * (`Analytics` called directly, in a worker) are not counted: a job has no client waiting,
  * and is bounded by its worker's slots.
  */
@@ -26,8 +27,17 @@ export interface AnalyticsLimits {
   waitMs: number;
 }
 
-export function limitAnalytics(analytics: Analytics, limits: AnalyticsLimits): Analytics {
+/** The slots as they stand, for the metrics (`analytics_reads`, `analytics_reads_refused_total`). */
+export interface SlotCounts {
+  running: number;
+  waiting: number;
+  /** Reads refused since start: their wait ran out. */
+  refused: number;
+}
+
+export function limitAnalytics(analytics: Analytics, limits: AnalyticsLimits): Analytics & { slots(): SlotCounts } {
   let running = 0;
+  let refused = 0;
   /** Reads waiting for a slot, in arrival order; each is started by being called. */
   const line: (() => void)[] = [];
 
@@ -43,6 +53,7 @@ export function limitAnalytics(analytics: Analytics, limits: AnalyticsLimits): A
       };
       const timer = setTimeout(() => {
         line.splice(line.indexOf(start), 1);
+        refused++;
         reject(
           unavailable(
             `Every analytics slot is busy (${limits.concurrency} running, ANALYTICS_CONCURRENCY) and this read waited ${limits.waitMs} ms (ANALYTICS_WAIT_MS); retry shortly, or narrow the period`,
@@ -68,5 +79,6 @@ export function limitAnalytics(analytics: Analytics, limits: AnalyticsLimits): A
         give();
       }
     },
+    slots: () => ({ running, waiting: line.length, refused }),
   });
 }

@@ -147,14 +147,7 @@ export class AppMetrics implements Metrics {
     // The two HTTP metrics are rendered from HttpSeries (see "Design"): prom-client's registry
     // takes any object that answers `get()` in its metric shape.
     const http = this.http;
-    const custom = (name: string, help: string, type: 'counter' | 'histogram', values: () => object[]) =>
-      this.registry.registerMetric({
-        name,
-        help,
-        type,
-        aggregator: 'sum',
-        get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
-      } as unknown as Metric);
+    const custom = this.rendered.bind(this);
     custom('http_requests_total', 'HTTP requests answered, by route template, method and status', 'counter', () =>
       http.counterValues(),
     );
@@ -164,6 +157,17 @@ export class AppMetrics implements Metrics {
       'histogram',
       () => http.histogramValues('http_request_duration_seconds'),
     );
+  }
+
+  /** A metric whose values are computed at each scrape by `values` (prom-client's metric shape). */
+  private rendered(name: string, help: string, type: 'counter' | 'histogram', values: () => object[]): void {
+    this.registry.registerMetric({
+      name,
+      help,
+      type,
+      aggregator: 'sum',
+      get: async () => ({ name, help, type, aggregator: 'sum', values: values() }),
+    } as unknown as Metric);
   }
 
   counter<L extends string = never>(o: Labels<L>): Counter<L> {
@@ -226,6 +230,27 @@ export class AppMetrics implements Metrics {
     return {
       notFound: (req, reply) => this.http.unmatchedOf(req.method).record(404, reply.elapsedTime / 1000),
     };
+  }
+
+  /** The analytics reads' slots (platform/analytics-slots.ts), read when scraped. */
+  watchAnalytics(slots: () => { running: number; waiting: number; refused: number }): void {
+    this.gauge({
+      name: 'analytics_reads',
+      help: 'Analytics reads running in their slots, and waiting for one (ANALYTICS_CONCURRENCY)',
+      labelNames: ['state'],
+      collect(g) {
+        const s = slots();
+        g.set({ state: 'running' }, s.running);
+        g.set({ state: 'waiting' }, s.waiting);
+      },
+    });
+    // A counter read at scrape: the slots keep the count, prom-client only shows it.
+    this.rendered(
+      'analytics_reads_refused_total',
+      'Analytics reads answered 503 because no slot came free within ANALYTICS_WAIT_MS',
+      'counter',
+      () => [{ value: slots().refused, labels: {} }],
+    );
   }
 
   /** The database pool's connections and the replicas' lag, read when scraped. */
