@@ -23,6 +23,7 @@ import { createServer, type Server } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import type { Db } from '../db/index.ts';
+import type { SlotCounts } from './analytics-slots.ts';
 import { unauthorized } from './errors.ts';
 import { boolFrom, ConfigError, type Env, intFrom } from './settings.ts';
 
@@ -147,11 +148,13 @@ export class AppMetrics implements Metrics {
     // The two HTTP metrics are rendered from HttpSeries (see "Design"): prom-client's registry
     // takes any object that answers `get()` in its metric shape.
     const http = this.http;
-    const custom = this.rendered.bind(this);
-    custom('http_requests_total', 'HTTP requests answered, by route template, method and status', 'counter', () =>
-      http.counterValues(),
+    this.rendered(
+      'http_requests_total',
+      'HTTP requests answered, by route template, method and status',
+      'counter',
+      () => http.counterValues(),
     );
-    custom(
+    this.rendered(
       'http_request_duration_seconds',
       'Time to answer an HTTP request, by route template and method',
       'histogram',
@@ -233,7 +236,7 @@ export class AppMetrics implements Metrics {
   }
 
   /** The analytics reads' slots (platform/analytics-slots.ts), read when scraped. */
-  watchAnalytics(slots: () => { running: number; waiting: number; refused: number }): void {
+  watchAnalytics(slots: () => SlotCounts): void {
     this.gauge({
       name: 'analytics_reads',
       help: 'Analytics reads running in their slots, and waiting for one (ANALYTICS_CONCURRENCY)',

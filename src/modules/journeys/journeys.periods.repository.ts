@@ -199,12 +199,13 @@ export async function keptChains(
   if (rows[0]?.o !== 0) return { ready: false, straddlers: [] };
   // Times as the walk's events carry them (journeys.funnels.repository.ts): exact epoch ms.
   const end = endOf(f);
-  const done = Array.from({ length: f.stepCount }, (_, k) => {
+  // Each step's column, named once: the rows are read by these names.
+  const names = Array.from({ length: f.stepCount }, (_, k) => `c${k}`);
+  const done = names.map((name, k) => {
     const c = raw(`completed_at[${k + 1}]`);
-    return sql`CASE WHEN ${c} < ${end} THEN (extract(epoch FROM ${c}) * 1000)::float8 END AS ${raw(`c${k}`)}`;
+    return sql`CASE WHEN ${c} < ${end} THEN (extract(epoch FROM ${c}) * 1000)::float8 END AS ${raw(name)}`;
   });
   const columns = sql`rid, (extract(epoch FROM entered_at) * 1000)::float8 AS e, ${join(done, ', ')}`;
-  const names = done.map((_, k) => `c${k}`);
   await eachBatch<Record<string, string | number | null>>(db, sql`${keptRows(collectionId, f, columns)}`, (batch) =>
     each(
       batch.map((r) => {
