@@ -65,7 +65,15 @@ describe('batches', () => {
     expect(new Set(rx.on('/batch-1').map((r) => r.body.id))).toEqual(new Set(rx.on('/batch-2').map((r) => r.body.id)));
     // Every delivery succeeded at its first attempt, and the log shows it.
     for (const hook of [one, two]) {
-      const log = (await api('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100&status=succeeded`)).json();
+      // The receiver sees a request before the service records its answer: wait for the log.
+      const log = await waitFor(
+        async () => {
+          const body = (await api('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100&status=succeeded`)).json();
+          return body.total >= clicks ? body : undefined;
+        },
+        10_000,
+        `${clicks} succeeded deliveries`,
+      );
       expect(log.total).toBe(clicks);
       expect(log.items.every((d: { attemptCount: number }) => d.attemptCount === 1)).toBe(true);
     }
@@ -123,13 +131,20 @@ describe('maxPerSecond', () => {
     for (const start of at) {
       expect(at.filter((x) => x >= start && x < start + 950).length).toBeLessThanOrEqual(4);
     }
-    const log = (await api('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).json();
+    // The receiver sees the last request before the service has recorded its answer: wait until
+    // no delivery is pending, then every one must have succeeded at its first attempt.
+    type Row = { status: string; attemptCount: number };
+    const log = await waitFor(
+      async () => {
+        const body = (await api('GET', `/v1/webhooks/${hook.id}/deliveries?limit=100`)).json();
+        return body.items.some((d: Row) => d.status === 'pending') ? undefined : body;
+      },
+      10_000,
+      'no delivery pending',
+    );
     expect(log.total).toBe(events);
-    expect(
-      log.items.every(
-        (d: { status: string; attemptCount: number }) => d.status === 'succeeded' && d.attemptCount === 1,
-      ),
-    ).toBe(true);
+    const outcomes = log.items.map((d: Row) => `${d.status}/${d.attemptCount}`);
+    expect(outcomes).toEqual(Array(events).fill('succeeded/1'));
     const reg = (await api('GET', `/v1/webhooks/${hook.id}`)).json();
     expect(reg.consecutiveFailures).toBe(0);
   });
