@@ -59,6 +59,8 @@ export interface Config {
   /** ANALYTICS_CONCURRENCY, ANALYTICS_WAIT_MS: analytics reads at once, and a read's wait for a slot (platform/analytics-slots.ts). */
   analyticsConcurrency: number;
   analyticsWaitMs: number;
+  /** ANALYTICS_TIMEOUT_MS: how long one statement of a request's analytics read may run (statement_timeout). */
+  analyticsTimeoutMs: number;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
   trustedProxies: TrustedProxies | undefined;
   /** METRICS_ENABLED, METRICS_TOKEN, METRICS_PORT: the Prometheus endpoint (platform/metrics.ts). */
@@ -156,6 +158,7 @@ export function loadConfig(env: Env = process.env): Config {
     // Half the pool by default: the other half answers everything else meanwhile.
     analyticsConcurrency: intFrom(env, 'ANALYTICS_CONCURRENCY', Math.max(1, Math.floor(databasePoolSize / 2)), 1, 1000),
     analyticsWaitMs: intFrom(env, 'ANALYTICS_WAIT_MS', 10_000, 0, 600_000),
+    analyticsTimeoutMs: intFrom(env, 'ANALYTICS_TIMEOUT_MS', 30_000, 100, 3_600_000),
     env,
   };
 }

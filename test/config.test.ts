@@ -95,6 +95,12 @@ describe('config', () => {
     expect(loadConfig({ DATABASE_POOL_SIZE: '30', ANALYTICS_CONCURRENCY: '4' }).analyticsConcurrency).toBe(4);
     expect(() => loadConfig({ ANALYTICS_CONCURRENCY: '0' })).toThrow('ANALYTICS_CONCURRENCY');
     expect(() => loadConfig({ ANALYTICS_WAIT_MS: 'soon' })).toThrow('ANALYTICS_WAIT_MS');
+    // A request's analytics read may run 30 s a statement unless told otherwise; never unbounded.
+    expect(loadConfig({}).analyticsTimeoutMs).toBe(30_000);
+    expect(loadConfig({ ANALYTICS_TIMEOUT_MS: '120000' }).analyticsTimeoutMs).toBe(120_000);
+    for (const bad of ['0', '99', 'forever']) {
+      expect(() => loadConfig({ ANALYTICS_TIMEOUT_MS: bad })).toThrow('ANALYTICS_TIMEOUT_MS');
+    }
     expect(() => loadConfig({ TRUSTED_PROXIES: 'not-an-address' })).toThrow(ConfigError);
     const testDb = await createTestDb({ migrate: false });
     try {

@@ -17,7 +17,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import { lockDataDir } from './data-dir-lock.ts';
-import { isConnectionLost, isServerGone, isTransient } from './faults.ts';
+import { isConnectionLost, isServerGone, isStatementCancelled, isTransient } from './faults.ts';
 import { parseDatabaseUrl } from './hosts.ts';
 import { Listener } from './listener.ts';
 import { PrimaryPool } from './primary.ts';
@@ -73,7 +73,8 @@ export interface Db extends Queryable {
    * Runs `fn`, which only reads, on a read replica (DATABASE_READ_URL) when one is `ok` and has
    * replayed this process's last write to `scope` (see `wrote`); otherwise, and whenever the
    * replica fails, on the primary. `fn` may run twice (replica, then primary): it must only read.
-   * With `workMemMb`, in a read-only transaction with that work_mem (analytics).
+   * With `workMemMb`, in a read-only transaction with that work_mem (analytics), bounded by
+   * `timeoutMs` and cancelled when `signal` aborts (ReadOptions).
    */
   read<T>(scope: string, fn: (q: Queryable) => Promise<T>, options?: ReadOptions): Promise<T>;
   /**
@@ -97,7 +98,21 @@ export interface DbStatus {
 export interface ReadOptions {
   /** Run in a read-only transaction with this work_mem (ANALYTICS_WORK_MEM_MB). */
   workMemMb?: number;
+  /**
+   * With `workMemMb`: each statement of the read may run this long (statement_timeout, ms;
+   * ANALYTICS_TIMEOUT_MS), then fails with SQLSTATE 57014. PGlite does not enforce it.
+   */
+  timeoutMs?: number;
+  /**
+   * With `workMemMb`: whoever asked no longer waits for the answer (a client that went away).
+   * On PostgreSQL the statement running is cancelled (57014) and the transaction rolled back;
+   * PGlite runs one statement at a time in this process and finishes it.
+   */
+  signal?: AbortSignal;
 }
+
+/** The read's own transaction settings: work_mem, and statement_timeout when one is given. */
+type ReadSettings = Pick<ReadOptions, 'workMemMb' | 'timeoutMs'> & { workMemMb: number };
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
 export interface DbLogger {
@@ -259,8 +274,9 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
     // No replicas: every read is the instance's.
     async read(_scope, fn, o) {
       if (!o?.workMemMb) return fn(base);
-      const workMemMb = o.workMemMb;
-      return pgliteTransaction((tx) => withWorkMem(tx, workMemMb, fn));
+      const settings = { workMemMb: o.workMemMb, timeoutMs: o.timeoutMs };
+      o.signal?.throwIfAborted();
+      return pgliteTransaction((tx) => withReadSettings(tx, settings, fn));
     },
     wrote() {},
     // In-process: there is no connection to lose.
@@ -343,12 +359,27 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     }
   };
   const query: Queryable['query'] = (text, params) => onPrimary((pool) => wrap(pool).query(text, params));
-  const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly = false): Promise<T> =>
-    onPrimary((pool) => inTransaction(pool, fn, readOnly));
-  const inTransaction = async <T>(pool: pg.Pool, fn: (tx: Tx) => Promise<T>, readOnly: boolean): Promise<T> => {
+  const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly = false, signal?: AbortSignal): Promise<T> =>
+    onPrimary((pool) => inTransaction(pool, fn, readOnly, signal));
+  const inTransaction = async <T>(
+    pool: pg.Pool,
+    fn: (tx: Tx) => Promise<T>,
+    readOnly: boolean,
+    signal?: AbortSignal,
+  ): Promise<T> => {
+    signal?.throwIfAborted();
     const client = await pool.connect();
     const hooks = commitHooks();
     let lost: Error | undefined;
+    // Cancelled by its caller: the backend is asked to cancel what it runs, from another
+    // connection (pg_cancel_backend; a backend between statements ignores it). The connection
+    // is then closed, not pooled, so that no cancel still on its way can reach the next user.
+    let cancelling: Promise<unknown> | undefined;
+    const cancel = () => {
+      const pid = (client as pg.PoolClient & { processID?: number }).processID;
+      cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+    };
+    signal?.addEventListener('abort', cancel, { once: true });
     try {
       await client.query(readOnly ? 'BEGIN READ ONLY' : 'BEGIN');
       const result = await fn(wrap(client, hooks.add));
@@ -360,6 +391,11 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
       else await client.query('ROLLBACK').catch(() => {});
       throw err;
     } finally {
+      signal?.removeEventListener('abort', cancel);
+      if (cancelling) {
+        await cancelling;
+        lost ??= new Error('cancelled by its caller');
+      }
       // Released with an error, the pool destroys the connection rather than reuse it.
       client.release(lost);
     }
@@ -391,7 +427,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   replicas?.start();
   /** A read's work on one pool: in a read-only transaction when it sets work_mem. */
   const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> =>
-    o?.workMemMb ? inTransaction(pool, (tx) => withWorkMem(tx, o.workMemMb as number, fn), true) : fn(wrap(pool));
+    o?.workMemMb
+      ? inTransaction(pool, (tx) => withReadSettings(tx, readSettings(o), fn), true, o.signal)
+      : fn(wrap(pool));
   return {
     kind: 'postgres',
     get pool() {
@@ -409,12 +447,16 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
           return await readOn(replica.pool, fn, o);
         } catch (err) {
           // A replica that went away (or cancelled the read for a conflict with recovery):
-          // the read is asked of the primary instead, so the caller sees no difference.
-          if (!isTransient(err)) throw err;
+          // the read is asked of the primary instead, so the caller sees no difference. Not a
+          // read that ran out of its own time or was cancelled by its caller (57014): the
+          // primary would take as long, and nobody waits for it.
+          if (!isTransient(err) || isStatementCancelled(err)) throw err;
           if (isServerGone(err)) replicas?.lost(replica, err);
         }
       }
-      return o?.workMemMb ? transaction((tx) => withWorkMem(tx, o.workMemMb as number, fn), true) : fn({ query });
+      return o?.workMemMb
+        ? transaction((tx) => withReadSettings(tx, readSettings(o), fn), true, o.signal)
+        : fn({ query });
     },
     wrote: (scope) => replicas?.wrote(scope),
     listen: (channel, onPayload, onReconnect) => listener.subscribe(channel, onPayload, onReconnect),
@@ -431,9 +473,20 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
 }
 
 /** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
-export async function withWorkMem<T>(tx: Queryable, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
+const readSettings = (o: ReadOptions): ReadSettings => ({ workMemMb: o.workMemMb as number, timeoutMs: o.timeoutMs });
+
+/** Runs `fn` with the transaction's work_mem (and statement_timeout) set for it alone (SET LOCAL). */
+export async function withReadSettings<T>(
+  tx: Queryable,
+  { workMemMb, timeoutMs }: ReadSettings,
+  fn: (q: Queryable) => Promise<T>,
+): Promise<T> {
   if (!Number.isInteger(workMemMb) || workMemMb < 1) throw new Error('work_mem must be a positive integer');
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1)) {
+    throw new Error('statement_timeout must be a positive integer');
+  }
   await tx.query(`SET LOCAL work_mem = '${workMemMb}MB'`);
+  if (timeoutMs !== undefined) await tx.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
   return fn(tx);
 }
 

@@ -46,6 +46,25 @@ export interface RouteContext<P, Q, B> {
   caller: Caller;
   req: FastifyRequest;
   reply: FastifyReply;
+  /**
+   * Aborts when the client goes away before its answer is sent, so that work done only for
+   * that answer can stop: an analytics read is cancelled in the database
+   * (platform/analytics-slots.ts). Made on first use: a route that never reads it pays nothing.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** Aborts when the connection closes before the answer is sent: nobody waits for it any more. */
+function abortedOnClose(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  const res = reply.raw;
+  if (res.destroyed && !res.writableFinished) controller.abort();
+  else {
+    res.once('close', () => {
+      if (!res.writableFinished) controller.abort();
+    });
+  }
+  return controller.signal;
 }
 
 /** A path id chosen by whoever stored it (a type, a journey, a link): any text, bounded. */
@@ -196,6 +215,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
         : {}),
       schema,
       handler: async (req, reply) => {
+        let signal: AbortSignal | undefined;
         const out = await r.handler({
           scope: req.params,
           query: req.query,
@@ -203,6 +223,10 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
           caller: req.caller,
           req,
           reply,
+          get signal() {
+            signal ??= abortedOnClose(reply);
+            return signal;
+          },
         });
         if (out === reply) return reply;
         if (r.status) reply.code(r.status);

@@ -32,7 +32,7 @@ export const queryRoutes = (reads: InteractionReads) => [
     body: S.AdminInteractionsCountsByOutcomeRequest,
     response: Type.Array(ref(S.OutcomeCount)),
     analytics: true,
-    handler: ({ scope, body }) => reads.countsByOutcome(scope.collectionId, body),
+    handler: ({ scope, body, signal }) => reads.countsByOutcome(scope.collectionId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -45,7 +45,7 @@ export const queryRoutes = (reads: InteractionReads) => [
     params: S.CollectionParams,
     body: S.AdminInteractionsAggregateRequest,
     response: S.AdminInteractionsAggregateResponse,
-    handler: ({ scope, body }) => reads.aggregate(scope.collectionId, body),
+    handler: ({ scope, body, signal }) => reads.aggregate(scope.collectionId, body, signal),
   }),
   defineRoute({
     method: 'GET',

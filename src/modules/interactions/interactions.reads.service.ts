@@ -70,6 +70,7 @@ export class InteractionReads {
   async countsByOutcome(
     collectionId: string,
     q: AdminInteractionsCountsByOutcomeRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<OutcomeCount[]>> {
     const filter = {
       ...q,
@@ -85,7 +86,11 @@ export class InteractionReads {
       const answer = await repo.latestCountsByOutcome(this.db, collectionId, filter);
       if (answer) return { answer, source: 'maintained' };
     }
-    const answer = await this.analytics.read(collectionId, (tx) => repo.countsByOutcome(tx, collectionId, filter));
+    const answer = await this.analytics.read(
+      collectionId,
+      (tx) => repo.countsByOutcome(tx, collectionId, filter),
+      signal,
+    );
     return { answer, source: 'events' };
   }
 
@@ -93,6 +98,7 @@ export class InteractionReads {
   async aggregate(
     collectionId: string,
     q: AdminInteractionsAggregateRequest,
+    signal?: AbortSignal,
   ): Promise<AdminInteractionsAggregateResponse> {
     const field = q.field ?? q.aggregate.field;
     const ops = q.ops ?? q.aggregate.ops;
@@ -102,15 +108,18 @@ export class InteractionReads {
       ]);
     }
     const dedupeLatest = q.dedupeLatest ?? false;
-    const rows = await this.analytics.read(collectionId, (tx) =>
-      repo.aggregate(tx, collectionId, {
-        ...q,
-        field,
-        ops,
-        limit: q.limit ?? 100,
-        dedupeLatest,
-        idField: q.idField ?? 'userId',
-      }),
+    const rows = await this.analytics.read(
+      collectionId,
+      (tx) =>
+        repo.aggregate(tx, collectionId, {
+          ...q,
+          field,
+          ops,
+          limit: q.limit ?? 100,
+          dedupeLatest,
+          idField: q.idField ?? 'userId',
+        }),
+      signal,
     );
     const wanted = new Set(ops);
     return {

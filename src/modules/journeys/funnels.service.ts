@@ -221,27 +221,36 @@ export interface FunnelResult {
 export class FunnelsService {
   constructor(private readonly analytics: Analytics) {}
 
-  /** Every recipient of the funnel in the scope, walked. */
+  /**
+   * Every recipient of the funnel in the scope, walked. `signal` (on every read of this
+   * service): the request's, which stops the read when its client goes away.
+   */
   async walked(
     collectionId: string,
     def: FunnelDef,
     q: FunnelScope,
+    signal?: AbortSignal,
   ): Promise<{ spec: WalkSpec; rows: Walked[]; source: AnalyticsSource }> {
     const prepared = prepare(def, q);
     // On a read replica that fails part-way the walk is run again on the primary: from nothing.
-    return this.analytics.read(collectionId, async (tx) => {
-      const spec = prepared.spec;
-      // A journey's ordered funnel: its progress rows, and the recipients they cannot answer for walked.
-      const kept = await keptWalked(tx, collectionId, def, q, spec);
-      if (!kept) return { spec, rows: await walkEvents(tx, collectionId, def, q, prepared), source: 'events' as const };
-      const walked = kept.walk.length > 0 ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk) : [];
-      return { spec, rows: [...kept.rows, ...walked], source: 'maintained' as const };
-    });
+    return this.analytics.read(
+      collectionId,
+      async (tx) => {
+        const spec = prepared.spec;
+        // A journey's ordered funnel: its progress rows, and the recipients they cannot answer for walked.
+        const kept = await keptWalked(tx, collectionId, def, q, spec);
+        if (!kept)
+          return { spec, rows: await walkEvents(tx, collectionId, def, q, prepared), source: 'events' as const };
+        const walked = kept.walk.length > 0 ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk) : [];
+        return { spec, rows: [...kept.rows, ...walked], source: 'maintained' as const };
+      },
+      signal,
+    );
   }
 
   /** The funnel's figures per step, and per breakdown value when asked. */
-  async report(collectionId: string, def: FunnelDef, q: FunnelScope): Promise<FunnelResult> {
-    const { spec, rows, source } = await this.walked(collectionId, def, q);
+  async report(collectionId: string, def: FunnelDef, q: FunnelScope, signal?: AbortSignal): Promise<FunnelResult> {
+    const { spec, rows, source } = await this.walked(collectionId, def, q, signal);
     const result: FunnelResult = {
       ordering: spec.ordering,
       steps: stepFigures(rows, spec.stepCount, spec.journey),
@@ -269,6 +278,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: FunnelScope & { start: string; end: string; interval?: 'day' | 'week'; compare?: boolean },
+    signal?: AbortSignal,
   ) {
     const start = Date.parse(q.start);
     const end = Date.parse(q.end);
@@ -292,20 +302,24 @@ export class FunnelsService {
         counts[i].entered += entered;
         counts[i].completed += completed;
       };
-      const kept = await this.analytics.read(collectionId, async (tx) => {
-        // On a read replica that fails part-way the count is run again on the primary: from nothing.
-        for (const c of counts) c.entered = c.completed = 0;
-        const fromRows = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
-        const walked =
-          fromRows === undefined
-            ? await walkEvents(tx, collectionId, def, scope, prepared)
-            : fromRows.walk.length > 0
-              ? await walkEvents(tx, collectionId, def, scope, prepared, fromRows.walk)
-              : [];
-        for (const b of fromRows?.buckets ?? []) add(b.start, b.entered, b.completed);
-        for (const w of walked) add(w.enteredAt + shift, 1, w.reached === prepared.spec.stepCount ? 1 : 0);
-        return fromRows !== undefined;
-      });
+      const kept = await this.analytics.read(
+        collectionId,
+        async (tx) => {
+          // On a read replica that fails part-way the count is run again on the primary: from nothing.
+          for (const c of counts) c.entered = c.completed = 0;
+          const fromRows = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
+          const walked =
+            fromRows === undefined
+              ? await walkEvents(tx, collectionId, def, scope, prepared)
+              : fromRows.walk.length > 0
+                ? await walkEvents(tx, collectionId, def, scope, prepared, fromRows.walk)
+                : [];
+          for (const b of fromRows?.buckets ?? []) add(b.start, b.entered, b.completed);
+          for (const w of walked) add(w.enteredAt + shift, 1, w.reached === prepared.spec.stepCount ? 1 : 0);
+          return fromRows !== undefined;
+        },
+        signal,
+      );
       const buckets = counts.map((c, i) => ({
         start: new Date(starts[i] - shift).toISOString(),
         entered: c.entered,
@@ -353,6 +367,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: PeopleQuery,
+    signal?: AbortSignal,
   ): Promise<{ spec: WalkSpec; rows: (Walked & { value?: string | null })[] }> {
     if (def.steps.length > 0 && linkOfStep(def.steps[0].interactionId) !== undefined) {
       throw badRequest('People are not answered for a funnel from a link’s clicks (its recipients are clicks)', {
@@ -370,7 +385,7 @@ export class FunnelsService {
     if (q.breakdownValue !== undefined && q.other === true) {
       throw badRequest('Send breakdownValue or other: true, not both', { field: 'other' });
     }
-    const { spec, rows } = await this.walked(collectionId, def, q);
+    const { spec, rows } = await this.walked(collectionId, def, q, signal);
     let members: (Walked & { value?: string | null })[] = rows;
     if (q.breakdown) {
       const groups: BreakdownGroup[] = breakdownGroups(
@@ -399,8 +414,9 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: PeopleQuery & { stepId: string; limit?: number; cursor?: string },
+    signal?: AbortSignal,
   ): Promise<{ items: string[]; nextCursor: string | null }> {
-    const { rows } = await this.selected(collectionId, def, q);
+    const { rows } = await this.selected(collectionId, def, q, signal);
     const ids = rows.map((w) => w.rid).filter((rid) => q.cursor === undefined || rid > q.cursor);
     const limit = q.limit ?? 1000;
     const items = ids.slice(0, limit);

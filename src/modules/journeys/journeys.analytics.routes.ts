@@ -25,7 +25,7 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyFunnelReportRequest,
     response: S.JourneyFunnelReportResponse,
     analytics: true,
-    handler: ({ scope, body }) => service.funnelReport(scope.collectionId, scope.journeyId, body),
+    handler: ({ scope, body, signal }) => service.funnelReport(scope.collectionId, scope.journeyId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -38,7 +38,7 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyStatsRequest,
     response: S.JourneyStatsResponse,
     analytics: true,
-    handler: ({ scope, body }) => service.stats(scope.collectionId, scope.journeyId, body),
+    handler: ({ scope, body, signal }) => service.stats(scope.collectionId, scope.journeyId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -51,7 +51,8 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyStepRecipientsRequest,
     response: S.JourneyStepRecipientsResponse,
     analytics: true,
-    handler: ({ scope, body }) => service.recipients(scope.collectionId, scope.journeyId, scope.stepId, body),
+    handler: ({ scope, body, signal }) =>
+      service.recipients(scope.collectionId, scope.journeyId, scope.stepId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -64,7 +65,7 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyTrendsRequest,
     response: S.FunnelTrendsResponse,
     analytics: true,
-    handler: ({ scope, body }) => service.journeyTrends(scope.collectionId, scope.journeyId, body),
+    handler: ({ scope, body, signal }) => service.journeyTrends(scope.collectionId, scope.journeyId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -77,8 +78,8 @@ export const journeyAnalyticsRoutes = (service: JourneyReports) => [
     body: S.JourneyPeopleRequest,
     response: S.FunnelPeopleResponse,
     analytics: true,
-    handler: async ({ scope, body }) =>
-      fromEvents(await service.journeyPeople(scope.collectionId, scope.journeyId, body)),
+    handler: async ({ scope, body, signal }) =>
+      fromEvents(await service.journeyPeople(scope.collectionId, scope.journeyId, body, signal)),
   }),
   ...funnelRoutes(service),
 ];
@@ -99,7 +100,7 @@ const funnelRoutes = (service: JourneyReports) => [
     body: S.FunnelQueryRequest,
     response: S.FunnelQueryResponse,
     analytics: true,
-    handler: async ({ scope, body }) => fromEvents(await service.adHocQuery(scope.collectionId, body)),
+    handler: async ({ scope, body, signal }) => fromEvents(await service.adHocQuery(scope.collectionId, body, signal)),
   }),
   defineRoute({
     method: 'POST',
@@ -112,7 +113,7 @@ const funnelRoutes = (service: JourneyReports) => [
     body: S.FunnelTrendsRequest,
     response: S.FunnelTrendsResponse,
     analytics: true,
-    handler: ({ scope, body }) => service.adHocTrends(scope.collectionId, body),
+    handler: ({ scope, body, signal }) => service.adHocTrends(scope.collectionId, body, signal),
   }),
   defineRoute({
     method: 'POST',
@@ -125,7 +126,7 @@ const funnelRoutes = (service: JourneyReports) => [
     body: S.FunnelPeopleRequest,
     response: S.FunnelPeopleResponse,
     analytics: true,
-    handler: async ({ scope, body }) => fromEvents(await service.adHocPeople(scope.collectionId, body)),
+    handler: async ({ scope, body, signal }) => fromEvents(await service.adHocPeople(scope.collectionId, body, signal)),
   }),
   defineRoute({
     method: 'GET',

@@ -96,15 +96,17 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const idField = q.idField ?? 'userId';
-    if (hasOptions(q)) return this.optionsReport(collectionId, journeyId, q);
-    const { steps, counts, source } = await this.funnel(collectionId, journeyId, {
-      stepMappings: q.stepMappings,
-      idField,
-      start: q.periodStart,
-      end: q.periodEnd,
-    });
+    if (hasOptions(q)) return this.optionsReport(collectionId, journeyId, q, signal);
+    const { steps, counts, source } = await this.funnel(
+      collectionId,
+      journeyId,
+      { stepMappings: q.stepMappings, idField, start: q.periodStart, end: q.periodEnd },
+      undefined,
+      signal,
+    );
     const answer: JourneyFunnelReportResponse = {
       journeyId,
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
@@ -129,10 +131,11 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     const options = optionsOf(q);
-    const r = await this.funnels.report(collectionId, def, options);
+    const r = await this.funnels.report(collectionId, def, options, signal);
     const answer: JourneyFunnelReportResponse = {
       journeyId,
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
@@ -157,10 +160,10 @@ export class JourneyReports {
   }
 
   /** An ad-hoc funnel (steps in the request, no journey). */
-  async adHocQuery(collectionId: string, q: FunnelQueryRequest): Promise<FunnelQueryResponse> {
+  async adHocQuery(collectionId: string, q: FunnelQueryRequest, signal?: AbortSignal): Promise<FunnelQueryResponse> {
     const def = adHocDef(q.steps);
     const options = optionsOf(q);
-    const r = await this.funnels.report(collectionId, def, options);
+    const r = await this.funnels.report(collectionId, def, options, signal);
     const answer: FunnelQueryResponse = {
       periodStart: q.periodStart ? new Date(q.periodStart).toISOString() : null,
       periodEnd: q.periodEnd ? new Date(q.periodEnd).toISOString() : null,
@@ -176,18 +179,28 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyTrendsRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<FunnelTrendsResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
-    return this.funnels.trends(collectionId, def, optionsOf(q));
+    return this.funnels.trends(collectionId, def, optionsOf(q), signal);
   }
 
-  async adHocTrends(collectionId: string, q: FunnelTrendsRequest): Promise<Analysed<FunnelTrendsResponse>> {
-    return this.funnels.trends(collectionId, adHocDef(q.steps), optionsOf(q));
+  async adHocTrends(
+    collectionId: string,
+    q: FunnelTrendsRequest,
+    signal?: AbortSignal,
+  ): Promise<Analysed<FunnelTrendsResponse>> {
+    return this.funnels.trends(collectionId, adHocDef(q.steps), optionsOf(q), signal);
   }
 
-  async journeyPeople(collectionId: string, journeyId: string, q: JourneyPeopleRequest): Promise<FunnelPeopleResponse> {
+  async journeyPeople(
+    collectionId: string,
+    journeyId: string,
+    q: JourneyPeopleRequest,
+    signal?: AbortSignal,
+  ): Promise<FunnelPeopleResponse> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
-    return this.funnels.people(collectionId, def, optionsOf(q));
+    return this.funnels.people(collectionId, def, optionsOf(q), signal);
   }
 
   /** The funnel of a people export's payload: a journey's (404 when gone) or ad-hoc. */
@@ -201,14 +214,15 @@ export class JourneyReports {
     return openPeopleExport(this.db, collectionId, jobId);
   }
 
-  async adHocPeople(collectionId: string, q: FunnelPeopleRequest): Promise<FunnelPeopleResponse> {
-    return this.funnels.people(collectionId, adHocDef(q.steps), optionsOf(q));
+  async adHocPeople(collectionId: string, q: FunnelPeopleRequest, signal?: AbortSignal): Promise<FunnelPeopleResponse> {
+    return this.funnels.people(collectionId, adHocDef(q.steps), optionsOf(q), signal);
   }
 
   async stats(
     collectionId: string,
     journeyId: string,
     q: JourneyStatsRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<JourneyStatsResponse>> {
     let finalIndex = -1;
     const { steps, counts, source } = await this.funnel(
@@ -220,6 +234,7 @@ export class JourneyReports {
         finalIndex = resolved.findIndex((s) => s.stepId === q.finalStepId);
         if (finalIndex < 0) throw badRequest(`finalStepId "${q.finalStepId}" is not a step of this journey`);
       },
+      signal,
     );
     const res: JourneyStatsResponse = {
       journeyId,
@@ -255,6 +270,7 @@ export class JourneyReports {
       end?: string;
     },
     check?: (steps: repo.ResolvedStep[]) => void,
+    signal?: AbortSignal,
   ): Promise<{
     steps: repo.ResolvedStep[];
     counts: Awaited<ReturnType<typeof repo.funnelCounts>>;
@@ -267,16 +283,14 @@ export class JourneyReports {
     if (beginsWithLink(steps)) {
       // A funnel from a link's clicks to conversions (journeys.link-steps.ts): from the clicks.
       const f = { journeyId, steps, idField: w.idField, start: w.start, end: w.end };
-      const counts = await this.analytics.read(collectionId, (tx) => linkFunnelCounts(tx, collectionId, f));
+      const counts = await this.analytics.read(collectionId, (tx) => linkFunnelCounts(tx, collectionId, f), signal);
       return { steps, counts, source: 'events' };
     }
-    const { answer: counts, source } = await this.funnelCounts(collectionId, {
-      journeyId,
-      steps,
-      idField: w.idField,
-      start: w.start,
-      end: w.end,
-    });
+    const { answer: counts, source } = await this.funnelCounts(
+      collectionId,
+      { journeyId, steps, idField: w.idField, start: w.start, end: w.end },
+      signal,
+    );
     return { steps, counts, source };
   }
 
@@ -290,7 +304,7 @@ export class JourneyReports {
     f: repo.FunnelInput,
     kept: (state: KeptState) => Promise<T | undefined>,
     events: (tx: Queryable) => Promise<T>,
-    periods = false,
+    { periods = false, signal }: { periods?: boolean; signal?: AbortSignal } = {},
   ): Promise<Analysed<T>> {
     if (periods || (f.start === undefined && f.end === undefined)) {
       const state = await progressRepo.findProgressState(this.db, collectionId, f.journeyId);
@@ -299,7 +313,7 @@ export class JourneyReports {
         if (answer) return { answer, source: 'maintained' };
       }
     }
-    return { answer: await this.analytics.read(collectionId, events), source: 'events' };
+    return { answer: await this.analytics.read(collectionId, events, signal), source: 'events' };
   }
 
   /**
@@ -310,6 +324,7 @@ export class JourneyReports {
   private funnelCounts(
     collectionId: string,
     f: repo.FunnelInput,
+    signal?: AbortSignal,
   ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
     return this.keptOrEvents(
       collectionId,
@@ -317,11 +332,13 @@ export class JourneyReports {
       (state) =>
         f.start === undefined && f.end === undefined
           ? progressRepo.keptFunnelCounts(this.db, collectionId, f.journeyId, state.version, f.idField, f.steps.length)
-          : this.analytics.read(collectionId, (tx) =>
-              periodsRepo.keptPeriodFunnelCounts(tx, collectionId, { ...f, version: state.version }),
+          : this.analytics.read(
+              collectionId,
+              (tx) => periodsRepo.keptPeriodFunnelCounts(tx, collectionId, { ...f, version: state.version }),
+              signal,
             ),
       (tx) => repo.funnelCounts(tx, collectionId, f),
-      true,
+      { periods: true, signal },
     );
   }
 
@@ -331,6 +348,7 @@ export class JourneyReports {
     f: repo.FunnelInput,
     status: 'entered' | 'completed' | 'pending',
     limit: number,
+    signal?: AbortSignal,
   ): Promise<Analysed<string[]>> {
     return this.keptOrEvents(
       collectionId,
@@ -347,6 +365,7 @@ export class JourneyReports {
           limit,
         ),
       (tx) => repo.stepRecipients(tx, collectionId, f, status, limit),
+      { signal },
     );
   }
 
@@ -368,6 +387,7 @@ export class JourneyReports {
     journeyId: string,
     stepId: string,
     q: JourneyStepRecipientsRequest,
+    signal?: AbortSignal,
   ): Promise<Analysed<string[]>> {
     checkWindow(q.from, q.to);
     const journey = await this.row(collectionId, journeyId);
@@ -396,8 +416,10 @@ export class JourneyReports {
     for (const s of earlier) {
       if (!s.interactionId) {
         const match = interactionId ? { interactionId, outcome } : undefined;
-        const answer = await this.analytics.read(collectionId, (tx) =>
-          repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
+        const answer = await this.analytics.read(
+          collectionId,
+          (tx) => repo.standaloneStepRecipients(tx, collectionId, { ...base, match }, status, limit),
+          signal,
         );
         return { answer, source: 'events' };
       }
@@ -406,15 +428,17 @@ export class JourneyReports {
     if (!interactionId) {
       // Entered this step = completed the one before it (or entered the journey, for the first).
       if (chain.length === 0) {
-        const answer = await this.analytics.read(collectionId, (tx) =>
-          repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit),
+        const answer = await this.analytics.read(
+          collectionId,
+          (tx) => repo.standaloneStepRecipients(tx, collectionId, base, 'entered', limit),
+          signal,
         );
         return { answer, source: 'events' };
       }
-      return this.chainRecipients(collectionId, { ...base, steps: chain }, 'completed', limit);
+      return this.chainRecipients(collectionId, { ...base, steps: chain }, 'completed', limit, signal);
     }
     chain.push({ stepId, interactionId, outcome });
-    return this.chainRecipients(collectionId, { ...base, steps: chain }, status, limit);
+    return this.chainRecipients(collectionId, { ...base, steps: chain }, status, limit, signal);
   }
 
   private async row(collectionId: string, id: string): Promise<repo.JourneyRow> {
