@@ -15,13 +15,29 @@
  * by link, by city and by referer URL (nearly one value per click: the worst case), bots
  * included once; and a link's own analytics (read from its clicks) for comparison.
  *
+ * With BENCH_BASELINE_REF=<git ref>, that commit's service (checked out beside this one) reads
+ * the same data set in the same run: each scenario is loaded on both in interleaved rounds
+ * (BENCH_ROUNDS, default 3) and its row gives the p99 and p50 ratios, ours over the baseline's.
+ *
  * Environment: BENCH_CLICKS, BENCH_SECONDS, BENCH_CONNECTIONS; BENCH_SCHEMA=<name> keeps the
  * data set in that schema of the PostgreSQL database (seeded once, reused by later runs, for
  * probing plans with psql); BENCH_SCENARIOS=<regular expression> loads only the scenarios whose
  * names match.
  */
 import { migrate, openDatabase } from '../src/db/index.ts';
-import { benchDatabase, load, printTable, type Row, row, SUPER_KEY, startService } from './lib.ts';
+import {
+  benchDatabase,
+  checkoutAt,
+  comparedRow,
+  interleaved,
+  load,
+  printTable,
+  type Row,
+  row,
+  SUPER_KEY,
+  startService,
+  startServiceAt,
+} from './lib.ts';
 
 const backend = (process.env.BENCH_BACKEND ?? 'postgres') as 'postgres' | 'pglite';
 const CLICKS = Number(process.env.BENCH_CLICKS ?? 1_000_000);
@@ -32,6 +48,9 @@ const HOUR = 3_600_000;
 
 const KEEP = process.env.BENCH_SCHEMA || undefined;
 const ONLY = new RegExp(process.env.BENCH_SCENARIOS ?? '');
+const BASELINE_REF = process.env.BENCH_BASELINE_REF || undefined;
+if (BASELINE_REF && backend === 'pglite')
+  throw new Error('BENCH_BASELINE_REF needs PostgreSQL (one PGlite data directory has one process)');
 const database = await benchDatabase(backend, { keep: KEEP });
 const rows: Row[] = [];
 const report = (r: Row) => {
@@ -120,6 +139,8 @@ try {
   await db.close();
 
   const service = await startService({ ...database.env, ROLE: 'api' });
+  const checkout = BASELINE_REF ? checkoutAt(BASELINE_REF) : undefined;
+  const baseline = checkout ? await startServiceAt(checkout.dir, { ...database.env, ROLE: 'api' }) : undefined;
   try {
     const { key } = await fetch(`${service.url}/admin/collection/${COLLECTION}/api-keys`, {
       method: 'POST',
@@ -147,14 +168,25 @@ try {
       const probe = await fetch(url, { headers });
       if (!probe.ok) throw new Error(`${name}: ${probe.status} ${await probe.text()}`);
       const body = (await probe.json()) as { totals: { clicks: number; uniques: number } };
+      const totals = `totals ${body.totals.clicks}/${body.totals.uniques}`;
+      if (baseline && checkout) {
+        // The same path on the baseline's port: the same data set, key and window.
+        const before = url.replace(service.url, baseline.url);
+        const r = await interleaved({
+          now: () => load({ url, headers, connections: CONNECTIONS }),
+          before: () => load({ url: before, headers, connections: CONNECTIONS }),
+        });
+        const compared = comparedRow(name, r.now, r.before, checkout.commit);
+        report({ ...compared, note: [totals, compared.note].filter(Boolean).join('; ') });
+        continue;
+      }
       const r = await load({ url, headers, connections: CONNECTIONS });
-      report({
-        ...row(name, r),
-        note: [`totals ${body.totals.clicks}/${body.totals.uniques}`, row(name, r).note].filter(Boolean).join('; '),
-      });
+      report({ ...row(name, r), note: [totals, row(name, r).note].filter(Boolean).join('; ') });
     }
   } finally {
     await service.stop();
+    await baseline?.stop();
+    checkout?.remove();
   }
   printTable(`Click analytics over ${CLICKS} clicks (${backend}, ${CONNECTIONS} connections)`, rows);
 } finally {

@@ -125,10 +125,11 @@ export async function buildApp({ config, db, logger }: AppDeps): Promise<Fastify
   const metrics = new AppMetrics();
   const requests = config.metrics.enabled ? metrics.countRequests(app) : undefined;
   metrics.watchDatabase(db);
-  const analytics = limitAnalytics(
-    analyticsRunner(db, { workMemMb: config.analyticsWorkMemMb, timeoutMs: config.analyticsTimeoutMs }),
-    { concurrency: config.analyticsConcurrency, waitMs: config.analyticsWaitMs, timeoutMs: config.analyticsTimeoutMs },
-  );
+  const analytics = limitAnalytics(analyticsRunner(db, config.analyticsWorkMemMb), {
+    concurrency: config.analyticsConcurrency,
+    waitMs: config.analyticsWaitMs,
+    timeoutMs: config.analyticsTimeoutMs,
+  });
   metrics.watchAnalytics(analytics.slots);
   app.decorate('metrics', metrics);
 

@@ -59,7 +59,7 @@ export interface Config {
   /** ANALYTICS_CONCURRENCY, ANALYTICS_WAIT_MS: analytics reads at once, and a read's wait for a slot (platform/analytics-slots.ts). */
   analyticsConcurrency: number;
   analyticsWaitMs: number;
-  /** ANALYTICS_TIMEOUT_MS: how long one statement of a request's analytics read may run (statement_timeout). */
+  /** ANALYTICS_TIMEOUT_MS: how long a request's analytics read may run once it has its slot (platform/analytics-slots.ts). */
   analyticsTimeoutMs: number;
   /** TRUSTED_PROXIES: peers whose X-Forwarded-For names the client (rate limits, clicks); undefined: none. */
   trustedProxies: TrustedProxies | undefined;

@@ -17,7 +17,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import { lockDataDir } from './data-dir-lock.ts';
-import { isConnectionLost, isServerGone, isStatementCancelled, isTransient } from './faults.ts';
+import { isConnectionLost, isServerGone, isTransient } from './faults.ts';
 import { parseDatabaseUrl } from './hosts.ts';
 import { Listener } from './listener.ts';
 import { PrimaryPool } from './primary.ts';
@@ -73,8 +73,8 @@ export interface Db extends Queryable {
    * Runs `fn`, which only reads, on a read replica (DATABASE_READ_URL) when one is `ok` and has
    * replayed this process's last write to `scope` (see `wrote`); otherwise, and whenever the
    * replica fails, on the primary. `fn` may run twice (replica, then primary): it must only read.
-   * With `workMemMb`, in a read-only transaction with that work_mem (analytics), bounded by
-   * `timeoutMs` and cancelled when `signal` aborts (ReadOptions).
+   * With `workMemMb`, in a read-only transaction with that work_mem (analytics); with a
+   * `signal`, cancelled in the database when it aborts (ReadOptions).
    */
   read<T>(scope: string, fn: (q: Queryable) => Promise<T>, options?: ReadOptions): Promise<T>;
   /**
@@ -99,20 +99,13 @@ export interface ReadOptions {
   /** Run in a read-only transaction with this work_mem (ANALYTICS_WORK_MEM_MB). */
   workMemMb?: number;
   /**
-   * With `workMemMb`: each statement of the read may run this long (statement_timeout, ms;
-   * ANALYTICS_TIMEOUT_MS), then fails with SQLSTATE 57014. PGlite does not enforce it.
-   */
-  timeoutMs?: number;
-  /**
-   * With `workMemMb`: whoever asked no longer waits for the answer (a client that went away).
-   * On PostgreSQL the statement running is cancelled (57014) and the transaction rolled back;
-   * PGlite runs one statement at a time in this process and finishes it.
+   * Aborts when nobody waits for the answer any more (a client that went away, a time bound
+   * run out). On PostgreSQL the read then runs on one connection of its own, the statement
+   * running when the signal aborts is cancelled (57014), and the read is not asked again of
+   * the primary. PGlite runs one statement at a time in this process and finishes it.
    */
   signal?: AbortSignal;
 }
-
-/** The read's own transaction settings: work_mem, and statement_timeout when one is given. */
-type ReadSettings = Pick<ReadOptions, 'workMemMb' | 'timeoutMs'> & { workMemMb: number };
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
 export interface DbLogger {
@@ -274,9 +267,9 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
     // No replicas: every read is the instance's.
     async read(_scope, fn, o) {
       if (!o?.workMemMb) return fn(base);
-      const settings = { workMemMb: o.workMemMb, timeoutMs: o.timeoutMs };
+      const workMemMb = o.workMemMb;
       o.signal?.throwIfAborted();
-      return pgliteTransaction((tx) => withReadSettings(tx, settings, fn));
+      return pgliteTransaction((tx) => withWorkMem(tx, workMemMb, fn));
     },
     wrote() {},
     // In-process: there is no connection to lose.
@@ -359,21 +352,23 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     }
   };
   const query: Queryable['query'] = (text, params) => onPrimary((pool) => wrap(pool).query(text, params));
-  const transaction = <T>(fn: (tx: Tx) => Promise<T>, readOnly = false, signal?: AbortSignal): Promise<T> =>
-    onPrimary((pool) => inTransaction(pool, fn, readOnly, signal));
-  const inTransaction = async <T>(
+  const transaction = <T>(fn: (tx: Tx) => Promise<T>): Promise<T> =>
+    onPrimary((pool) => inTransaction(pool, fn, false));
+  /**
+   * `work` on one of `pool`'s connections, released after (destroyed when `lose` was told the
+   * connection is lost). With a `signal`: when it aborts, the backend is asked to cancel what it
+   * runs, from another connection (pg_cancel_backend; a backend between statements ignores it),
+   * and the connection is then closed, not pooled, so that no cancel still on its way can reach
+   * its next user.
+   */
+  const onClient = async <T>(
     pool: pg.Pool,
-    fn: (tx: Tx) => Promise<T>,
-    readOnly: boolean,
-    signal?: AbortSignal,
+    signal: AbortSignal | undefined,
+    work: (client: pg.PoolClient, lose: (err: Error) => void) => Promise<T>,
   ): Promise<T> => {
     signal?.throwIfAborted();
     const client = await pool.connect();
-    const hooks = commitHooks();
     let lost: Error | undefined;
-    // Cancelled by its caller: the backend is asked to cancel what it runs, from another
-    // connection (pg_cancel_backend; a backend between statements ignores it). The connection
-    // is then closed, not pooled, so that no cancel still on its way can reach the next user.
     let cancelling: Promise<unknown> | undefined;
     const cancel = () => {
       const pid = (client as pg.PoolClient & { processID?: number }).processID;
@@ -381,14 +376,11 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     };
     signal?.addEventListener('abort', cancel, { once: true });
     try {
-      await client.query(readOnly ? 'BEGIN READ ONLY' : 'BEGIN');
-      const result = await fn(wrap(client, hooks.add));
-      await client.query('COMMIT');
-      hooks.run();
-      return result;
+      return await work(client, (err) => {
+        lost = err;
+      });
     } catch (err) {
-      if (isConnectionLost(err) || primary.lostConnections.has(client)) lost = err as Error;
-      else await client.query('ROLLBACK').catch(() => {});
+      if (isConnectionLost(err) || primary.lostConnections.has(client)) lost ??= err as Error;
       throw err;
     } finally {
       signal?.removeEventListener('abort', cancel);
@@ -400,6 +392,32 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
       client.release(lost);
     }
   };
+  /**
+   * `fn` in a transaction on one of `pool`'s connections. A read (`readOnly`) may carry its
+   * work_mem, sent with its BEGIN in one round trip (a read of a few milliseconds under load
+   * feels each extra one), and its caller's `signal`.
+   */
+  const inTransaction = <T>(
+    pool: pg.Pool,
+    fn: (tx: Tx) => Promise<T>,
+    readOnly: boolean,
+    signal?: AbortSignal,
+    workMemMb?: number,
+  ): Promise<T> =>
+    onClient(pool, signal, async (client, lose) => {
+      const hooks = commitHooks();
+      try {
+        await client.query(readOnly ? `BEGIN READ ONLY${workMemMb ? `; ${setWorkMem(workMemMb)}` : ''}` : 'BEGIN');
+        const result = await fn(wrap(client, hooks.add));
+        await client.query('COMMIT');
+        hooks.run();
+        return result;
+      } catch (err) {
+        if (isConnectionLost(err) || primary.lostConnections.has(client)) lose(err as Error);
+        else await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      }
+    });
   await query('SELECT 1');
   const listener = new Listener(
     async (lastError) => {
@@ -425,11 +443,15 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
       )
     : undefined;
   replicas?.start();
-  /** A read's work on one pool: in a read-only transaction when it sets work_mem. */
-  const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> =>
-    o?.workMemMb
-      ? inTransaction(pool, (tx) => withReadSettings(tx, readSettings(o), fn), true, o.signal)
-      : fn(wrap(pool));
+  /**
+   * A read's work on one pool: in a read-only transaction when it sets work_mem; on a
+   * connection of its own when it may be cancelled; else a statement at a time on the pool.
+   */
+  const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> => {
+    if (o?.workMemMb) return inTransaction(pool, fn, true, o.signal, o.workMemMb);
+    if (o?.signal) return onClient(pool, o.signal, (client) => fn(wrap(client)));
+    return fn(wrap(pool));
+  };
   return {
     kind: 'postgres',
     get pool() {
@@ -448,15 +470,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
         } catch (err) {
           // A replica that went away (or cancelled the read for a conflict with recovery):
           // the read is asked of the primary instead, so the caller sees no difference. Not a
-          // read that ran out of its own time or was cancelled by its caller (57014): the
-          // primary would take as long, and nobody waits for it.
-          if (!isTransient(err) || isStatementCancelled(err)) throw err;
+          // read whose caller stopped waiting (its signal aborted: nobody wants the answer).
+          if (!isTransient(err) || o?.signal?.aborted) throw err;
           if (isServerGone(err)) replicas?.lost(replica, err);
         }
       }
-      return o?.workMemMb
-        ? transaction((tx) => withReadSettings(tx, readSettings(o), fn), true, o.signal)
-        : fn({ query });
+      return o?.workMemMb || o?.signal ? onPrimary((pool) => readOn(pool, fn, o)) : fn({ query });
     },
     wrote: (scope) => replicas?.wrote(scope),
     listen: (channel, onPayload, onReconnect) => listener.subscribe(channel, onPayload, onReconnect),
@@ -473,20 +492,14 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
 }
 
 /** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
-const readSettings = (o: ReadOptions): ReadSettings => ({ workMemMb: o.workMemMb as number, timeoutMs: o.timeoutMs });
-
-/** Runs `fn` with the transaction's work_mem (and statement_timeout) set for it alone (SET LOCAL). */
-export async function withReadSettings<T>(
-  tx: Queryable,
-  { workMemMb, timeoutMs }: ReadSettings,
-  fn: (q: Queryable) => Promise<T>,
-): Promise<T> {
+/** The SET LOCAL of a transaction's work_mem, from a checked number (it is written into the SQL). */
+function setWorkMem(workMemMb: number): string {
   if (!Number.isInteger(workMemMb) || workMemMb < 1) throw new Error('work_mem must be a positive integer');
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1)) {
-    throw new Error('statement_timeout must be a positive integer');
-  }
-  await tx.query(`SET LOCAL work_mem = '${workMemMb}MB'`);
-  if (timeoutMs !== undefined) await tx.query(`SET LOCAL statement_timeout = ${timeoutMs}`);
+  return `SET LOCAL work_mem = '${workMemMb}MB'`;
+}
+
+export async function withWorkMem<T>(tx: Queryable, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
+  await tx.query(setWorkMem(workMemMb));
   return fn(tx);
 }
 

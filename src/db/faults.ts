@@ -71,11 +71,6 @@ export function isRetryableConflict(err: unknown): boolean {
   return CONFLICT_STATES.has(codeOf(err));
 }
 
-/** A statement cancelled: it ran past its statement_timeout, or someone cancelled it (57014). */
-export function isStatementCancelled(err: unknown): boolean {
-  return codeOf(err) === '57014';
-}
-
 /** Anything where waiting helps: answered 503 with Retry-After over HTTP. */
 export function isTransient(err: unknown): boolean {
   return isConnectionLost(err) || isRetryableConflict(err);

@@ -4,7 +4,7 @@ export type { Db, DbLogger, DbStatus, PreparedSql, Queryable, QueryResult, ReadO
 export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
 export { allOf, setList } from './conditions.ts';
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
-export { isConnectionLost, isRetryableConflict, isServerGone, isStatementCancelled, isTransient } from './faults.ts';
+export { isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
 export { type PageQuery, pageOf, pageWithTotal } from './pages.ts';
 export {

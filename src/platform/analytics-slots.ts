@@ -5,18 +5,21 @@
  * read or write then waits for one until it gives up (503): slow questions stall fast ones.
  *
  * So analytics reads (`Analytics.read`: the interactions' counts and aggregates, the journeys'
- * funnels, reports, trends and people) run in at most ANALYTICS_CONCURRENCY at once, by
+ * funnels, reports, trends and people, the links' click analytics) run in at most ANALYTICS_CONCURRENCY at once, by
  * default half the pool, and the rest of the pool stays for everything else. A read finding
  * every slot taken waits in line, first come first served, for up to ANALYTICS_WAIT_MS; then
  * it is answered 503 with Retry-After, naming the setting. A slot is handed straight to the
  * next in line when a read ends.
  *
- * A read is bounded in time as well as in number: each of its statements may run
- * ANALYTICS_TIMEOUT_MS (statement_timeout, set by the runner), after which it is answered 503
- * naming that setting. And a read whose client has gone (the request's `signal`, from the
- * route) stops: waiting, it leaves the line; running, its statement is cancelled in the
- * database (db/client.ts), so a client that asks for a heavy funnel and hangs up does not keep
- * a slot and a connection busy for nobody.
+ * A read made for a request (it carries the request's `signal`, from the route) is bounded in
+ * time as well as in number: once it has its slot it may run ANALYTICS_TIMEOUT_MS, after which
+ * it is cancelled in the database and answered 503 naming that setting. And a read whose client
+ * has gone stops: waiting, it leaves the line; running, it is cancelled in the database
+ * (db/client.ts), so a client that asks for a heavy funnel and hangs up does not keep a slot
+ * and a connection busy for nobody. The bound is kept here, by a timer, rather than by
+ * PostgreSQL's statement_timeout: it bounds the whole read, not each of its statements, and
+ * costs no SET on every read. A job's reads (the people export) carry no signal: no client
+ * waits for them, and they may take longer than an answer should.
  *
  * States of a read: running (holds a slot) → done; or waiting → running (a slot handed over)
  * or → refused (its wait ran out; it leaves the line) or → abandoned (its client went away; it
@@ -25,7 +28,7 @@
  * (`Analytics` called directly, in a worker) are not counted: a job has no client waiting,
  * and is bounded by its worker's slots.
  */
-import { type Analytics, isStatementCancelled, type Queryable } from '../db/index.ts';
+import type { Analytics, Queryable } from '../db/index.ts';
 import { unavailable } from './errors.ts';
 
 export interface AnalyticsLimits {
@@ -33,7 +36,7 @@ export interface AnalyticsLimits {
   concurrency: number;
   /** ANALYTICS_WAIT_MS: how long a read waits for a slot before its 503. */
   waitMs: number;
-  /** ANALYTICS_TIMEOUT_MS: the runner's statement_timeout, named in the 503 of a read that ran past it. */
+  /** ANALYTICS_TIMEOUT_MS: how long a request's read may run once it has its slot. */
   timeoutMs: number;
 }
 
@@ -92,23 +95,48 @@ export function limitAnalytics(analytics: Analytics, limits: AnalyticsLimits): A
     else running--;
   };
 
-  return Object.assign(<T>(fn: (q: Queryable) => Promise<T>) => analytics(fn), {
-    async read<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
-      await take(signal);
+  /**
+   * A read in a slot. With the request's `signal` its time runs from the slot's start: the
+   * read is given a signal that aborts when the request's does or when ANALYTICS_TIMEOUT_MS
+   * has passed, and the database layer cancels the read when it does.
+   */
+  const inSlot = async <T>(run: (signal?: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> => {
+    await take(signal);
+    if (!signal) {
       try {
-        return await analytics.read(collectionId, fn, signal);
-      } catch (err) {
-        if (signal?.aborted) throw gone();
-        if (signal && isStatementCancelled(err)) {
-          throw unavailable(
-            `This analytics read ran longer than ANALYTICS_TIMEOUT_MS (${limits.timeoutMs} ms); narrow the period or the funnel, or raise the setting`,
-          );
-        }
-        throw err;
+        return await run();
       } finally {
         give();
       }
-    },
+    }
+    // A timer and a listener, not AbortSignal.any and AbortSignal.timeout: on Node 20 those
+    // keep weak references per signal, a cost on every read of a few milliseconds.
+    const bounded = new AbortController();
+    const stop = () => bounded.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    const timer = setTimeout(stop, limits.timeoutMs);
+    try {
+      return await run(bounded.signal);
+    } catch (err) {
+      if (signal.aborted) throw gone();
+      if (bounded.signal.aborted) {
+        throw unavailable(
+          `This analytics read ran longer than ANALYTICS_TIMEOUT_MS (${limits.timeoutMs} ms) and was stopped; narrow the period or the funnel, or raise the setting`,
+        );
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', stop);
+      give();
+    }
+  };
+
+  return Object.assign(<T>(fn: (q: Queryable) => Promise<T>) => analytics(fn), {
+    read: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal) =>
+      inSlot((bounded) => analytics.read(collectionId, fn, bounded), signal),
+    quick: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal) =>
+      inSlot((bounded) => analytics.quick(collectionId, fn, bounded), signal),
     slots: () => ({ running, waiting: line.length, refused }),
   });
 }

@@ -30,7 +30,7 @@ export const analyticsRoutes = (analytics: LinkAnalytics) => [
     params: CollectionParams,
     query: S.CollectionAnalyticsQuery,
     response: S.ClickAnalytics,
-    handler: ({ scope, query }) => analytics.forCollection(scope.collectionId, query),
+    handler: ({ scope, query, signal }) => analytics.forCollection(scope.collectionId, query, signal),
   }),
   defineRoute({
     method: 'GET',
@@ -58,7 +58,7 @@ export const analyticsRoutes = (analytics: LinkAnalytics) => [
     params: LinkParams,
     query: S.LinkAnalyticsQuery,
     response: S.ClickAnalytics,
-    handler: ({ scope, query }) => analytics.forLink(scope.collectionId, scope.linkId, query),
+    handler: ({ scope, query, signal }) => analytics.forLink(scope.collectionId, scope.linkId, query, signal),
   }),
   defineRoute({
     method: 'GET',

@@ -5,7 +5,7 @@
  * at a time. Bots are left out unless `includeBots`.
  */
 import type { Readable } from 'node:stream';
-import type { Db } from '../../db/index.ts';
+import type { Analytics, Db } from '../../db/index.ts';
 import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { startedStream } from '../../platform/streaming.ts';
@@ -188,43 +188,65 @@ function clickLine(c: repo.ExportClickRow): string {
 }
 
 export class LinkAnalytics {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /**
+     * The platform's analytics reads, `quick` (no transaction: the rollup's counts and a link's
+     * clicks sort little): the slots every analytics read shares, so that a burst of breakdowns
+     * over millions of clicks cannot take the pool, and, with the request's `signal`, a time
+     * bound and a cancel when the client hangs up (platform/analytics-slots.ts). A read
+     * replica serves them when one may (db/client.ts, `Db.read`).
+     */
+    private readonly analytics: Analytics,
+  ) {}
 
   async forLink(
     collectionId: string,
     linkId: string,
     q: LinkAnalyticsQuery,
+    signal?: AbortSignal,
     now = new Date(),
   ): Promise<ClickAnalytics> {
     const w = windowOf(q, now, false);
     const includeBots = q.includeBots ?? false;
     const filters = LINK_GROUP_BY.flatMap((g): [LinkGroupBy, string][] => (q[g] === undefined ? [] : [[g, q[g]]]));
-    // Reads only: a read replica serves them when one may (db/client.ts, `Db.read`).
-    const rows = await this.db.read(collectionId, async (r) => {
-      if (!(await findLink(r, collectionId, linkId))) throw notFound('Link');
-      return repo.linkAnalytics(r, collectionId, linkId, {
-        ...w,
-        includeBots,
-        groupBy: q.groupBy,
-        filters,
-        limit: q.limit ?? 10,
-      });
-    });
+    const rows = await this.analytics.quick(
+      collectionId,
+      async (r) => {
+        if (!(await findLink(r, collectionId, linkId))) throw notFound('Link');
+        return repo.linkAnalytics(r, collectionId, linkId, {
+          ...w,
+          includeBots,
+          groupBy: q.groupBy,
+          filters,
+          limit: q.limit ?? 10,
+        });
+      },
+      signal,
+    );
     return answer(w, includeBots, q.groupBy, rows, linkId);
   }
 
-  async forCollection(collectionId: string, q: CollectionAnalyticsQuery, now = new Date()): Promise<ClickAnalytics> {
+  async forCollection(
+    collectionId: string,
+    q: CollectionAnalyticsQuery,
+    signal?: AbortSignal,
+    now = new Date(),
+  ): Promise<ClickAnalytics> {
     // The rollup counts whole hours: the window is widened to them, and the answer says so.
     const w = windowOf(q, now, true);
     const includeBots = q.includeBots ?? false;
-    const rows = await this.db.read(collectionId, (r) =>
-      repo.collectionAnalytics(r, collectionId, {
-        ...w,
-        includeBots,
-        groupBy: q.groupBy,
-        dim: q.groupBy && DIM.get(q.groupBy),
-        limit: q.limit ?? 10,
-      }),
+    const rows = await this.analytics.quick(
+      collectionId,
+      (r) =>
+        repo.collectionAnalytics(r, collectionId, {
+          ...w,
+          includeBots,
+          groupBy: q.groupBy,
+          dim: q.groupBy && DIM.get(q.groupBy),
+          limit: q.limit ?? 10,
+        }),
+      signal,
     );
     return answer(w, includeBots, q.groupBy, rows);
   }

@@ -73,7 +73,7 @@ export const linksModule = defineModule({
     // Conversions count the interaction events that carry a click id (attribution.ts).
     reads: ['collections', 'interaction_events'],
   },
-  create: ({ db, log, publicBaseUrl, metrics }, settings, deps) => {
+  create: ({ db, log, publicBaseUrl, metrics, analytics }, settings, deps) => {
     const short = (code: string, domain: string | null) => shortUrl(publicBaseUrl, code, domain);
     const recorder = new ClickRecorder(db, settings, log, deps.webhooks, short);
     // Read when scraped: the redirect itself does nothing more for the metrics.
@@ -99,7 +99,7 @@ export const linksModule = defineModule({
       publicBaseUrl,
       defaultDomainChecks({ allowPrivateNetworks: settings.allowPrivateNetworks }),
     );
-    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents, domains);
+    return new LinksService(db, settings, publicBaseUrl, deps.webhooks, recorder, clickEvents, domains, analytics);
   },
   routes: (service) => [
     ...linksRoutes(service),

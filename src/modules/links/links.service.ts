@@ -6,7 +6,7 @@
  * given.
  */
 import { randomInt } from 'node:crypto';
-import type { Db, Queryable } from '../../db/index.ts';
+import type { Analytics, Db, Queryable } from '../../db/index.ts';
 import { AppError, badRequest, conflict, notFound } from '../../platform/errors.ts';
 import type { NewEvent } from '../../platform/events.ts';
 import { newId } from '../../platform/ids.ts';
@@ -62,9 +62,11 @@ export class LinksService {
     readonly clickEvents: ClickEventPublisher,
     /** The collection's own domains (domains.service.ts). */
     readonly domains: DomainsService,
+    /** The platform's analytics reads (slots, work_mem, time bound): the click analytics run in them. */
+    analytics: Analytics,
   ) {
     this.redirects = new Redirects(db, settings, domains, clickRecorder);
-    this.analytics = new LinkAnalytics(db);
+    this.analytics = new LinkAnalytics(db, analytics);
     this.clickReads = new ClickReads(db);
     this.partitions = new ClickPartitions(db, settings);
   }
