@@ -3,31 +3,39 @@
  * PostgreSQL's default 4 MB work_mem sends those to disk. They run in their own transaction
  * with a larger work_mem, raised for that transaction only (SET LOCAL), not for everyone.
  */
-import { type Db, type Queryable, withWorkMem } from './client.ts';
+import { type Db, type Queryable, type ReadOptions, type ReadSignal, withWorkMem } from './client.ts';
 
 /**
- * Runs `fn` in an analytics transaction on the primary (a job's work, such as rebuilding a
- * journey's progress). `read(collectionId, fn, signal?)` runs a `fn` that only reads, in a
- * read-only transaction with that work_mem, on a read replica when one may serve that
- * collection (client.ts, `Db.read`); `quick` the same without the transaction, for reads of
- * counts kept ready (the links' click analytics), which sort little and would pay the
- * transaction's round trips on every answer. A `signal` cancels the read in the database when
- * it aborts: the platform's slots (platform/analytics-slots.ts) abort it when the request's
- * client goes away or its time bound runs out. The platform builds one from
- * ANALYTICS_WORK_MEM_MB (`analyticsRunner`) and hands it to every module, so the setting lives
- * in one place.
+ * What the modules use (the platform's `analytics`, platform/analytics-slots.ts): `fn` in an
+ * analytics transaction on the primary (a job's work, such as rebuilding a journey's
+ * progress); `read(collectionId, fn, signal?)`, a `fn` that only reads, in a read-only
+ * transaction with that work_mem, on a read replica when one may serve that collection
+ * (client.ts, `Db.read`); `quick`, the same without the transaction, for reads of counts kept
+ * ready (the links' click analytics), which sort little and would pay the transaction's round
+ * trips on every answer. A read made for a request passes the request's `signal`: it is then
+ * bounded in time and cancelled in the database when its client goes away.
  */
 export type Analytics = (<T>(fn: (q: Queryable) => Promise<T>) => Promise<T>) & {
-  read<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T>;
-  quick<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T>;
+  read<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: ReadSignal): Promise<T>;
+  quick<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: ReadSignal): Promise<T>;
 };
 
-export function analyticsRunner(db: Db, workMemMb: number): Analytics {
+/** When a read stops: its caller's `signal` aborts, or `timeoutMs` has passed (client.ts, ReadOptions). */
+export type ReadStop = Pick<ReadOptions, 'signal' | 'timeoutMs'>;
+
+/** The runner under the platform's slots: the same reads, told when to stop. */
+export type AnalyticsRunner = (<T>(fn: (q: Queryable) => Promise<T>) => Promise<T>) & {
+  read<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, stop?: ReadStop): Promise<T>;
+  quick<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, stop?: ReadStop): Promise<T>;
+};
+
+/** Built once from ANALYTICS_WORK_MEM_MB, so that the setting lives in one place. */
+export function analyticsRunner(db: Db, workMemMb: number): AnalyticsRunner {
   return Object.assign(<T>(fn: (q: Queryable) => Promise<T>) => inAnalyticsTransaction(db, workMemMb, fn), {
-    read: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal) =>
-      db.read(collectionId, fn, { workMemMb, signal }),
-    quick: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: AbortSignal) =>
-      db.read(collectionId, fn, { signal }),
+    read: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, stop?: ReadStop) =>
+      db.read(collectionId, fn, { ...stop, workMemMb }),
+    quick: <T>(collectionId: string, fn: (q: Queryable) => Promise<T>, stop?: ReadStop) =>
+      db.read(collectionId, fn, stop),
   });
 }
 

@@ -17,7 +17,7 @@ import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import { lockDataDir } from './data-dir-lock.ts';
-import { isConnectionLost, isServerGone, isTransient } from './faults.ts';
+import { isCancelled, isConnectionLost, isServerGone, isTransient } from './faults.ts';
 import { parseDatabaseUrl } from './hosts.ts';
 import { Listener } from './listener.ts';
 import { PrimaryPool } from './primary.ts';
@@ -95,16 +95,31 @@ export interface DbStatus {
   replicas?: ReplicaStatus[];
 }
 
+/**
+ * Whether whoever asked for a read has stopped waiting for it (a client that went away). An
+ * AbortSignal is one; the routes pass a cheaper view of their connection (platform/routes.ts).
+ * It is looked at, not listened to: a read that may be stopped is watched on a timer
+ * (`READ_WATCH_MS`), so a read of a few milliseconds makes no listener and no EventTarget.
+ */
+export interface ReadSignal {
+  readonly aborted: boolean;
+}
+
+/** How often a read that may be stopped looks at its signal: how soon a hang-up stops it. */
+export const READ_WATCH_MS = 200;
+
 export interface ReadOptions {
   /** Run in a read-only transaction with this work_mem (ANALYTICS_WORK_MEM_MB). */
   workMemMb?: number;
   /**
-   * Aborts when nobody waits for the answer any more (a client that went away, a time bound
-   * run out). On PostgreSQL the read then runs on one connection of its own, the statement
-   * running when the signal aborts is cancelled (57014), and the read is not asked again of
-   * the primary. PGlite runs one statement at a time in this process and finishes it.
+   * Aborts when nobody waits for the answer any more (a client that went away). With it, or
+   * with `timeoutMs` (how long the read may run), the read runs on PostgreSQL on a connection
+   * of its own, and the statement running when the signal aborts or the time is up is
+   * cancelled (57014, `isCancelled`); such a read is not asked again of the primary. PGlite
+   * runs one statement at a time in this process and finishes it.
    */
-  signal?: AbortSignal;
+  signal?: ReadSignal;
+  timeoutMs?: number;
 }
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
@@ -268,7 +283,7 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
     async read(_scope, fn, o) {
       if (!o?.workMemMb) return fn(base);
       const workMemMb = o.workMemMb;
-      o.signal?.throwIfAborted();
+      if (o.signal?.aborted) throw new Error('the read was stopped before it began');
       return pgliteTransaction((tx) => withWorkMem(tx, workMemMb, fn));
     },
     wrote() {},
@@ -356,25 +371,30 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     onPrimary((pool) => inTransaction(pool, fn, false));
   /**
    * `work` on one of `pool`'s connections, released after (destroyed when `lose` was told the
-   * connection is lost). With a `signal`: when it aborts, the backend is asked to cancel what it
-   * runs, from another connection (pg_cancel_backend; a backend between statements ignores it),
+   * connection is lost). With a `signal` or `timeoutMs`: once it has aborted or the time is up
+   * (looked at every READ_WATCH_MS), the backend is asked to cancel what it runs, from another connection (pg_cancel_backend; a backend between statements ignores it),
    * and the connection is then closed, not pooled, so that no cancel still on its way can reach
    * its next user.
    */
   const onClient = async <T>(
     pool: pg.Pool,
-    signal: AbortSignal | undefined,
+    { signal, timeoutMs }: Pick<ReadOptions, 'signal' | 'timeoutMs'>,
     work: (client: pg.PoolClient, lose: (err: Error) => void) => Promise<T>,
   ): Promise<T> => {
-    signal?.throwIfAborted();
+    if (signal?.aborted) throw new Error('the read was stopped before it began');
     const client = await pool.connect();
     let lost: Error | undefined;
     let cancelling: Promise<unknown> | undefined;
-    const cancel = () => {
-      const pid = (client as pg.PoolClient & { processID?: number }).processID;
-      cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+    const until = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const watch = () => {
+      const left = until - Date.now();
+      if (signal?.aborted || left <= 0) {
+        const pid = (client as pg.PoolClient & { processID?: number }).processID;
+        cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
+      } else timer = setTimeout(watch, Math.min(READ_WATCH_MS, left));
     };
-    signal?.addEventListener('abort', cancel, { once: true });
+    watch();
     try {
       return await work(client, (err) => {
         lost = err;
@@ -383,7 +403,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
       if (isConnectionLost(err) || primary.lostConnections.has(client)) lost ??= err as Error;
       throw err;
     } finally {
-      signal?.removeEventListener('abort', cancel);
+      clearTimeout(timer);
       if (cancelling) {
         await cancelling;
         lost ??= new Error('cancelled by its caller');
@@ -395,16 +415,16 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   /**
    * `fn` in a transaction on one of `pool`'s connections. A read (`readOnly`) may carry its
    * work_mem, sent with its BEGIN in one round trip (a read of a few milliseconds under load
-   * feels each extra one), and its caller's `signal`.
+   * feels each extra one), and when to stop it (`signal`, `timeoutMs`).
    */
   const inTransaction = <T>(
     pool: pg.Pool,
     fn: (tx: Tx) => Promise<T>,
     readOnly: boolean,
-    signal?: AbortSignal,
+    stop: Pick<ReadOptions, 'signal' | 'timeoutMs'> = {},
     workMemMb?: number,
   ): Promise<T> =>
-    onClient(pool, signal, async (client, lose) => {
+    onClient(pool, stop, async (client, lose) => {
       const hooks = commitHooks();
       try {
         await client.query(readOnly ? `BEGIN READ ONLY${workMemMb ? `; ${setWorkMem(workMemMb)}` : ''}` : 'BEGIN');
@@ -448,8 +468,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
    * connection of its own when it may be cancelled; else a statement at a time on the pool.
    */
   const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> => {
-    if (o?.workMemMb) return inTransaction(pool, fn, true, o.signal, o.workMemMb);
-    if (o?.signal) return onClient(pool, o.signal, (client) => fn(wrap(client)));
+    if (o?.workMemMb) return inTransaction(pool, fn, true, o, o.workMemMb);
+    if (o && stoppable(o)) return onClient(pool, o, (client) => fn(wrap(client)));
     return fn(wrap(pool));
   };
   return {
@@ -470,12 +490,12 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
         } catch (err) {
           // A replica that went away (or cancelled the read for a conflict with recovery):
           // the read is asked of the primary instead, so the caller sees no difference. Not a
-          // read whose caller stopped waiting (its signal aborted: nobody wants the answer).
-          if (!isTransient(err) || o?.signal?.aborted) throw err;
+          // read stopped by its caller or its time (nobody wants the answer, or it took too long).
+          if (!isTransient(err) || (stoppable(o) && isCancelled(err))) throw err;
           if (isServerGone(err)) replicas?.lost(replica, err);
         }
       }
-      return o?.workMemMb || o?.signal ? onPrimary((pool) => readOn(pool, fn, o)) : fn({ query });
+      return o?.workMemMb || stoppable(o) ? onPrimary((pool) => readOn(pool, fn, o)) : fn({ query });
     },
     wrote: (scope) => replicas?.wrote(scope),
     listen: (channel, onPayload, onReconnect) => listener.subscribe(channel, onPayload, onReconnect),
@@ -492,6 +512,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
 }
 
 /** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
+/** A read its caller may stop: it runs on a connection of its own, which can be cancelled. */
+const stoppable = (o: ReadOptions | undefined) => o?.signal !== undefined || o?.timeoutMs !== undefined;
+
 /** The SET LOCAL of a transaction's work_mem, from a checked number (it is written into the SQL). */
 function setWorkMem(workMemMb: number): string {
   if (!Number.isInteger(workMemMb) || workMemMb < 1) throw new Error('work_mem must be a positive integer');

@@ -71,6 +71,11 @@ export function isRetryableConflict(err: unknown): boolean {
   return CONFLICT_STATES.has(codeOf(err));
 }
 
+/** A statement cancelled (57014): its read's caller stopped it, or a statement_timeout ran out. */
+export function isCancelled(err: unknown): boolean {
+  return codeOf(err) === '57014';
+}
+
 /** Anything where waiting helps: answered 503 with Retry-After over HTTP. */
 export function isTransient(err: unknown): boolean {
   return isConnectionLost(err) || isRetryableConflict(err);

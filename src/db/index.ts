@@ -1,10 +1,26 @@
-export { type Analytics, analyticsRunner, inAnalyticsTransaction } from './analytics.ts';
+export {
+  type Analytics,
+  type AnalyticsRunner,
+  analyticsRunner,
+  inAnalyticsTransaction,
+  type ReadStop,
+} from './analytics.ts';
 export { type ChunkedFiles, chunkedFiles, type FileWriter, type StoredFile } from './chunked-files.ts';
-export type { Db, DbLogger, DbStatus, PreparedSql, Queryable, QueryResult, ReadOptions, Tx } from './client.ts';
-export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
+export type {
+  Db,
+  DbLogger,
+  DbStatus,
+  PreparedSql,
+  Queryable,
+  QueryResult,
+  ReadOptions,
+  ReadSignal,
+  Tx,
+} from './client.ts';
+export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared, READ_WATCH_MS } from './client.ts';
 export { allOf, setList } from './conditions.ts';
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
-export { isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
+export { isCancelled, isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
 export { type PageQuery, pageOf, pageWithTotal } from './pages.ts';
 export {

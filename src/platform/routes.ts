@@ -23,6 +23,7 @@ import type {
   preValidationHookHandler,
 } from 'fastify';
 import { type Static, type TProperties, type TSchema, Type } from 'typebox';
+import type { ReadSignal } from '../db/index.ts';
 import { ANALYTICS_SOURCE_HEADER, type Analysed } from './analytics.ts';
 import type { Caller } from './auth.ts';
 import { CollectionIdParam, errorResponses, namedSchema, ref } from './schemas.ts';
@@ -47,24 +48,22 @@ export interface RouteContext<P, Q, B> {
   req: FastifyRequest;
   reply: FastifyReply;
   /**
-   * Aborts when the client goes away before its answer is sent, so that work done only for
+   * `aborted` once the client has gone before its answer was sent, so that work done only for
    * that answer can stop: an analytics read is cancelled in the database
-   * (platform/analytics-slots.ts). Made on first use: a route that never reads it pays nothing.
+   * (platform/analytics-slots.ts). A view of the connection, looked at when asked: no
+   * AbortController and no listener per request (db/client.ts, ReadSignal).
    */
-  readonly signal: AbortSignal;
+  readonly signal: ReadSignal;
 }
 
-/** Aborts when the connection closes before the answer is sent: nobody waits for it any more. */
-function abortedOnClose(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
+/** Whether the client of `req` went away before its answer was sent. */
+function clientGone(req: FastifyRequest, reply: FastifyReply): ReadSignal {
   const res = reply.raw;
-  if (res.destroyed && !res.writableFinished) controller.abort();
-  else {
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
-  }
-  return controller.signal;
+  return {
+    get aborted() {
+      return !res.writableFinished && (res.destroyed || req.raw.socket?.destroyed === true);
+    },
+  };
 }
 
 /** A path id chosen by whoever stored it (a type, a journey, a link): any text, bounded. */
@@ -215,7 +214,6 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
         : {}),
       schema,
       handler: async (req, reply) => {
-        let signal: AbortSignal | undefined;
         const out = await r.handler({
           scope: req.params,
           query: req.query,
@@ -223,10 +221,7 @@ export function registerRoutes(app: FastifyInstance, routes: readonly Route[]): 
           caller: req.caller,
           req,
           reply,
-          get signal() {
-            signal ??= abortedOnClose(reply);
-            return signal;
-          },
+          signal: clientGone(req, reply),
         });
         if (out === reply) return reply;
         if (r.status) reply.code(r.status);

@@ -3,7 +3,7 @@
  * answer, which `X-Analytics-Source` says), aggregates, a user's own events, published
  * summaries, and the download of an export's file.
  */
-import type { Analytics, Db } from '../../db/index.ts';
+import type { Analytics, Db, ReadSignal } from '../../db/index.ts';
 import type { Analysed } from '../../platform/analytics.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { notFound, validationFailed } from '../../platform/errors.ts';
@@ -70,7 +70,7 @@ export class InteractionReads {
   async countsByOutcome(
     collectionId: string,
     q: AdminInteractionsCountsByOutcomeRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<OutcomeCount[]>> {
     const filter = {
       ...q,
@@ -98,7 +98,7 @@ export class InteractionReads {
   async aggregate(
     collectionId: string,
     q: AdminInteractionsAggregateRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<AdminInteractionsAggregateResponse> {
     const field = q.field ?? q.aggregate.field;
     const ops = q.ops ?? q.aggregate.ops;

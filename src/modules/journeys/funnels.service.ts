@@ -6,7 +6,7 @@
  * journeys.funnels.repository.ts. Every request is checked here first: a client's mistake is a
  * 400 naming the field, before anything is read.
  */
-import type { Analytics, Queryable } from '../../db/index.ts';
+import type { Analytics, Queryable, ReadSignal } from '../../db/index.ts';
 import type { AnalyticsSource } from '../../platform/analytics.ts';
 import { badRequest } from '../../platform/errors.ts';
 import type { IdField } from '../interactions/index.ts';
@@ -229,7 +229,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: FunnelScope,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<{ spec: WalkSpec; rows: Walked[]; source: AnalyticsSource }> {
     const prepared = prepare(def, q);
     // On a read replica that fails part-way the walk is run again on the primary: from nothing.
@@ -249,7 +249,7 @@ export class FunnelsService {
   }
 
   /** The funnel's figures per step, and per breakdown value when asked. */
-  async report(collectionId: string, def: FunnelDef, q: FunnelScope, signal?: AbortSignal): Promise<FunnelResult> {
+  async report(collectionId: string, def: FunnelDef, q: FunnelScope, signal?: ReadSignal): Promise<FunnelResult> {
     const { spec, rows, source } = await this.walked(collectionId, def, q, signal);
     const result: FunnelResult = {
       ordering: spec.ordering,
@@ -278,7 +278,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: FunnelScope & { start: string; end: string; interval?: 'day' | 'week'; compare?: boolean },
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ) {
     const start = Date.parse(q.start);
     const end = Date.parse(q.end);
@@ -367,7 +367,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: PeopleQuery,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<{ spec: WalkSpec; rows: (Walked & { value?: string | null })[] }> {
     if (def.steps.length > 0 && linkOfStep(def.steps[0].interactionId) !== undefined) {
       throw badRequest('People are not answered for a funnel from a link’s clicks (its recipients are clicks)', {
@@ -414,7 +414,7 @@ export class FunnelsService {
     collectionId: string,
     def: FunnelDef,
     q: PeopleQuery & { stepId: string; limit?: number; cursor?: string },
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<{ items: string[]; nextCursor: string | null }> {
     const { rows } = await this.selected(collectionId, def, q, signal);
     const ids = rows.map((w) => w.rid).filter((rid) => q.cursor === undefined || rid > q.cursor);

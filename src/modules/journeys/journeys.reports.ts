@@ -4,7 +4,7 @@
  * options' path (windows, ordering, exclusions, breakdowns, trends, people: funnels.service.ts).
  * The semantics are written out in docs/journeys.md.
  */
-import type { Analytics, Db, Queryable } from '../../db/index.ts';
+import type { Analytics, Db, Queryable, ReadSignal } from '../../db/index.ts';
 import type { Analysed, AnalyticsSource } from '../../platform/analytics.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { openPeopleExport } from './funnels.export.ts';
@@ -96,7 +96,7 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const idField = q.idField ?? 'userId';
     if (hasOptions(q)) return this.optionsReport(collectionId, journeyId, q, signal);
@@ -131,7 +131,7 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyFunnelReportRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<JourneyFunnelReportResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     const options = optionsOf(q);
@@ -160,7 +160,7 @@ export class JourneyReports {
   }
 
   /** An ad-hoc funnel (steps in the request, no journey). */
-  async adHocQuery(collectionId: string, q: FunnelQueryRequest, signal?: AbortSignal): Promise<FunnelQueryResponse> {
+  async adHocQuery(collectionId: string, q: FunnelQueryRequest, signal?: ReadSignal): Promise<FunnelQueryResponse> {
     const def = adHocDef(q.steps);
     const options = optionsOf(q);
     const r = await this.funnels.report(collectionId, def, options, signal);
@@ -179,7 +179,7 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyTrendsRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<FunnelTrendsResponse>> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     return this.funnels.trends(collectionId, def, optionsOf(q), signal);
@@ -188,7 +188,7 @@ export class JourneyReports {
   async adHocTrends(
     collectionId: string,
     q: FunnelTrendsRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<FunnelTrendsResponse>> {
     return this.funnels.trends(collectionId, adHocDef(q.steps), optionsOf(q), signal);
   }
@@ -197,7 +197,7 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyPeopleRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<FunnelPeopleResponse> {
     const def = await this.journeyDef(collectionId, journeyId, q.stepMappings);
     return this.funnels.people(collectionId, def, optionsOf(q), signal);
@@ -214,7 +214,7 @@ export class JourneyReports {
     return openPeopleExport(this.db, collectionId, jobId);
   }
 
-  async adHocPeople(collectionId: string, q: FunnelPeopleRequest, signal?: AbortSignal): Promise<FunnelPeopleResponse> {
+  async adHocPeople(collectionId: string, q: FunnelPeopleRequest, signal?: ReadSignal): Promise<FunnelPeopleResponse> {
     return this.funnels.people(collectionId, adHocDef(q.steps), optionsOf(q), signal);
   }
 
@@ -222,7 +222,7 @@ export class JourneyReports {
     collectionId: string,
     journeyId: string,
     q: JourneyStatsRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<JourneyStatsResponse>> {
     let finalIndex = -1;
     const { steps, counts, source } = await this.funnel(
@@ -270,7 +270,7 @@ export class JourneyReports {
       end?: string;
     },
     check?: (steps: repo.ResolvedStep[]) => void,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<{
     steps: repo.ResolvedStep[];
     counts: Awaited<ReturnType<typeof repo.funnelCounts>>;
@@ -304,7 +304,7 @@ export class JourneyReports {
     f: repo.FunnelInput,
     kept: (state: KeptState) => Promise<T | undefined>,
     events: (tx: Queryable) => Promise<T>,
-    { periods = false, signal }: { periods?: boolean; signal?: AbortSignal } = {},
+    { periods = false, signal }: { periods?: boolean; signal?: ReadSignal } = {},
   ): Promise<Analysed<T>> {
     if (periods || (f.start === undefined && f.end === undefined)) {
       const state = await progressRepo.findProgressState(this.db, collectionId, f.journeyId);
@@ -324,7 +324,7 @@ export class JourneyReports {
   private funnelCounts(
     collectionId: string,
     f: repo.FunnelInput,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<{ totalEntered: number; steps: repo.StepCounts[] }>> {
     return this.keptOrEvents(
       collectionId,
@@ -348,7 +348,7 @@ export class JourneyReports {
     f: repo.FunnelInput,
     status: 'entered' | 'completed' | 'pending',
     limit: number,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<string[]>> {
     return this.keptOrEvents(
       collectionId,
@@ -387,7 +387,7 @@ export class JourneyReports {
     journeyId: string,
     stepId: string,
     q: JourneyStepRecipientsRequest,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
   ): Promise<Analysed<string[]>> {
     checkWindow(q.from, q.to);
     const journey = await this.row(collectionId, journeyId);

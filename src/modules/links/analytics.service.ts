@@ -5,7 +5,7 @@
  * at a time. Bots are left out unless `includeBots`.
  */
 import type { Readable } from 'node:stream';
-import type { Analytics, Db } from '../../db/index.ts';
+import type { Analytics, Db, ReadSignal } from '../../db/index.ts';
 import { csvLine } from '../../platform/csv.ts';
 import { badRequest, notFound } from '../../platform/errors.ts';
 import { startedStream } from '../../platform/streaming.ts';
@@ -204,7 +204,7 @@ export class LinkAnalytics {
     collectionId: string,
     linkId: string,
     q: LinkAnalyticsQuery,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
     now = new Date(),
   ): Promise<ClickAnalytics> {
     const w = windowOf(q, now, false);
@@ -230,7 +230,7 @@ export class LinkAnalytics {
   async forCollection(
     collectionId: string,
     q: CollectionAnalyticsQuery,
-    signal?: AbortSignal,
+    signal?: ReadSignal,
     now = new Date(),
   ): Promise<ClickAnalytics> {
     // The rollup counts whole hours: the window is widened to them, and the answer says so.
