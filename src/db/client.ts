@@ -372,9 +372,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   /**
    * `work` on one of `pool`'s connections, released after (destroyed when `lose` was told the
    * connection is lost). With a `signal` or `timeoutMs`: once it has aborted or the time is up
-   * (looked at every READ_WATCH_MS), the backend is asked to cancel what it runs, from another connection (pg_cancel_backend; a backend between statements ignores it),
-   * and the connection is then closed, not pooled, so that no cancel still on its way can reach
-   * its next user.
+   * (looked at every READ_WATCH_MS), the backend is asked to cancel what it runs, from another
+   * connection (pg_cancel_backend; a backend between statements ignores it), and the
+   * connection is then closed, not pooled, so that no cancel still on its way can reach its
+   * next user.
    */
   const onClient = async <T>(
     pool: pg.Pool,
@@ -511,7 +512,6 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   };
 }
 
-/** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
 /** A read its caller may stop: it runs on a connection of its own, which can be cancelled. */
 const stoppable = (o: ReadOptions | undefined) => o?.signal !== undefined || o?.timeoutMs !== undefined;
 
@@ -521,6 +521,7 @@ function setWorkMem(workMemMb: number): string {
   return `SET LOCAL work_mem = '${workMemMb}MB'`;
 }
 
+/** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
 export async function withWorkMem<T>(tx: Queryable, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
   await tx.query(setWorkMem(workMemMb));
   return fn(tx);

@@ -4,12 +4,12 @@
  * pool with it. Without a bound, a burst of such requests takes every connection, and a plain
  * read or write then waits for one until it gives up (503): slow questions stall fast ones.
  *
- * So analytics reads (`Analytics.read`: the interactions' counts and aggregates, the journeys'
- * funnels, reports, trends and people, the links' click analytics) run in at most ANALYTICS_CONCURRENCY at once, by
- * default half the pool, and the rest of the pool stays for everything else. A read finding
- * every slot taken waits in line, first come first served, for up to ANALYTICS_WAIT_MS; then
- * it is answered 503 with Retry-After, naming the setting. A slot is handed straight to the
- * next in line when a read ends.
+ * So analytics reads (`Analytics.read` and `quick`: the interactions' counts and aggregates,
+ * the journeys' funnels, reports, trends and people, the links' click analytics) run in at
+ * most ANALYTICS_CONCURRENCY at once, by default half the pool, and the rest of the pool stays
+ * for everything else. A read finding every slot taken waits in line, first come first
+ * served, for up to ANALYTICS_WAIT_MS; then it is answered 503 with Retry-After, naming the
+ * setting. A slot is handed straight to the next in line when a read ends.
  *
  * A read made for a request (it carries the request's `signal`, from the route) is bounded in
  * time as well as in number: once it has its slot it may run ANALYTICS_TIMEOUT_MS, after which
@@ -23,8 +23,8 @@
  *
  * States of a read: running (holds a slot) → done; or waiting → running (a slot handed over)
  * or → refused (its wait ran out; it leaves the line) or → abandoned (its client went away; it
- * leaves the line). `slots()` tells the metrics how many
- * run and wait, and how many were refused. The progress rebuild's own statements
+ * leaves the line). `slots()` tells the metrics how many run and wait, and how many were
+ * refused. The progress rebuild's own statements
  * (`Analytics` called directly, in a worker) are not counted: a job has no client waiting,
  * and is bounded by its worker's slots.
  */
