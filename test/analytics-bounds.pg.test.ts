@@ -4,8 +4,9 @@
  * setting; a read whose client hangs up is cancelled in the database (running) or leaves the
  * line (waiting), so it holds no slot and no connection for nobody. The reads are made slow for
  * real: another connection holds a lock on the events they read, and stays holding it, so only
- * a timeout or a cancel can end them. PostgreSQL only (PGlite enforces no statement_timeout and
- * runs one statement at a time in the process).
+ * a timeout or a cancel can end them. Real HTTP for the hang-up: the client's connection is
+ * closed mid-request. PostgreSQL only (PGlite runs one statement at a time in the process and
+ * cannot cancel it).
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
