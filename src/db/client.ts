@@ -395,7 +395,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
         cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
       } else timer = setTimeout(watch, Math.min(READ_WATCH_MS, left));
     };
-    watch();
+    // A transaction nobody may stop (every write) makes no timer.
+    if (signal !== undefined || timeoutMs !== undefined) watch();
     try {
       return await work(client, (err) => {
         lost = err;
