@@ -3,7 +3,8 @@
  * PostgreSQL's default 4 MB work_mem sends those to disk. They run in their own transaction
  * with a larger work_mem, raised for that transaction only (SET LOCAL), not for everyone.
  */
-import { type Db, type Queryable, type ReadOptions, type ReadSignal, withWorkMem } from './client.ts';
+import { type Db, type Queryable, withWorkMem } from './client.ts';
+import type { ReadSignal, ReadStop } from './stoppable.ts';
 
 /**
  * What the modules use (the platform's `analytics`, platform/analytics-slots.ts): `fn` in an
@@ -19,9 +20,6 @@ export type Analytics = (<T>(fn: (q: Queryable) => Promise<T>) => Promise<T>) & 
   read<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: ReadSignal): Promise<T>;
   quick<T>(collectionId: string, fn: (q: Queryable) => Promise<T>, signal?: ReadSignal): Promise<T>;
 };
-
-/** When a read stops: its caller's `signal` aborts, or `timeoutMs` has passed (client.ts, ReadOptions). */
-export type ReadStop = Pick<ReadOptions, 'signal' | 'timeoutMs'>;
 
 /** The runner under the platform's slots: the same reads, told when to stop. */
 export type AnalyticsRunner = (<T>(fn: (q: Queryable) => Promise<T>) => Promise<T>) & {

@@ -22,6 +22,7 @@ import { parseDatabaseUrl } from './hosts.ts';
 import { Listener } from './listener.ts';
 import { PrimaryPool } from './primary.ts';
 import { type ReplicaStatus, Replicas } from './replicas.ts';
+import { onStoppableClient, type ReadStop, stoppable } from './stoppable.ts';
 
 export interface QueryResult<T> {
   rows: T[];
@@ -96,30 +97,15 @@ export interface DbStatus {
 }
 
 /**
- * Whether whoever asked for a read has stopped waiting for it (a client that went away). An
- * AbortSignal is one; the routes pass a cheaper view of their connection (platform/routes.ts).
- * It is looked at, not listened to: a read that may be stopped is watched on a timer
- * (`READ_WATCH_MS`), so a read of a few milliseconds makes no listener and no EventTarget.
+ * How a read runs. With a `signal` (aborts when nobody waits for the answer any more: a client
+ * that went away) or a `timeoutMs` (how long it may run), the read runs on PostgreSQL on a
+ * connection of its own, and the statement running when the signal aborts or the time is up
+ * is cancelled (57014, `isCancelled`; stoppable.ts); such a read is not asked again of the
+ * primary. PGlite runs one statement at a time in this process and finishes it.
  */
-export interface ReadSignal {
-  readonly aborted: boolean;
-}
-
-/** How often a read that may be stopped looks at its signal: how soon a hang-up stops it. */
-export const READ_WATCH_MS = 200;
-
-export interface ReadOptions {
+export interface ReadOptions extends ReadStop {
   /** Run in a read-only transaction with this work_mem (ANALYTICS_WORK_MEM_MB). */
   workMemMb?: number;
-  /**
-   * Aborts when nobody waits for the answer any more (a client that went away). With it, or
-   * with `timeoutMs` (how long the read may run), the read runs on PostgreSQL on a connection
-   * of its own, and the statement running when the signal aborts or the time is up is
-   * cancelled (57014, `isCancelled`); such a read is not asked again of the primary. PGlite
-   * runs one statement at a time in this process and finishes it.
-   */
-  signal?: ReadSignal;
-  timeoutMs?: number;
 }
 
 /** Where the database layer reports connection trouble (a pino logger fits). */
@@ -369,51 +355,8 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   const query: Queryable['query'] = (text, params) => onPrimary((pool) => wrap(pool).query(text, params));
   const transaction = <T>(fn: (tx: Tx) => Promise<T>): Promise<T> =>
     onPrimary((pool) => inTransaction(pool, fn, false));
-  /**
-   * `work` on one of `pool`'s connections, released after (destroyed when `lose` was told the
-   * connection is lost). With a `signal` or `timeoutMs`: once it has aborted or the time is up
-   * (looked at every READ_WATCH_MS), the backend is asked to cancel what it runs, from another
-   * connection (pg_cancel_backend; a backend between statements ignores it), and the
-   * connection is then closed, not pooled, so that no cancel still on its way can reach its
-   * next user.
-   */
-  const onClient = async <T>(
-    pool: pg.Pool,
-    { signal, timeoutMs }: Pick<ReadOptions, 'signal' | 'timeoutMs'>,
-    work: (client: pg.PoolClient, lose: (err: Error) => void) => Promise<T>,
-  ): Promise<T> => {
-    if (signal?.aborted) throw new Error('the read was stopped before it began');
-    const client = await pool.connect();
-    let lost: Error | undefined;
-    let cancelling: Promise<unknown> | undefined;
-    const until = timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    const watch = () => {
-      const left = until - Date.now();
-      if (signal?.aborted || left <= 0) {
-        const pid = (client as pg.PoolClient & { processID?: number }).processID;
-        cancelling = pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => {});
-      } else timer = setTimeout(watch, Math.min(READ_WATCH_MS, left));
-    };
-    // A transaction nobody may stop (every write) makes no timer.
-    if (signal !== undefined || timeoutMs !== undefined) watch();
-    try {
-      return await work(client, (err) => {
-        lost = err;
-      });
-    } catch (err) {
-      if (isConnectionLost(err) || primary.lostConnections.has(client)) lost ??= err as Error;
-      throw err;
-    } finally {
-      clearTimeout(timer);
-      if (cancelling) {
-        await cancelling;
-        lost ??= new Error('cancelled by its caller');
-      }
-      // Released with an error, the pool destroys the connection rather than reuse it.
-      client.release(lost);
-    }
-  };
+  /** Whether a failed piece of work lost its connection (the pool is then told to destroy it). */
+  const isLost = (client: pg.PoolClient, err: unknown) => isConnectionLost(err) || primary.lostConnections.has(client);
   /**
    * `fn` in a transaction on one of `pool`'s connections. A read (`readOnly`) may carry its
    * work_mem, sent with its BEGIN in one round trip (a read of a few milliseconds under load
@@ -423,10 +366,10 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     pool: pg.Pool,
     fn: (tx: Tx) => Promise<T>,
     readOnly: boolean,
-    stop: Pick<ReadOptions, 'signal' | 'timeoutMs'> = {},
+    stop: ReadStop = {},
     workMemMb?: number,
   ): Promise<T> =>
-    onClient(pool, stop, async (client, lose) => {
+    onStoppableClient(pool, stop, isLost, async (client, lose) => {
       const hooks = commitHooks();
       try {
         await client.query(readOnly ? `BEGIN READ ONLY${workMemMb ? `; ${setWorkMem(workMemMb)}` : ''}` : 'BEGIN');
@@ -435,7 +378,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
         hooks.run();
         return result;
       } catch (err) {
-        if (isConnectionLost(err) || primary.lostConnections.has(client)) lose(err as Error);
+        if (isLost(client, err)) lose(err as Error);
         else await client.query('ROLLBACK').catch(() => {});
         throw err;
       }
@@ -471,7 +414,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
    */
   const readOn = <T>(pool: pg.Pool, fn: (q: Queryable) => Promise<T>, o: ReadOptions | undefined): Promise<T> => {
     if (o?.workMemMb) return inTransaction(pool, fn, true, o, o.workMemMb);
-    if (o && stoppable(o)) return onClient(pool, o, (client) => fn(wrap(client)));
+    if (o && stoppable(o)) return onStoppableClient(pool, o, isLost, (client) => fn(wrap(client)));
     return fn(wrap(pool));
   };
   return {
@@ -512,9 +455,6 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     },
   };
 }
-
-/** A read its caller may stop: it runs on a connection of its own, which can be cancelled. */
-const stoppable = (o: ReadOptions | undefined) => o?.signal !== undefined || o?.timeoutMs !== undefined;
 
 /** The SET LOCAL of a transaction's work_mem, from a checked number (it is written into the SQL). */
 function setWorkMem(workMemMb: number): string {

@@ -3,7 +3,6 @@ export {
   type AnalyticsRunner,
   analyticsRunner,
   inAnalyticsTransaction,
-  type ReadStop,
 } from './analytics.ts';
 export { type ChunkedFiles, chunkedFiles, type FileWriter, type StoredFile } from './chunked-files.ts';
 export type {
@@ -14,10 +13,9 @@ export type {
   Queryable,
   QueryResult,
   ReadOptions,
-  ReadSignal,
   Tx,
 } from './client.ts';
-export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared, READ_WATCH_MS } from './client.ts';
+export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
 export { allOf, setList } from './conditions.ts';
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
 export { isCancelled, isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
@@ -38,3 +36,4 @@ export {
 export { NoPrimaryError } from './primary.ts';
 export type { ReplicaStatus } from './replicas.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';
+export { type ReadSignal, type ReadStop, watchUntil } from './stoppable.ts';

@@ -15,7 +15,7 @@
  * time as well as in number: once it has its slot it may run ANALYTICS_TIMEOUT_MS, after which
  * it is cancelled in the database and answered 503 naming that setting. And a read whose client
  * has gone stops: waiting, it leaves the line; running, it is cancelled in the database
- * (db/client.ts), so a client that asks for a heavy funnel and hangs up does not keep a slot
+ * (db/stoppable.ts), so a client that asks for a heavy funnel and hangs up does not keep a slot
  * and a connection busy for nobody. The bound is a timer in the database layer rather than
  * PostgreSQL's statement_timeout: it bounds the whole read, not each of its statements, and
  * costs no SET on every read. A job's reads (the people export) carry no signal: no client
@@ -33,9 +33,9 @@ import {
   type AnalyticsRunner,
   isCancelled,
   type Queryable,
-  READ_WATCH_MS,
   type ReadSignal,
   type ReadStop,
+  watchUntil,
 } from '../db/index.ts';
 import { unavailable } from './errors.ts';
 
@@ -75,32 +75,26 @@ export function limitAnalytics(
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
-      const waitUntil = Date.now() + limits.waitMs;
-      let timer: NodeJS.Timeout;
+      let unwatch = () => {};
       const start = () => {
-        clearTimeout(timer);
+        unwatch();
         resolve();
       };
       const leave = (err: Error) => {
         line.splice(line.indexOf(start), 1);
         reject(err);
       };
-      // The signal is looked at, as the database layer does (db/client.ts, ReadSignal): a
-      // waiting read whose client went away leaves the line within READ_WATCH_MS.
-      const watch = () => {
-        const left = waitUntil - Date.now();
-        if (signal?.aborted) leave(gone());
-        else if (left <= 0) {
-          refused++;
-          leave(
-            unavailable(
-              `Every analytics slot is busy (${limits.concurrency} running, ANALYTICS_CONCURRENCY) and this read waited ${limits.waitMs} ms (ANALYTICS_WAIT_MS); retry shortly, or narrow the period`,
-            ),
-          );
-        } else timer = setTimeout(watch, signal ? Math.min(READ_WATCH_MS, left) : left);
-      };
       line.push(start);
-      watch();
+      // A waiting read whose client went away leaves the line within READ_WATCH_MS.
+      unwatch = watchUntil(signal, Date.now() + limits.waitMs, (why) => {
+        if (why === 'aborted') return leave(gone());
+        refused++;
+        leave(
+          unavailable(
+            `Every analytics slot is busy (${limits.concurrency} running, ANALYTICS_CONCURRENCY) and this read waited ${limits.waitMs} ms (ANALYTICS_WAIT_MS); retry shortly, or narrow the period`,
+          ),
+        );
+      });
     });
   };
   const give = () => {

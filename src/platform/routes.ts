@@ -51,7 +51,7 @@ export interface RouteContext<P, Q, B> {
    * `aborted` once the client has gone before its answer was sent, so that work done only for
    * that answer can stop: an analytics read is cancelled in the database
    * (platform/analytics-slots.ts). A view of the connection, looked at when asked: no
-   * AbortController and no listener per request (db/client.ts, ReadSignal).
+   * AbortController and no listener per request (db/stoppable.ts, ReadSignal).
    */
   readonly signal: ReadSignal;
 }

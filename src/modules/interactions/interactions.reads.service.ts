@@ -78,11 +78,13 @@ export class InteractionReads {
       dedupeLatest: q.dedupeLatest ?? false,
       idField: q.idField ?? 'userId',
     };
-    if (!filter.dedupeLatest) {
+    // The rollup's answer is a few rows: a plain read. Counts the rollup cannot give (filters
+    // it does not keep) read the events: in an analytics slot, bounded, as every such read.
+    if (!filter.dedupeLatest && repo.hourlyRollupAnswers(filter)) {
       const answer = await this.db.read(collectionId, (r) => repo.countsByOutcome(r, collectionId, filter));
-      return { answer, source: repo.hourlyRollupAnswers(filter) ? 'maintained' : 'events' };
+      return { answer, source: 'maintained' };
     }
-    if (q.appId === undefined && q.scope === undefined) {
+    if (filter.dedupeLatest && q.appId === undefined && q.scope === undefined) {
       const answer = await repo.latestCountsByOutcome(this.db, collectionId, filter);
       if (answer) return { answer, source: 'maintained' };
     }
