@@ -10,41 +10,43 @@
  * this checkout's cache or the hint below, the larger, orders it (0 for a new file: it starts
  * after the known long ones, and lands in the cache once run).
  *
- * The hints are seconds measured on one machine (both backends, the larger taken); only their
- * order matters, and a stale one costs time, never a result.
+ * The hints are seconds measured on one machine (both backends, the larger taken; CI of
+ * 2026-11-28, with funnels-property's and schedules.process's shorter runs of that day
+ * estimated); only their order matters, and a stale one costs time, never a result.
  */
 import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const HINTS: Record<string, number> = {
-  'test/funnels-property.test.ts': 184,
-  'test/schedules.process.test.ts': 158,
-  'test/cli.process.test.ts': 97,
-  'test/console.process.test.ts': 47,
-  'test/jobs-fairness.test.ts': 43,
-  'test/durability.process.test.ts': 42,
-  'test/app-tasks.process.test.ts': 42,
-  'test/jobs-fairness-backlog.pg.test.ts': 37,
-  'test/analytics-exact.test.ts': 36,
-  'test/jobs-crash.process.test.ts': 34,
-  'test/multiprocess.process.test.ts': 31,
-  'test/app-tasks.test.ts': 29,
-  'test/webhooks-crash.process.test.ts': 26,
-  'test/jobs-engine.test.ts': 26,
-  'test/faults/db-outage.process.test.ts': 19,
-  'test/analytics-maintained.test.ts': 19,
-  'test/webhooks.test.ts': 19,
-  'test/jobs-queues.test.ts': 18,
-  'test/faults/webhooks-contention.test.ts': 18,
-  'test/client/install.process.test.ts': 17,
-  'test/faults/fuzz.test.ts': 15,
-  'test/db-replicas.pg.test.ts': 15,
-  'test/app-objects-records.test.ts': 15,
-  'test/app-objects-events.test.ts': 15,
-  'test/traces.process.test.ts': 14,
-  'test/webhooks-fairness.test.ts': 14,
-  'test/app-objects-bounds.test.ts': 13,
-  'test/console-funnels.process.test.ts': 10,
+  'test/schedules.process.test.ts': 130,
+  'test/console.process.test.ts': 55,
+  'test/funnels-property.test.ts': 45,
+  'test/cli.process.test.ts': 35,
+  'test/app-tasks.process.test.ts': 35,
+  'test/jobs-fairness.test.ts': 32,
+  'test/durability.process.test.ts': 30,
+  'test/faults/db-outage.process.test.ts': 27,
+  'test/app-tasks.test.ts': 23,
+  'test/analytics-exact.test.ts': 23,
+  'test/multiprocess.process.test.ts': 17,
+  'test/console-funnels.process.test.ts': 17,
+  'test/app-objects-events.test.ts': 16,
+  'test/traces.process.test.ts': 15,
+  'test/analytics-maintained.test.ts': 15,
+  'test/jobs-fairness-backlog.pg.test.ts': 14,
+  'test/client/install.process.test.ts': 14,
+  'test/jobs-queues.test.ts': 13,
+  'test/jobs-engine.test.ts': 11,
+  'test/jobs-crash.process.test.ts': 11,
+  'test/faults/jobs-contention.process.test.ts': 11,
+  'test/webhooks-fairness.test.ts': 10,
+  'test/webhooks-crash.process.test.ts': 10,
+  'test/readme.process.test.ts': 10,
+  'test/webhooks.test.ts': 9,
+  'test/webhooks-ssrf.test.ts': 9,
+  'test/partitions.test.ts': 8,
+  'test/metrics.test.ts': 8,
+  'test/analytics-bounds.pg.test.ts': 8,
 };
 
 export default class LongestFirst extends BaseSequencer {
