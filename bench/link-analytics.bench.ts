@@ -125,7 +125,15 @@ try {
      GROUP BY 1, 2, 3, 4, 5, 6`,
       [COLLECTION],
     );
+    // The ranked dims' months (migration 0650) as the click batches would have left them.
+    await db.query(
+      `INSERT INTO link_click_value_months (collection_id, dim, month, value, clicks)
+     SELECT collection_id, dim, date_trunc('month', hour AT TIME ZONE 'UTC')::date, value, sum(clicks)
+     FROM link_click_rollup WHERE collection_id = $1 AND dim = 8 AND daily GROUP BY 1, 2, 3, 4`,
+      [COLLECTION],
+    );
     await db.exec('VACUUM ANALYZE link_clicks');
+    await db.exec('VACUUM ANALYZE link_click_value_months');
     await db.exec('VACUUM ANALYZE link_click_rollup');
     const { rows: counts } = await db.query<{ dim: number; n: number }>(
       'SELECT dim, count(*) AS n FROM link_click_rollup WHERE collection_id = $1 GROUP BY dim ORDER BY dim',

@@ -37,6 +37,14 @@ export type AnyGroupBy = GroupBy | LinkGroupBy;
 /** A groupBy's `dim` in the rollup. A Map: names from requests never index a plain object. */
 export const DIM: ReadonlyMap<GroupBy, number> = new Map(GROUP_BY.map((g, i) => [g, i + 1]));
 
+/**
+ * The dims whose values are also counted per UTC month (migration 0650), so that their top values
+ * are found without grouping every value of a window (analytics.repository.ts, `rankedTop`):
+ * the referer URL alone, the one dim whose values are per page. The migration's partial index
+ * names the same dim.
+ */
+export const RANKED_DIMS: ReadonlySet<number> = new Set([DIM.get('referer_url') as number]);
+
 /** Values are cut at this many characters, in the rollup and in every answer (an index entry's bound). */
 export const VALUE_MAX = 500;
 

@@ -6,7 +6,7 @@
 import sql, { join, raw, type Sql } from 'sql-template-tag';
 import type { Queryable } from '../../db/index.ts';
 import type { AnyGroupBy } from './analytics.dimensions.ts';
-import { REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
+import { RANKED_DIMS, REFERER_HOST, VALUE_MAX } from './analytics.dimensions.ts';
 import type { ClickRow } from './links.repository.ts';
 
 export type Interval = 'hour' | 'day' | 'week' | 'month';
@@ -58,11 +58,34 @@ export interface RollupRow {
   uniques: number;
 }
 
-/** Adds a batch's counts to the rollup, in key order (see newVisitorDays). */
-export async function addToRollup(tx: Queryable, rows: RollupRow[]): Promise<void> {
+/** A ranked dim's clicks of a value in a UTC month (migration 0650), bots included. */
+export interface MonthRow {
+  collectionId: string;
+  dim: number;
+  /** `YYYY-MM-01` */
+  month: string;
+  value: string;
+  clicks: number;
+}
+
+/**
+ * Adds a batch's counts to the rollup and its ranked dims' months, in key order (see
+ * newVisitorDays), in one statement: one round trip a batch, as before the months. (PostgreSQL
+ * runs the months' insert, which the statement does not read, after the rollup's: every batch
+ * takes its locks in the same order.)
+ */
+export async function addToRollup(tx: Queryable, rows: RollupRow[], months: MonthRow[] = []): Promise<void> {
   if (rows.length === 0) return;
   const col = <K extends keyof RollupRow>(k: K) => rows.map((r) => r[k]);
+  const mcol = <K extends keyof MonthRow>(k: K) => months.map((r) => r[k]);
   await tx.query(sql`
+    WITH months AS (
+      INSERT INTO link_click_value_months AS m (collection_id, dim, month, value, clicks)
+      SELECT * FROM unnest(${mcol('collectionId')}::text[], ${mcol('dim')}::smallint[], ${mcol('month')}::date[],
+        ${mcol('value')}::text[], ${mcol('clicks')}::bigint[])
+      ORDER BY 1, 2, 3, 4
+      ON CONFLICT (collection_id, dim, month, value) DO UPDATE SET clicks = m.clicks + EXCLUDED.clicks
+    )
     INSERT INTO link_click_rollup AS r (collection_id, dim, daily, hour, value, bot, clicks, uniques)
     SELECT * FROM unnest(${col('collectionId')}::text[], ${col('dim')}::smallint[], ${col('daily')}::boolean[],
       ${rows.map((r) => r.hour.toISOString())}::timestamptz[], ${col('value')}::text[], ${col('bot')}::boolean[],
@@ -165,6 +188,24 @@ const topAndOther = (limit: number, all: Sql) => sql`
 const DAY_MS = 86_400_000;
 
 /**
+ * How many values of each month the threshold algorithm reads, round by round, for a top of
+ * `limit`: one round decides most windows (the top values of a window are mostly those of its
+ * months); a window that two rounds cannot decide is grouped whole.
+ */
+const rankedRounds = (limit: number) => [Math.max(128, 4 * limit), Math.max(2048, 32 * limit)];
+
+/**
+ * The window's whole UTC days [firstDay, lastDay) and its partial days' hours, as conditions on
+ * rollup rows (`daily`, `hour`); no whole day when the window holds none.
+ */
+function windowDays(w: { from: Date; to: Date }) {
+  let firstDay = Math.ceil(w.from.getTime() / DAY_MS) * DAY_MS;
+  let lastDay = Math.floor(w.to.getTime() / DAY_MS) * DAY_MS;
+  if (firstDay >= lastDay) firstDay = lastDay = w.to.getTime();
+  return { firstDay: new Date(firstDay), lastDay: new Date(lastDay) };
+}
+
+/**
  * The collection's analytics from the rollup: whole hours only (the caller rounds the window),
  * whatever the clicks. Two statements: the series (hourly rows of dim 0), and the breakdown when
  * one is asked: the window's whole UTC days from the daily rows, its partial days' hours (at
@@ -172,6 +213,9 @@ const DAY_MS = 86_400_000;
  * every dim (click-rollup.ts; migration 0620 counted the older clicks the same way), so the
  * values of a dim sum to dim 0's rows of the same hours: what the top values leave is read
  * from those, in the same statement (one snapshot), not summed over every other value.
+ *
+ * A ranked dim (RANKED_DIMS: the referer URL) first tries `rankedTop`, which reads a few
+ * thousand values where the grouping reads every value of the window.
  */
 export async function collectionAnalytics(
   db: Queryable,
@@ -185,27 +229,90 @@ export async function collectionAnalytics(
     WHERE collection_id = ${collectionId} AND dim = 0 AND NOT daily AND hour >= ${w.from} AND hour < ${w.to} ${bots}
     GROUP BY 1 ORDER BY 1`);
   if (w.dim === undefined) return { series, breakdown: [] };
-  // Whole days [firstDay, lastDay); none when the window holds no whole day.
-  let firstDay = Math.ceil(w.from.getTime() / DAY_MS) * DAY_MS;
-  let lastDay = Math.floor(w.to.getTime() / DAY_MS) * DAY_MS;
-  if (firstDay >= lastDay) firstDay = lastDay = w.to.getTime();
-  const range = (daily: boolean, from: number, to: number) => sql`
+  if (RANKED_DIMS.has(w.dim)) {
+    for (const k of rankedRounds(w.limit)) {
+      const breakdown = await rankedTop(db, collectionId, { ...w, dim: w.dim }, k);
+      if (breakdown) return { series, breakdown };
+    }
+  }
+  const { firstDay, lastDay } = windowDays(w);
+  const range = (daily: boolean, from: Date, to: Date) => sql`
     SELECT value, clicks, uniques FROM link_click_rollup
     WHERE collection_id = ${collectionId} AND dim = ${w.dim} AND daily = ${daily}
-      AND hour >= ${new Date(from)} AND hour < ${new Date(to)} ${bots}`;
-  const every = sql`SELECT coalesce(sum(clicks), 0) AS clicks, coalesce(sum(uniques), 0) AS uniques
-    FROM link_click_rollup
-    WHERE collection_id = ${collectionId} AND dim = 0 AND NOT daily AND hour >= ${w.from} AND hour < ${w.to} ${bots}`;
+      AND hour >= ${from} AND hour < ${to} ${bots}`;
   const { rows: breakdown } = await db.query<BreakdownRow>(sql`
     WITH counted AS (
       ${range(true, firstDay, lastDay)}
-      UNION ALL ${range(false, w.from.getTime(), firstDay)}
-      UNION ALL ${range(false, lastDay, w.to.getTime())}
+      UNION ALL ${range(false, w.from, firstDay)}
+      UNION ALL ${range(false, lastDay, w.to)}
     ), g AS (
       SELECT value, sum(clicks) AS clicks, sum(uniques) AS uniques FROM counted GROUP BY value
-    ), ${topAndOther(w.limit, every)}
+    ), ${topAndOther(w.limit, everyClick(collectionId, w))}
     SELECT * FROM b ORDER BY other, clicks DESC, value COLLATE "C"`);
   return { series, breakdown };
+}
+
+/** Every click of the window (dim 0's hourly rows), as one row of clicks and uniques. */
+const everyClick = (collectionId: string, w: AnalyticsWindow) => sql`
+  SELECT coalesce(sum(clicks), 0) AS clicks, coalesce(sum(uniques), 0) AS uniques
+  FROM link_click_rollup
+  WHERE collection_id = ${collectionId} AND dim = 0 AND NOT daily AND hour >= ${w.from} AND hour < ${w.to}
+    ${w.includeBots ? sql`` : sql`AND NOT bot`}`;
+
+/**
+ * The top `limit` values of a ranked dim over the window and the sum of the rest, by the
+ * threshold algorithm (Fagin, Lotem and Naor) over its months (migration 0650), or undefined
+ * when `k` values a month do not decide it. In one statement (one snapshot):
+ * - the `k` values with the most clicks in each UTC month the window touches (sorted reads);
+ * - each of those candidates counted exactly over the window, from the rollup by value (the
+ *   same rows and bots rule as the grouping: whole days daily, the partial days hourly);
+ * - the bound `tau`: the sum over the months of each one's k-th count (0 for a month with
+ *   fewer than k values: all of them were read). A value not read has at most that many
+ *   clicks in each month, so at most `tau` in the window, bots included.
+ * The answer is decided when no month was cut short, or when the limit-th candidate has more
+ * clicks than `tau` (strictly: a value not read cannot even tie, and win the tie by its name).
+ */
+export async function rankedTop(
+  db: Queryable,
+  collectionId: string,
+  w: AnalyticsWindow & { dim: number },
+  k: number,
+): Promise<BreakdownRow[] | undefined> {
+  // Written into the statement, so the planner sees the partial index's predicate (dim = 8).
+  if (!RANKED_DIMS.has(w.dim)) throw new Error(`dim ${w.dim} is not ranked`);
+  const dim = raw(String(w.dim));
+  const { firstDay, lastDay } = windowDays(w);
+  const month = (d: Date) => `${d.toISOString().slice(0, 7)}-01`;
+  const { rows } = await db.query<BreakdownRow & { tau: number }>(sql`
+    WITH lists AS (
+      SELECT m.month, l.value, l.clicks
+      FROM generate_series(${month(w.from)}::date, ${month(new Date(w.to.getTime() - 1))}::date, interval '1 month') AS m (month)
+      CROSS JOIN LATERAL (
+        SELECT value, clicks FROM link_click_value_months
+        WHERE collection_id = ${collectionId} AND dim = ${dim} AND month = m.month::date
+        ORDER BY clicks DESC LIMIT ${k}
+      ) l
+    ), bound AS (
+      SELECT coalesce(sum(b), 0) AS tau
+      FROM (SELECT CASE WHEN count(*) = ${k} THEN min(clicks) ELSE 0 END AS b FROM lists GROUP BY month) x
+    ), g AS (
+      SELECT c.value, x.clicks, x.uniques
+      FROM (SELECT DISTINCT value FROM lists) c
+      CROSS JOIN LATERAL (
+        SELECT coalesce(sum(r.clicks), 0) AS clicks, coalesce(sum(r.uniques), 0) AS uniques
+        FROM link_click_rollup r
+        WHERE r.collection_id = ${collectionId} AND r.dim = ${dim} AND r.value = c.value
+          AND CASE WHEN r.daily THEN r.hour >= ${firstDay} AND r.hour < ${lastDay}
+            ELSE (r.hour >= ${w.from} AND r.hour < ${firstDay}) OR (r.hour >= ${lastDay} AND r.hour < ${w.to}) END
+          ${w.includeBots ? sql`` : sql`AND NOT r.bot`}
+      ) x
+      WHERE x.clicks > 0
+    ), ${topAndOther(w.limit, everyClick(collectionId, w))}
+    SELECT b.*, (SELECT tau FROM bound) AS tau FROM b ORDER BY other, clicks DESC, value COLLATE "C"`);
+  const tau = Number(rows[0]?.tau ?? 0);
+  const top = rows.filter((r) => !r.other);
+  if (tau > 0 && !(top.length === w.limit && top[w.limit - 1].clicks > tau)) return undefined;
+  return rows.map(({ value, clicks, uniques, other }) => ({ value, clicks, uniques, other }));
 }
 
 /**

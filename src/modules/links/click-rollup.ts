@@ -12,13 +12,16 @@
  * of the redirect process under load fell from 15 % to 2–4 %).
  */
 import type { Queryable } from '../../db/index.ts';
-import { DIM, dimensionValues, isBot } from './analytics.dimensions.ts';
+import { DIM, dimensionValues, isBot, RANKED_DIMS } from './analytics.dimensions.ts';
 import * as repo from './analytics.repository.ts';
 import type { NewClick } from './links.repository.ts';
 import { utcDay } from './visitors.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
+
+/** The UTC month of a time, as `YYYY-MM-01`. */
+const monthOf = (ms: number) => `${new Date(ms).toISOString().slice(0, 7)}-01`;
 
 /**
  * The `link` dimension's number: the last of a click's values (GROUP_BY's order), so the others
@@ -117,8 +120,18 @@ export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<vo
       });
     }
   };
+  // A ranked dim's clicks per month (bots included): `collection \0 dim \0 month \0 value`.
+  const months = new Map<string, repo.MonthRow>();
   for (const g of groups.values()) {
     const day = Math.floor(g.hour / DAY_MS) * DAY_MS;
+    for (const dim of RANKED_DIMS) {
+      const value = g.values[dim];
+      const month = monthOf(g.hour);
+      const key = `${g.collectionId}\u0000${dim}\u0000${month}\u0000${value}`;
+      const row = months.get(key);
+      if (row) row.clicks += g.clicks;
+      else months.set(key, { collectionId: g.collectionId, dim, month, value, clicks: g.clicks });
+    }
     // Every dim per hour; the breakdowns' dims per day too (dim 0, the series, only per hour).
     g.values.forEach((value, dim) => {
       add(g, g, dim, false, g.hour, value);
@@ -129,5 +142,5 @@ export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<vo
       add(g, t, LINK_DIM, true, day, link);
     }
   }
-  await repo.addToRollup(tx, [...counts.values()]);
+  await repo.addToRollup(tx, [...counts.values()], [...months.values()]);
 }

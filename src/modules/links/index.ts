@@ -65,6 +65,8 @@ export const linksModule = defineModule({
       'link_clicks_default',
       'link_click_events',
       'link_click_rollup',
+      // The ranked dims' clicks per month (0650): the referer URL breakdown's threshold reads.
+      'link_click_value_months',
       'link_visitor_days',
       'link_visitor_salts',
       'link_domains',
