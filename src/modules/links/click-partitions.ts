@@ -4,7 +4,8 @@
  * docs/operations.md "Tables that age out" what it means for the answers).
  *
  * What retention leaves as it was, by design: the link's click counter (and so its click
- * milestones) and the collection's hourly and daily rollup (link_click_rollup), kept by the
+ * milestones) and the collection's hourly and daily rollup (link_click_rollup, and the referer
+ * URLs' months beside it, link_click_value_months), kept by the
  * click batch, not derived from the clicks later. So collection-wide analytics keep counting
  * the dropped months; what reads the clicks themselves (a link's click list, its analytics, the
  * CSV export, conversions by click id, journeys' link steps) finds nothing there.
