@@ -11,7 +11,7 @@
  * after the known long ones, and lands in the cache once run).
  *
  * The hints are seconds measured on one machine (both backends, the larger taken; CI of
- * 2026-11-28, with funnels-property's and schedules.process's shorter runs of that day
+ * 2026-11-28, with the shorter runs of funnels-property and schedules.process made that day
  * estimated); only their order matters, and a stale one costs time, never a result.
  */
 import { relative } from 'node:path';
@@ -20,7 +20,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const HINTS: Record<string, number> = {
   'test/schedules.process.test.ts': 130,
   'test/console.process.test.ts': 55,
-  'test/funnels-property.test.ts': 45,
+  'test/funnels-property.test.ts': 60,
   'test/cli.process.test.ts': 35,
   'test/app-tasks.process.test.ts': 35,
   'test/jobs-fairness.test.ts': 32,
