@@ -171,11 +171,13 @@ async function links(
 }
 
 /**
- * Waits (at most 120 s) until PostgreSQL runs no autovacuum worker. A subject that stored tens
- * of thousands of clicks sets off a vacuum and analyze of its tables, which then took a core
- * from whichever subject was loaded next: in an A/A run (the same commit on both sides, each
- * subject always in the same place of the round), the subject after "everything on" measured
- * 0.76–0.83 of its twin's redirects a second.
+ * Waits (at most 120 s) until PostgreSQL runs no autovacuum worker: a subject that stored tens
+ * of thousands of clicks sets off a vacuum and analyze of its tables, which would take a core
+ * from whichever subject is loaded next. In an A/A run (the same commit on both sides) with
+ * each subject always in the same place of the round, the subject after "everything on"
+ * measured 0.74–0.84 of its twin's redirects a second in rounds 2–5 (median ratio 1.26 the
+ * other way); with this wait and the rounds' rotation, added together, the A/A ratio was 1.06
+ * (docs/benchmarks.md, the thirteenth session).
  */
 async function quiet(db: pg.Client): Promise<void> {
   const deadline = Date.now() + 120_000;
