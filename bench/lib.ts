@@ -86,8 +86,8 @@ export interface LoadOptions {
   method?: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   headers?: Record<string, string>;
   body?: string;
-  /** Called per request to vary the path or body. */
-  setupRequest?: (req: { path: string; body?: string }) => { path: string; body?: string };
+  /** Called per request to vary the path, body or headers (`req.headers` are the ones set). */
+  setupRequest?: (req: BenchRequest) => BenchRequest;
   connections?: number;
   durationSeconds?: number;
   /** Expected status (default 2xx); anything else is counted and reported. */
@@ -105,6 +105,13 @@ export interface LoadResult {
   answered: number;
 }
 
+/** A request as autocannon hands it to `setupRequest`. */
+export interface BenchRequest {
+  path: string;
+  body?: string;
+  headers?: Record<string, string>;
+}
+
 export async function load(o: LoadOptions): Promise<LoadResult> {
   let unexpected = 0;
   const result = await autocannon({
@@ -115,7 +122,7 @@ export async function load(o: LoadOptions): Promise<LoadResult> {
     headers: { ...(o.body ? { 'content-type': 'application/json' } : {}), ...(o.headers ?? {}) },
     body: o.body,
     requests: o.setupRequest
-      ? [{ setupRequest: (req: { path: string; body?: string }) => ({ ...req, ...o.setupRequest!(req) }) }]
+      ? [{ setupRequest: (req: BenchRequest) => ({ ...req, ...o.setupRequest!(req) }) }]
       : undefined,
     // autocannon's own redirect handling is off: a 302 is an answer, not an instruction.
     followRedirects: false,

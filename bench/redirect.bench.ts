@@ -11,8 +11,9 @@
  * - Kutt (bench/kutt.ts), one link, every visit stored through its Redis queue.
  *
  * Each subject runs in its own process and PostgreSQL schema (Kutt: database), loaded in
- * turns (A, B, C, then B, C, A, …: each round starts one further on; BENCH_ROUNDS, default 5),
- * each once no autovacuum runs (`quiet`), medians shown; a ratio is taken within
+ * turns (A, B, C, then A, C, B, then C, A, B, …: each round starts one further on, every other
+ * one backwards; BENCH_ROUNDS, default 5), each once no autovacuum runs (`quiet`), medians
+ * shown; a ratio is taken within
  * each round, then its median and range over the rounds shown. A round is load for
  * BENCH_SECONDS (8) from autocannon (20 connections) after one unmeasured warm-up round of
  * BENCH_WARMUP_SECONDS (3) per subject, then the wait until every answered
@@ -54,6 +55,12 @@ const BASELINE_REF = process.env.BENCH_BASELINE_REF ?? 'e678e14';
 const SPREAD = Number(process.env.BENCH_SPREAD_LINKS ?? 1000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
+/**
+ * BENCH_REFERERS=distinct: every request carries a referer address of its own (the worst case
+ * for the referer URLs' counts per month, migration 0650); by default requests carry none.
+ */
+const REFERERS = process.env.BENCH_REFERERS === 'distinct';
+let refererSeq = 0;
 const DESTINATION = 'https://example.com/landing?utm_source=bench';
 const BROWSER =
   'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36';
@@ -202,7 +209,15 @@ async function measure(s: Subject, t: Target, durationSeconds?: number): Promise
     expectStatus: 302,
     durationSeconds,
     setupRequest:
-      paths.length > 1 ? (req) => ({ ...req, path: paths[Math.floor(Math.random() * paths.length)] }) : undefined,
+      paths.length > 1 || REFERERS
+        ? (req) => ({
+            ...req,
+            path: paths.length > 1 ? paths[Math.floor(Math.random() * paths.length)] : req.path,
+            headers: REFERERS
+              ? { ...req.headers, referer: `https://site${refererSeq % 97}.example/p/${refererSeq++}` }
+              : req.headers,
+          })
+        : undefined,
   });
   const deadline = Date.now() + 300_000;
   while ((await s.stored()) - before < r.answered) {
@@ -313,9 +328,11 @@ try {
   for (const r of runs) await measure(r.subject, r.target, WARMUP_SECONDS);
   const results = new Map<string, Measured[]>();
   for (let round = 0; round < ROUNDS; round++) {
-    // Each round starts one subject further on, so that no subject always follows the same
-    // one; and each waits until the last one's autovacuum is done.
-    for (const r of runs.map((_, i) => runs[(i + round) % runs.length])) {
+    // Each round starts one subject further on, and every other round runs backwards, so that
+    // no subject is always first, nor always follows the same one (a rotation alone keeps
+    // every subject's neighbours); and each waits until the last one's autovacuum is done.
+    const rotated = runs.map((_, i) => runs[(i + round) % runs.length]);
+    for (const r of round % 2 ? rotated.reverse() : rotated) {
       await quiet(now.db);
       const m = await measure(r.subject, r.target);
       results.set(r.key, [...(results.get(r.key) ?? []), m]);
