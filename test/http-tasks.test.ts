@@ -142,10 +142,18 @@ describe('the signing secret', () => {
       const held = new Promise<void>((resolve) => {
         commit = resolve;
       });
+      let inserted = () => {};
+      const rowInserted = new Promise<void>((resolve) => {
+        inserted = resolve;
+      });
       const other = t.testDb.db.transaction(async (tx) => {
         await tx.query('INSERT INTO http_task_secrets (collection_id, secret) VALUES ($1, $2)', [fresh.id, made]);
+        inserted();
         await held;
       });
+      // The first use only once the other's row is in: sent sooner, it could make the secret
+      // itself first, and the other's insert then failed on the key (CI caught it once).
+      await rowInserted;
       const first = t.inject({
         method: 'GET',
         url: `/admin/collection/${fresh.id}/http-tasks/secret`,
