@@ -1,10 +1,7 @@
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, migrate, migrationFiles } from '../src/db/index.ts';
+import { migrate } from '../src/db/index.ts';
 import { bearer, createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { createTestDb } from './helpers/db.ts';
+import { createTestDbBefore } from './helpers/db.ts';
 
 let t: TestApp;
 let a: TestCollection;
@@ -904,14 +901,9 @@ describe('upsert and bulk', () => {
 
 describe('migration 0102 (authorType of existing objects)', () => {
   it('gives threads and records written before it by admins (no author type) the type admin, and keeps the rest', async () => {
-    const testDb = await createTestDb({ migrate: false });
-    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0102-'));
+    const testDb = await createTestDbBefore('0102');
     try {
-      for (const file of migrationFiles().filter((f) => f < '0102')) {
-        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      }
       const db = testDb.db;
-      await migrate(db, before);
       await db.query("INSERT INTO collections (id, name) VALUES ('old', 'Old')");
       for (const table of ['app_threads', 'app_records']) {
         await db.query(
@@ -938,7 +930,6 @@ describe('migration 0102 (authorType of existing objects)', () => {
         ).rejects.toThrow();
       }
     } finally {
-      rmSync(before, { recursive: true, force: true });
       await testDb.drop();
     }
   });
@@ -946,14 +937,9 @@ describe('migration 0102 (authorType of existing objects)', () => {
 
 describe('migration 0103 (the contact in singleton keys)', () => {
   it('adds the contact to the keys of records that have one, and leaves the rest', async () => {
-    const testDb = await createTestDb({ migrate: false });
-    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0103-'));
+    const testDb = await createTestDbBefore('0103');
     try {
-      for (const file of migrationFiles().filter((f) => f < '0103')) {
-        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      }
       const db = testDb.db;
-      await migrate(db, before);
       await db.query("INSERT INTO collections (id, name) VALUES ('old', 'Old')");
       await db.query(
         `INSERT INTO app_records (collection_id, app_id, id, contact_id, singleton_key, deleted_at) VALUES
@@ -978,7 +964,6 @@ describe('migration 0103 (the contact in singleton keys)', () => {
         { id: 'settings', singleton_key: 'reg|productId|p2' },
       ]);
     } finally {
-      rmSync(before, { recursive: true, force: true });
       await testDb.drop();
     }
   });

@@ -12,15 +12,12 @@
  *   nothing of the first one's answers (nor its months);
  * - migration 0650 counts the months of the rollup rows stored before it.
  */
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, migrate, migrationFiles } from '../src/db/index.ts';
+import { migrate } from '../src/db/index.ts';
 import { rankedTop } from '../src/modules/links/analytics.repository.ts';
 import type { RawClick } from '../src/modules/links/clicks.ts';
 import { createTestApp, type TestApp } from './helpers/app.ts';
-import { createTestDb } from './helpers/db.ts';
+import { createTestDbBefore } from './helpers/db.ts';
 import { type CollectionWithUser, twoCollections } from './helpers/fixtures.ts';
 
 const SEED = Number(process.env.ANALYTICS_SEED ?? Date.now() % 1_000_000);
@@ -242,14 +239,9 @@ describe('the referer URL breakdown (a ranked dim) equals a brute-force count', 
 
 describe('migration 0650', () => {
   it('counts the months of the referer URLs the rollup held before it, per collection', async () => {
-    const testDb = await createTestDb({ migrate: false });
-    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0650-'));
+    const testDb = await createTestDbBefore('0650');
     try {
-      for (const file of migrationFiles().filter((f) => f < '0650')) {
-        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      }
       const db = testDb.db;
-      await migrate(db, before);
       await db.query(`INSERT INTO collections (id, name) VALUES ('m1', 'm1'), ('m2', 'm2')`);
       // Daily and hourly rows of dim 8 (bots and people) over a month's end, and another dim's.
       await db.query(`
@@ -273,7 +265,6 @@ describe('migration 0650', () => {
       }
       expect(new Map(rows.map((r) => [`${r.collection_id}|${r.month}|${r.value}`, Number(r.clicks)]))).toEqual(want);
     } finally {
-      rmSync(before, { recursive: true, force: true });
       await testDb.drop();
     }
   });

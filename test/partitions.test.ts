@@ -7,34 +7,19 @@
  *   default partition's older rows), leaving every answer about the months kept as it was.
  * Both backends (PGlite here, PostgreSQL with TEST_DATABASE_URL).
  */
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  dropMonthsBefore,
-  MIGRATIONS_DIR,
-  makeMonths,
-  migrate,
-  migrationFiles,
-  monthlyPartitions,
-} from '../src/db/index.ts';
+import { dropMonthsBefore, makeMonths, migrate, migrationFiles, monthlyPartitions } from '../src/db/index.ts';
 import { EVENTS_TABLE } from '../src/modules/interactions/interactions.partitions.ts';
 import { CLICKS_TABLE } from '../src/modules/links/click-partitions.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
-import { createTestDb, onPostgres } from './helpers/db.ts';
+import { createTestDb, createTestDbBefore, onPostgres } from './helpers/db.ts';
 
 describe('migrations 0911 and 0912 (existing rows into the partitioned tables)', () => {
   it('keeps every row as it was, in the partition of its month, and ids go on from the last one', async () => {
-    const testDb = await createTestDb({ migrate: false });
-    const before = mkdtempSync(join(tmpdir(), 'migrations-before-0910-'));
+    const testDb = await createTestDbBefore('0910');
     try {
-      for (const file of migrationFiles().filter((f) => f < '0910')) {
-        copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
-      }
       const db = testDb.db;
-      await migrate(db, before);
       // Events over several months, one far in the past, one far ahead, one at -infinity; a
       // deleted one; versions of one event id. Through the table, so the triggers count them.
       await db.query(`
@@ -111,7 +96,6 @@ describe('migrations 0911 and 0912 (existing rows into the partitioned tables)',
       );
       expect(Number(click.rows[0].id)).toBe(121);
     } finally {
-      rmSync(before, { recursive: true, force: true });
       await testDb.drop();
     }
   });

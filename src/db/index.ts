@@ -15,11 +15,12 @@ export type {
   ReadOptions,
   Tx,
 } from './client.ts';
-export { createPglite, openDatabase, openPglite, openPostgres, pgliteDb, prepared } from './client.ts';
+export { prepared } from './client.ts';
 export { allOf, setList } from './conditions.ts';
 export { DataDirLockedError, LOCK_FILE } from './data-dir-lock.ts';
 export { isCancelled, isConnectionLost, isRetryableConflict, isServerGone, isTransient } from './faults.ts';
 export { MIGRATIONS_DIR, migrate, migrationFiles, pendingMigrations } from './migrate.ts';
+export { openDatabase } from './open.ts';
 export { type PageQuery, pageOf, pageWithTotal } from './pages.ts';
 export {
   deleteFromDefaultBefore,
@@ -33,6 +34,8 @@ export {
   monthStart,
   type UpkeepReport,
 } from './partitions.ts';
+export { createPglite, openPglite, pgliteDb } from './pglite.ts';
+export { openPostgres } from './postgres.ts';
 export { NoPrimaryError } from './primary.ts';
 export type { ReplicaStatus } from './replicas.ts';
 export { backoffMs, isConflictError, type RetryOptions, retryOnConflict } from './retry.ts';

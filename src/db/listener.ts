@@ -1,6 +1,6 @@
 /**
  * The one dedicated connection a PostgreSQL `Db` holds for LISTEN, re-established after it is
- * lost (states in client.ts, `openPostgres`). It connects to whatever `address()` names when it
+ * lost (states in postgres.ts, `openPostgres`). It connects to whatever `address()` names when it
  * (re)connects: the primary the pool found (primary.ts), so that after a failover it listens
  * on the promoted standby (a standby refuses LISTEN).
  */

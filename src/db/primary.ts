@@ -43,7 +43,7 @@ export class PrimaryPool {
   private failure: { err: Error; until: number } | undefined;
   private closed = false;
   private everFound = false;
-  /** Connections that reported an error at some point: never reused (see client.ts). */
+  /** Connections that reported an error at some point: never reused (see postgres.ts). */
   readonly lostConnections = new WeakSet<pg.ClientBase>();
   private readonly fixed: boolean;
 

@@ -4,12 +4,20 @@
  * `drop()` releases it; afterwards its handle refuses queries.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
-import { createPglite, type Db, migrate, openPostgres, pgliteDb } from '../../src/db/index.ts';
+import {
+  createPglite,
+  type Db,
+  MIGRATIONS_DIR,
+  migrate,
+  migrationFiles,
+  openPostgres,
+  pgliteDb,
+} from '../../src/db/index.ts';
 import { loadTemplate, TEMPLATE_SCHEMA } from './pglite-template.ts';
 
 export const onPostgres = Boolean(process.env.TEST_DATABASE_URL);
@@ -134,6 +142,28 @@ export async function createTestDb(options: { migrate?: boolean; poolSize?: numb
   };
   if (options.migrate !== false) await migrate(testDb.db);
   return testDb;
+}
+
+/**
+ * A database as it stood just before migration `version` ('0650' and so on): the migrations
+ * before it applied, none from it on, for a test of what that migration does to rows stored
+ * before it. `migrate(db)` then applies the rest, as an upgrade would.
+ */
+export async function createTestDbBefore(version: string): Promise<TestDb> {
+  const testDb = await createTestDb({ migrate: false });
+  const before = mkdtempSync(join(tmpdir(), `migrations-before-${version}-`));
+  try {
+    for (const file of migrationFiles().filter((f) => f < version)) {
+      copyFileSync(join(MIGRATIONS_DIR, file), join(before, file));
+    }
+    await migrate(testDb.db, before);
+    return testDb;
+  } catch (err) {
+    await testDb.drop();
+    throw err;
+  } finally {
+    rmSync(before, { recursive: true, force: true });
+  }
 }
 
 /** Where service processes a test starts keep their data, and how to remove it afterwards. */
