@@ -124,9 +124,9 @@ export async function addToRollup(tx: Queryable, clicks: NewClick[]): Promise<vo
   const months = new Map<string, repo.MonthRow>();
   for (const g of groups.values()) {
     const day = Math.floor(g.hour / DAY_MS) * DAY_MS;
+    const month = monthOf(g.hour);
     for (const dim of RANKED_DIMS) {
       const value = g.values[dim];
-      const month = monthOf(g.hour);
       const key = `${g.collectionId}\u0000${dim}\u0000${month}\u0000${value}`;
       const row = months.get(key);
       if (row) row.clicks += g.clicks;
