@@ -378,6 +378,12 @@ try {
   console.log('|---|---:|---:|');
   console.log(`| now / before, one link, req/s | ${ratio('now: one link', 'before: one link', 'rps')} |`);
   console.log(`| now, everything on / before, one link, req/s | ${ratio(FULL, 'before: one link', 'rps')} |`);
+  // The same comparison by the machine's work a click (deliveries included): the req/s of a
+  // round also depends on how much of the deliveries' work a service does during the load
+  // rather than after it (docs/benchmarks.md, the fourteenth session); this does not.
+  console.log(
+    `| before / now, everything on, CPU a click (throughput at equal work) | ${ratio('before: one link', FULL, 'cpuUsPerClick')} |`,
+  );
   console.log(
     `| now / before, ${SPREAD} links, req/s | ${ratio(`now: ${SPREAD} links`, `before: ${SPREAD} links`, 'rps')} |`,
   );
