@@ -8,7 +8,7 @@
 import { type Static, Type } from 'typebox';
 import type { Db, Queryable } from '../../db/index.ts';
 import type { EventScope, NewEvent } from '../../platform/events.ts';
-import { newId } from '../../platform/ids.ts';
+import { newTimeOrderedId } from '../../platform/ids.ts';
 import type { JobQueue } from '../../platform/tasks.ts';
 import { EventCatalogue } from './catalogue.ts';
 import * as repo from './outbox.repository.ts';
@@ -172,7 +172,7 @@ export class WebhookOutbox implements DeliveryQueue {
       .map(({ e, to }) => {
         const envelope: EventEnvelope = {
           type: e.type,
-          id: newId('evt'),
+          id: newTimeOrderedId('evt'),
           created_at: createdAt.toISOString(),
           data: e.data,
         };
@@ -181,7 +181,7 @@ export class WebhookOutbox implements DeliveryQueue {
     if (rows.length === 0) return { eventIds: [], deliveryIds: [] };
     const deliveries = rows.flatMap((r) =>
       r.to.map((webhookId) => ({
-        id: newId('dlv'),
+        id: newTimeOrderedId('dlv'),
         webhookId,
         eventId: r.id,
         retries: this.settings.maxRetries,
