@@ -54,9 +54,10 @@ export async function loadDeliveryWorks(
       w_max_per_second: number | null;
     }
   >(
-    // Prepared: one of every click's deliveries, with the successes' record below (pg_stat_
-    // statements under redirect load: the two were half of PostgreSQL's time a click, a third
-    // of theirs spent planning).
+    // Prepared: it runs for every turn's attempts, and with a `link.clicked` subscriber each
+    // click is one. Under redirect load it and the successes' record below were half of
+    // PostgreSQL's time a click, a third of it planning (pg_stat_statements). Its generic plan
+    // keeps a primary-key lookup per table however small the tables were when it was made.
     prepared(
       'webhooks.loadDeliveryWorks',
       sql`
