@@ -1,9 +1,10 @@
 /**
  * Analytics queries (dedupe, aggregates, funnels) sort and hash tens of thousands of rows;
  * PostgreSQL's default 4 MB work_mem sends those to disk. They run in their own transaction
- * with a larger work_mem, raised for that transaction only (SET LOCAL), not for everyone.
+ * with a larger work_mem, raised for that transaction only (SET LOCAL), not for everyone, and
+ * without JIT compilation (client.ts `analyticsSettings` has why).
  */
-import { type Db, type Queryable, withWorkMem } from './client.ts';
+import { type Db, type Queryable, withAnalyticsSettings } from './client.ts';
 import type { ReadSignal, ReadStop } from './stoppable.ts';
 
 /**
@@ -38,5 +39,5 @@ export function analyticsRunner(db: Db, workMemMb: number): AnalyticsRunner {
 }
 
 export function inAnalyticsTransaction<T>(db: Db, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  return db.transaction((tx) => withWorkMem(tx, workMemMb, fn));
+  return db.transaction((tx) => withAnalyticsSettings(tx, workMemMb, fn));
 }

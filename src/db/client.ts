@@ -140,14 +140,26 @@ export function preparedName(text: string | Sql): string | undefined {
   return typeof text === 'string' ? undefined : (text as Partial<PreparedSql>).preparedName;
 }
 
-/** The SET LOCAL of a transaction's work_mem, from a checked number (it is written into the SQL). */
-export function setWorkMem(workMemMb: number): string {
+/**
+ * The SET LOCALs of an analytics transaction, from a checked number (it is written into the
+ * SQL): its work_mem, and no JIT compilation. An analytics statement over a million rows
+ * costs enough for PostgreSQL to compile it with inlining and optimization (above
+ * jit_optimize_above_cost), and compiling its hundred-odd expressions took longer than it
+ * saved: the trends of a 10,000,000-event journey over 90 days ran 950 ms with JIT and 525
+ * ms without (docs/benchmarks.md, the fifteenth session). The triggers' functions turn it off
+ * for the same reason.
+ */
+export function analyticsSettings(workMemMb: number): string {
   if (!Number.isInteger(workMemMb) || workMemMb < 1) throw new Error('work_mem must be a positive integer');
-  return `SET LOCAL work_mem = '${workMemMb}MB'`;
+  return `SET LOCAL work_mem = '${workMemMb}MB'; SET LOCAL jit = off`;
 }
 
-/** SET LOCAL work_mem for an analytics read, then the read; interpolated, since SET takes no parameters. */
-export async function withWorkMem<T>(tx: Queryable, workMemMb: number, fn: (q: Queryable) => Promise<T>): Promise<T> {
-  await tx.query(setWorkMem(workMemMb));
+/** An analytics transaction's settings (analyticsSettings), then the read. */
+export async function withAnalyticsSettings<T>(
+  tx: Tx,
+  workMemMb: number,
+  fn: (q: Queryable) => Promise<T>,
+): Promise<T> {
+  await tx.exec(analyticsSettings(workMemMb));
   return fn(tx);
 }

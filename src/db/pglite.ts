@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
 import type { Sql } from 'sql-template-tag';
-import { commitHooks, type Db, INT8, NUMERIC, split, type Tx, withWorkMem } from './client.ts';
+import { commitHooks, type Db, INT8, NUMERIC, split, type Tx, withAnalyticsSettings } from './client.ts';
 import { lockDataDir } from './data-dir-lock.ts';
 
 export interface PgliteOptions {
@@ -135,7 +135,7 @@ export function pgliteDb(pglite: PGlite, options: { close?: () => Promise<void> 
       if (!o?.workMemMb) return fn(base);
       const workMemMb = o.workMemMb;
       if (o.signal?.aborted) throw new Error('the read was stopped before it began');
-      return pgliteTransaction((tx) => withWorkMem(tx, workMemMb, fn));
+      return pgliteTransaction((tx) => withAnalyticsSettings(tx, workMemMb, fn));
     },
     wrote() {},
     // In-process: there is no connection to lose.

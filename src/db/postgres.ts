@@ -5,6 +5,7 @@
 import pg from 'pg';
 import type { Sql } from 'sql-template-tag';
 import {
+  analyticsSettings,
   commitHooks,
   type Db,
   type DbLogger,
@@ -13,7 +14,6 @@ import {
   preparedName,
   type Queryable,
   type ReadOptions,
-  setWorkMem,
   silent,
   split,
   type Tx,
@@ -99,8 +99,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
   const isLost = (client: pg.PoolClient, err: unknown) => isConnectionLost(err) || primary.lostConnections.has(client);
   /**
    * `fn` in a transaction on one of `pool`'s connections. A read (`readOnly`) may carry its
-   * work_mem, sent with its BEGIN in one round trip (a read of a few milliseconds under load
-   * feels each extra one), and when to stop it (`signal`, `timeoutMs`).
+   * analytics settings (work_mem, no JIT), sent with its BEGIN in one round trip (a read of a
+   * few milliseconds under load feels each extra one), and when to stop it (`signal`,
+   * `timeoutMs`).
    */
   const inTransaction = <T>(
     pool: pg.Pool,
@@ -112,7 +113,9 @@ export async function openPostgres(options: PostgresOptions): Promise<Db & { poo
     onStoppableClient(pool, stop, isLost, async (client, lose) => {
       const hooks = commitHooks();
       try {
-        await client.query(readOnly ? `BEGIN READ ONLY${workMemMb ? `; ${setWorkMem(workMemMb)}` : ''}` : 'BEGIN');
+        await client.query(
+          readOnly ? `BEGIN READ ONLY${workMemMb ? `; ${analyticsSettings(workMemMb)}` : ''}` : 'BEGIN',
+        );
         const result = await fn(wrap(client, hooks.add));
         await client.query('COMMIT');
         hooks.run();
