@@ -21,7 +21,8 @@
  *   with outcomes success 60 % / fail 30 % / skip 10 % and metadata {score: 0..96}, spread
  *   over --days before the end and over --users users;
  * - journey `jrn_bench` with steps s1..s4 (journey-step1..4, outcome success) and its events:
- *   every journey user enters (an event carrying journeyId); 60 % complete s1 1–50 min later,
+ *   every journey user enters (an event carrying journeyId; each of its journey events has
+ *   metadata {plan: plan-0..plan-9}); 60 % complete s1 1–50 min later,
  *   40 % also s2 an hour after entry, 20 % also s3 two hours after, 10 % also s4 three hours
  *   after. Noise that must not count: 3 % of entrants have a journey-step2 success 30 s after
  *   entry, before any step-1 event; 5 % have one journey-step1..4 event with outcome fail.
@@ -131,6 +132,12 @@ function plan(o: SeedOptions, end: Date): Plan {
   };
 }
 
+/**
+ * A journey user's plan, on each of its journey events (`metadata.plan`, 10 values): what a
+ * funnel breaks down by. From a hash, not from i, so that it does not follow who completes.
+ */
+const planOf = (i: number) => `{"plan": "plan-${mix(i, 11) % 10}"}`;
+
 function earlyStep2(i: number) {
   return mix(i, 1) % 100 < 3;
 }
@@ -167,7 +174,7 @@ function* rows(p: Plan): Generator<SeedRow> {
           contactId: contactOf(i),
           outcome: 'success',
           journeyId: k === 0 ? JOURNEY_ID : null,
-          metadata: null,
+          metadata: planOf(i),
         };
       }
     }
@@ -181,7 +188,7 @@ function* rows(p: Plan): Generator<SeedRow> {
           contactId: contactOf(i),
           outcome: 'success',
           journeyId: null,
-          metadata: null,
+          metadata: planOf(i),
         };
       }
       const k = failedStep(i);
@@ -194,7 +201,7 @@ function* rows(p: Plan): Generator<SeedRow> {
           contactId: contactOf(i),
           outcome: 'fail',
           journeyId: null,
-          metadata: null,
+          metadata: planOf(i),
         };
       }
     }
