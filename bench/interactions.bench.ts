@@ -17,7 +17,8 @@
  * - BENCH_BASELINE_DIR=<path>: another checkout of this repository with its node_modules
  *   (e.g. `git worktree add /work/wt-base <commit>`, node_modules symlinked). Its service
  *   runs too, against the same database, and each read scenario loads both in interleaved
- *   rounds; the ratio column is p99 ours / baseline (above 1 is slower).
+ *   rounds; the ratio column is p99 ours / baseline (above 1 is slower). The API's append is
+ *   loaded on both too, in the write rounds.
  * - BENCH_TIMEOUT_MS: cap of one read (default 5000). The services run with that
  *   statement_timeout (a longer query answers 503), and a probe request before each scenario
  *   that takes longer, or fails, reports the scenario as a timeout instead of loading it.
@@ -390,9 +391,6 @@ try {
       },
       1,
     );
-    await baseline?.stop();
-    baseline = undefined;
-
     // Writes, after the reads: the API's append against raw inserts into the same table from
     // this process (no HTTP, auth, validation or type check), in interleaved rounds.
     const pool = database.url ? new pg.Pool({ connectionString: database.url, max: 20 }) : undefined;
@@ -462,9 +460,10 @@ try {
       return { rps: inserted / SECONDS, p50: 0, p99: 0, unexpected: 0, answered: inserted };
     };
     let n = 0;
-    const append = () =>
+    // The API's append, on this code's service or the baseline's (the same schema and key).
+    const appendTo = (base: string) => () =>
       load({
-        url: `${service.url}/admin/collection/bench/interactions/append`,
+        url: `${base}/admin/collection/bench/interactions/append`,
         method: 'POST',
         headers,
         connections: 20,
@@ -489,8 +488,9 @@ try {
         single: () => rawInsert(20, 1),
         singleOff: () => rawInsert(20, 1, true),
         singleRollup: () => withRollupOnly(() => rawInsert(20, 1)),
-        append,
-      });
+        append: appendTo(service.url),
+        ...(baseline && { appendBase: appendTo(baseline.url) }),
+      } as Record<string, () => Promise<LoadResult>>);
       report({
         scenario: 'baseline: raw multi-row INSERT (500 rows/statement, 2 conn)',
         rps: w.multi.rps,
@@ -525,6 +525,12 @@ try {
       });
       appendRow.note = `${(w.append.rps / w.single.rps).toFixed(2)}× raw single-row INSERT`;
       report(appendRow);
+      if (w.appendBase) {
+        report({
+          ...row('append (admin, 1 event/request), 20 conn (baseline service)', w.appendBase),
+          note: `this code's append ${(w.append.rps / w.appendBase.rps).toFixed(2)}× of this`,
+        });
+      }
       if (KEEP) {
         // A kept data set stays as seeded: the writes go (their delete trigger corrects the
         // derived counts), and VACUUM sets the visibility map the writes cleared.
@@ -560,7 +566,7 @@ try {
       }
       await pool.end();
     } else {
-      report(row('append (admin, 1 event/request), 20 conn', await append()));
+      report(row('append (admin, 1 event/request), 20 conn', await appendTo(service.url)()));
     }
   } finally {
     await baseline?.stop();

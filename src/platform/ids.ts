@@ -35,11 +35,12 @@ const TIME_DIGITS = 9;
 
 /**
  * An id that sorts by its creation time, for rows written at a high rate into a table keyed by
- * it (webhook events and deliveries): the creation time in milliseconds (9 base-36 digits,
- * lowercase, so the order is the same under the C collation and any other that sorts digits
- * before letters), then the same 96 random bits as `newId`. A B-tree keyed by random ids takes
- * each insert at a random leaf, and once the index outgrows the cache each costs a page read,
- * and after each checkpoint a full-page image in the WAL; these land at its right-hand end.
+ * it (webhook events and deliveries, interaction events' generated ids): the creation time in
+ * milliseconds (9 base-36 digits, lowercase, so the order is the same under the C collation and
+ * any other that sorts digits before letters), then the same 96 random bits as `newId`. A
+ * B-tree keyed by random ids takes each insert at a random leaf, and once the index outgrows
+ * the cache each costs a page read, and after each checkpoint a full-page image in the WAL;
+ * these land at its right-hand end.
  * They reveal when a row was made (as the row's own timestamps do), not how many there are, and
  * are no easier to guess. Svix's message ids (KSUIDs) sort by time for the same reason.
  */

@@ -9,7 +9,7 @@ import { type Db, type Queryable, retryOnConflict } from '../../db/index.ts';
 import type { Caller } from '../../platform/auth.ts';
 import { AppError, badRequest, notFound, validationFailed } from '../../platform/errors.ts';
 import type { EventPublisher, NewEvent } from '../../platform/events.ts';
-import { newId } from '../../platform/ids.ts';
+import { newTimeOrderedId } from '../../platform/ids.ts';
 import type { JobQueue, TaskDefinition } from '../../platform/tasks.ts';
 import type { InteractionCounters } from './interactions.counters.service.ts';
 import { ownMilestones, storedEffects } from './interactions.effect-rules.ts';
@@ -84,7 +84,8 @@ export class InteractionEventWriter {
     const extra = extrasOf(body, AppendInteractionBody.properties, SERVICE_SET_FIELDS);
     const anonId = anonIdOf(body);
     const type = await this.types.forEvent(collectionId, body.interactionId, body.appId);
-    const eventId = body.eventId ?? newId('evt');
+    // In time order: the events' index by event id takes each new one at its end (ids.ts).
+    const eventId = body.eventId ?? newTimeOrderedId('evt');
     const event: repo.NewEvent = {
       ...bodyColumns(body),
       eventId,
@@ -208,7 +209,7 @@ export class InteractionEventWriter {
       checks.push({ column: 'anon_id', value: anonId, windowSeconds: p.uniquePerAnonIdWindowSeconds });
     }
 
-    const eventId = newId('evt');
+    const eventId = newTimeOrderedId('evt');
     // The body's timestamp is not used: windows and uniqueness are judged on the server's time.
     const event: repo.NewEvent = {
       ...bodyColumns(body),
