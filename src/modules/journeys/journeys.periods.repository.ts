@@ -215,9 +215,9 @@ function chainOf(rid: string, bytes: Uint8Array, stepCount: number, endUs: numbe
  * The chains of the period's rows (a batch at a time, through a cursor), and the straddlers'
  * ids; ready false (and nothing read) when the version is no longer the ready one. Runs in a
  * transaction (the cursor). The times travel in their binary form and the period's end is
- * applied here: converting them to epoch milliseconds in the statement (numeric arithmetic) and
- * parsing them as text took two thirds of reading a million rows (2.2 against 1.4 s,
- * docs/benchmarks.md, the fifteenth session).
+ * applied here: converted to epoch milliseconds in the statement (numeric arithmetic) and
+ * parsed as text, a million rows took 1.8–2.0 s to read, against 1.4–1.5 s so
+ * (docs/benchmarks.md, the fifteenth session).
  */
 export async function keptChains(
   db: Queryable,
