@@ -22,10 +22,11 @@
  *   over --days before the end and over --users users;
  * - journey `jrn_bench` with steps s1..s4 (journey-step1..4, outcome success) and its events:
  *   every journey user enters (an event carrying journeyId; each of its journey events has
- *   metadata {plan: plan-0..plan-9}); 60 % complete s1 1–50 min later,
- *   40 % also s2 an hour after entry, 20 % also s3 two hours after, 10 % also s4 three hours
- *   after. Noise that must not count: 3 % of entrants have a journey-step2 success 30 s after
- *   entry, before any step-1 event; 5 % have one journey-step1..4 event with outcome fail.
+ *   metadata {plan: plan-0..plan-9}, which the journey declares in breakdownProperties); 60 %
+ *   complete s1 1–50 min later, 40 % also s2 an hour after entry, 20 % also s3 two hours
+ *   after, 10 % also s4 three hours after. Noise that must not count: 3 % of entrants have
+ *   a journey-step2 success 30 s after entry, before any step-1 event; 5 % have one
+ *   journey-step1..4 event with outcome fail.
  *   These count toward --events;
  * - per user, 2 % have no contact_id and 3 % contact `contact-<n>` instead of `user-<n>`, so
  *   idField=contactId counts differently from userId.
@@ -439,7 +440,8 @@ export async function seedEvents(db: Db, o: SeedOptions, log: (m: string) => voi
   await db.query(
     `INSERT INTO journeys (collection_id, id, app_id, name, journey_type, data)
      VALUES ($1, $2, 'bench', 'Bench journey', 'event_triggered', $3::jsonb) ON CONFLICT DO NOTHING`,
-    [o.collection, JOURNEY_ID, JSON.stringify({ steps })],
+    // metadata.plan declared: progress rows keep its values, and a breakdown by it reads them.
+    [o.collection, JOURNEY_ID, JSON.stringify({ steps, breakdownProperties: ['metadata.plan'] })],
   );
   // The months the data spans get their partitions first (migration 0911), or every row would
   // land in the default partition. Skipped on a schema from before the partitions.

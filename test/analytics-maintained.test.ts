@@ -13,6 +13,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { funnelCounts } from '../src/modules/journeys/journeys.repository.ts';
+import { firstDifference } from './helpers/analytics-oracle.ts';
 import { createTestApp, type TestApp, type TestCollection } from './helpers/app.ts';
 import { onPostgres } from './helpers/db.ts';
 import { waitFor } from './helpers/jobs.ts';
@@ -34,6 +35,8 @@ const STEPS = [
   { id: 's2', config: { interactionId: 'cart' } },
   { id: 's3', config: { interactionId: 'buy', outcome: 'paid' } },
 ];
+/** Breakdown properties the journey declares: progress rows keep their values (migration 0920). */
+const PROPS = ['metadata.plan', 'metadata.tier'];
 
 /** A small deterministic generator (mulberry32), so a failure can be replayed. */
 function rng(seed: number) {
@@ -63,14 +66,21 @@ async function appendRandom(seed: number, users: number, count: number, concurre
     const interactionId =
       pick < 0.2 ? 'enter' : pick < 0.45 ? 'view' : pick < 0.7 ? 'cart' : pick < 0.9 ? 'buy' : 'other';
     const outcome = interactionId === 'buy' ? (r() < 0.6 ? 'paid' : 'failed') : r() < 0.85 ? 'success' : 'fail';
+    // Breakdown values: strings, a number, a JSON null, an absent key, no metadata at all.
+    const plan = ['free', 'pro', 'team', 3, null, undefined][Math.floor(r() * 6)];
+    const tier = ['a', 'b', undefined][Math.floor(r() * 3)];
+    // A third of the times on a 6-hour grid: one person's events then tie, and the storage id
+    // decides which of them a step's value comes from.
+    const at = B + Math.floor(r() * 10 * DAY);
     return {
       interactionId,
       userId: `u${u}`,
       contactId: r() < 0.8 ? `c${u}` : `c${(u + 1) % users}`,
       outcome,
       eventId: `s${seed}-${i}`,
-      timestamp: new Date(B + Math.floor(r() * 10 * DAY)).toISOString(),
+      timestamp: new Date(r() < 0.33 ? at - (at % (6 * 3_600_000)) : at).toISOString(),
       ...(interactionId === 'enter' || r() < 0.05 ? { journeyId } : {}),
+      ...(r() < 0.9 && { metadata: { plan, tier } }),
     };
   });
   if (concurrent) await Promise.all(events.map(append));
@@ -184,11 +194,11 @@ async function compareTrends(idField: 'userId' | 'contactId'): Promise<number> {
 /**
  * The funnel report and people of the journey's ordered funnel with options, from progress
  * rows (only the recipients they cannot answer for walked), against the same requests walked
- * from the events (a step window too long to bind). Means compared to 6 decimals: the sums
- * run in another order.
+ * from the events (a step window too long to bind); breakdowns by the properties the journey
+ * declares too, from the values its rows keep.
  */
 async function compareOptions(idField: 'userId' | 'contactId') {
-  const cases = [
+  const cases: Record<string, unknown>[] = [
     { ordering: 'ordered' },
     { conversionWindow: { value: 1, unit: 'day' }, periodStart: new Date(B + 2.5 * DAY).toISOString() },
     {
@@ -196,30 +206,52 @@ async function compareOptions(idField: 'userId' | 'contactId') {
       periodStart: new Date(B + 4 * DAY).toISOString(),
       periodEnd: new Date(B + 9 * DAY).toISOString(),
     },
+    // Breakdowns by declared properties, from the rows' kept values.
+    { breakdown: { property: 'metadata.plan' } },
+    { breakdown: { property: 'metadata.plan', attribution: 'last' }, conversionWindow: { value: 1, unit: 'day' } },
+    {
+      breakdown: { property: 'metadata.tier', attribution: 'last', limit: 1 },
+      conversionWindow: { value: 2, unit: 'hour' },
+      periodStart: new Date(B + 4 * DAY).toISOString(),
+      periodEnd: new Date(B + 9 * DAY).toISOString(),
+    },
+    {
+      breakdown: { property: 'metadata.plan', attribution: 'last', limit: 2 },
+      periodStart: new Date(B + 2.5 * DAY).toISOString(),
+      periodEnd: new Date(B + 6 * DAY).toISOString(),
+    },
   ];
   const twin = { stepWindows: [{ stepId: 's2', value: 366, unit: 'day' }] };
-  const round = (steps: Record<string, unknown>[]) =>
-    steps.map((s) => ({
-      ...s,
-      avgTimeToComplete: s.avgTimeToComplete === null ? null : Number(s.avgTimeToComplete).toFixed(6),
-    }));
+  const pick = (o: Record<string, unknown>, keys: string[]) => Object.fromEntries(keys.map((k) => [k, o[k]]));
   for (const k of cases) {
     const body = { idField, stepMappings: [], ...k };
     const kept = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, body);
     const read = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, { ...body, ...twin });
     expect(kept.source, JSON.stringify(body)).toBe('maintained');
     expect(read.source).toBe('events');
-    expect(round(kept.body.steps), JSON.stringify(body)).toEqual(round(read.body.steps));
-    for (const [stepId, status] of [
-      ['s2', 'completed'],
-      ['s3', 'dropped'],
+    // Means to a relative 1e-9: the sums run in another order.
+    const d = firstDifference(pick(kept.body, ['steps', 'breakdown']), pick(read.body, ['steps', 'breakdown']));
+    expect(d, JSON.stringify(body)).toBeUndefined();
+    if (k.breakdown) expect(kept.body.breakdown.length, JSON.stringify(body)).toBeGreaterThan(1);
+    const values = k.breakdown ? [undefined, kept.body.breakdown[0].value] : [undefined];
+    for (const [stepId, status, breakdownValue] of [
+      ['s2', 'completed', values[0]],
+      ['s3', 'dropped', values[0]],
+      ['s1', 'entered', values[values.length - 1]],
     ]) {
-      const q = { ...body, stepId, status, limit: 10_000 };
+      const q = { ...body, stepId, status, limit: 10_000, ...(breakdownValue !== undefined && { breakdownValue }) };
       const people = await analysed(`/journeys.analytics/${journeyId}/people`, q);
       const peopleRead = await analysed(`/journeys.analytics/${journeyId}/people`, { ...q, ...twin });
       expect(people.body, JSON.stringify(q)).toEqual(peopleRead.body);
     }
   }
+  // A property the journey does not declare: the events answer.
+  const undeclared = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, {
+    idField,
+    stepMappings: [],
+    breakdown: { property: 'outcome' },
+  });
+  expect(undeclared.source).toBe('events');
 }
 
 /** Asks every maintained question and its events-reading twin; they must agree. */
@@ -318,7 +350,11 @@ beforeAll(async () => {
     const res = await post('/interactions', { id, appId: 'shop' });
     expect(res.statusCode).toBeLessThan(300);
   }
-  const j = await post('/journeys', { name: 'Checkout', journeyType: 'event_triggered', data: { steps: STEPS } });
+  const j = await post('/journeys', {
+    name: 'Checkout',
+    journeyType: 'event_triggered',
+    data: { steps: STEPS, breakdownProperties: PROPS },
+  });
   journeyId = j.json().id;
 });
 
@@ -508,6 +544,91 @@ describe('maintained analytics', () => {
     await compareAll();
   });
 
+  it('keep breakdown values of events at one time from the first stored, as the events’ walk takes them', async () => {
+    // One person, every event at one of two times, each pair in the order stored (storage ids):
+    // first touch is the first stored entry's plan, last touch the first stored of the latest
+    // step's events at its time, whichever plans the later ones carry.
+    const T = new Date(B + 3 * DAY).toISOString();
+    const T2 = new Date(B + 3 * DAY + 3_600_000).toISOString();
+    const events = [
+      { interactionId: 'enter', plan: 'entry-first', timestamp: T, journeyId },
+      { interactionId: 'enter', plan: 'entry-second', timestamp: T, journeyId },
+      { interactionId: 'view', plan: 'view-first', timestamp: T },
+      { interactionId: 'view', plan: 'view-second', timestamp: T },
+      { interactionId: 'cart', plan: 'cart-first', timestamp: T2 },
+      { interactionId: 'cart', plan: 'cart-second', timestamp: T2 },
+    ];
+    for (const [i, e] of events.entries()) {
+      await append({
+        interactionId: e.interactionId,
+        userId: 'tie-u',
+        contactId: 'tie-c',
+        outcome: 'success',
+        eventId: `tie-${i}`,
+        timestamp: e.timestamp,
+        metadata: { plan: e.plan },
+        ...(e.journeyId && { journeyId: e.journeyId }),
+      });
+    }
+    for (const attribution of ['first', 'last'] as const) {
+      const q = { stepMappings: [], breakdown: { property: 'metadata.plan', attribution, limit: 50 } };
+      const kept = await analysed(`/journeys.analytics/${journeyId}/funnel-report`, q);
+      expect(kept.source).toBe('maintained');
+      const values = kept.body.breakdown.map((g: { value: string | null }) => g.value);
+      expect(values).toContain(attribution === 'first' ? 'entry-first' : 'cart-first');
+      expect(values).not.toContain(attribution === 'first' ? 'entry-second' : 'cart-second');
+      const people = await analysed(`/journeys.analytics/${journeyId}/people`, {
+        ...q,
+        stepId: 's1',
+        status: 'entered',
+        breakdownValue: attribution === 'first' ? 'entry-first' : 'cart-first',
+      });
+      expect(people.body.items).toContain('tie-u');
+    }
+    await compareAll();
+  });
+
+  it('refuse breakdown properties progress cannot keep, naming the field, and change nothing', async () => {
+    const before = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+      headers: c.auth,
+    });
+    const bad: unknown[] = [
+      'metadata.plan',
+      ['country'],
+      ['metadata.'],
+      ['appId', 'appId'],
+      ['appId', 'outcome', 'source', 'interactionId', 'metadata.a', 'metadata.b'],
+      [3],
+    ];
+    for (const breakdownProperties of bad) {
+      const data = { steps: STEPS, breakdownProperties };
+      const created = await post('/journeys', { name: 'Bad', journeyType: 'event_triggered', data });
+      expect(created.statusCode, JSON.stringify(breakdownProperties)).toBe(400);
+      expect(created.json().details?.field ?? created.json().field).toBe('data.breakdownProperties');
+      const patched = await t.inject({
+        method: 'PATCH',
+        url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+        headers: c.auth,
+        payload: { data },
+      });
+      expect(patched.statusCode, JSON.stringify(breakdownProperties)).toBe(400);
+    }
+    const after = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${c.id}/journeys/${journeyId}`,
+      headers: c.auth,
+    });
+    expect(after.json()).toEqual(before.json());
+    const list = await t.inject({
+      method: 'GET',
+      url: `/admin/collection/${c.id}/journeys?limit=100`,
+      headers: c.auth,
+    });
+    expect(list.json().items.filter((j: { name: string }) => j.name === 'Bad')).toEqual([]);
+  });
+
   it('read times with microseconds from progress rows as the events give them', async () => {
     // The API keeps milliseconds; a bulk load or a direct write may store microseconds, and the
     // rows' times travel in binary (journeys.periods.repository.ts keptChains): the same
@@ -600,6 +721,7 @@ describe('maintained analytics', () => {
             { id: 's2', config: { interactionId: 'buy', outcome: 'paid' } },
             { id: 's3', config: { interactionId: 'cart' } },
           ],
+          breakdownProperties: PROPS,
         },
       },
     });
@@ -643,6 +765,7 @@ describe('maintained analytics', () => {
                 { id: 's2', config: { interactionId: 'buy', outcome: 'paid' } },
                 { id: 's3', config: { interactionId: 'cart', outcome: 'fail' } },
               ],
+              breakdownProperties: PROPS,
             },
           },
         });

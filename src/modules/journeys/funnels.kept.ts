@@ -1,16 +1,25 @@
 /**
  * Which funnel options maintained progress can answer, and the reading of it: a journey's
- * ordered funnel with at most a whole-funnel window (journeys.periods.repository.ts has the
- * rule by which a progress row answers for its recipient). Its trends are counted per bucket
- * in the database; its report, people and exports take the rows as walked recipients. Step
- * windows, exclusions, other orderings, breakdowns (the events' properties) and ad-hoc or link
- * funnels need each recipient's events, and are walked as before; so are the recipients a row
- * cannot answer for.
+ * ordered funnel with at most a whole-funnel window, broken down at most by a property the
+ * journey declares (`data.breakdownProperties`: its rows keep those values, migration 0920).
+ * journeys.periods.repository.ts has the rule by which a progress row answers for its
+ * recipient. Its trends are counted per bucket in the database; its report reads the rows'
+ * chains packed per breakdown value into figures (no object per recipient); people and
+ * exports take the rows as walked recipients. Step windows, exclusions, other orderings,
+ * breakdowns by other properties and ad-hoc or link funnels need each recipient's events, and
+ * are walked as before; so are the recipients a row cannot answer for.
  */
 import type { Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
-import type { Walked, WalkSpec } from './funnels.engine.ts';
-import { keptChains, keptTrendBuckets, type TrendBuckets } from './journeys.periods.repository.ts';
+import { FigureAccumulator, type Walked, type WalkSpec } from './funnels.engine.ts';
+import {
+  eachPackedChain,
+  keptChains,
+  keptPacked,
+  keptTrendBuckets,
+  type TouchValue,
+  type TrendBuckets,
+} from './journeys.periods.repository.ts';
 import * as progressRepo from './journeys.progress.repository.ts';
 import { followsKept } from './journeys.steps.ts';
 
@@ -25,16 +34,20 @@ interface FunnelScope {
   idField: IdField;
   start?: string;
   end?: string;
-  breakdown?: unknown;
+  breakdown?: { property: string; attribution?: 'first' | 'last' };
 }
 
-/** The ready progress version that answers for the funnel's options, if one does. */
+/**
+ * The ready progress version that answers for the funnel's options, if one does, with where
+ * the breakdown's values are in its rows.
+ */
 async function keptVersion(
   tx: Queryable,
   collectionId: string,
   def: FunnelDef,
   spec: WalkSpec,
-): Promise<{ journeyId: string; version: number } | undefined> {
+  breakdown?: FunnelScope['breakdown'],
+): Promise<{ journeyId: string; version: number; touch?: TouchValue } | undefined> {
   const plain =
     spec.journey &&
     !spec.fromClick &&
@@ -44,7 +57,55 @@ async function keptVersion(
   if (!plain || def.journeyId === undefined || def.steps.some((s) => s.outcome === null)) return undefined;
   const steps = def.steps.map((s) => ({ stepId: s.stepId, interactionId: s.interactionId, outcome: s.outcome ?? '' }));
   const state = await progressRepo.findProgressState(tx, collectionId, def.journeyId);
-  return followsKept(state, steps) ? { journeyId: def.journeyId, version: state.version } : undefined;
+  if (!followsKept(state, steps)) return undefined;
+  if (!breakdown) return { journeyId: def.journeyId, version: state.version };
+  const index = state.props?.indexOf(breakdown.property) ?? -1;
+  if (index < 0) return undefined;
+  const touch = { index, of: state.props?.length ?? 0, attribution: breakdown.attribution ?? 'first' };
+  return { journeyId: def.journeyId, version: state.version, touch };
+}
+
+/**
+ * A row's value under the breakdown, `reached` steps before the end: migration 0920's layout,
+ * whose positions after the last stored one repeat it.
+ */
+function touchOf(touch: (string | null)[] | null | undefined, t: TouchValue, reached: number): string | null {
+  if (!touch) return null;
+  const position = t.attribution === 'first' ? 0 : Math.min(reached, touch.length / t.of - 1);
+  return touch[position * t.of + t.index] ?? null;
+}
+
+/**
+ * The funnel report's figures from progress rows, per breakdown value (one group, value null,
+ * without a breakdown), and the recipients left to walk (chains beyond the window, the
+ * straddlers); undefined when progress cannot answer.
+ */
+export async function keptFigures(
+  tx: Queryable,
+  collectionId: string,
+  def: FunnelDef,
+  scope: FunnelScope,
+  spec: WalkSpec,
+): Promise<{ groups: Map<string | null, FigureAccumulator>; walk: string[] } | undefined> {
+  const kept = await keptVersion(tx, collectionId, def, spec, scope.breakdown);
+  if (!kept) return undefined;
+  const stepCount = def.steps.length;
+  const packed = await keptPacked(tx, collectionId, {
+    ...kept,
+    idField: scope.idField,
+    start: scope.start,
+    end: scope.end,
+    stepCount,
+    windowMs: spec.windowMs,
+  });
+  if (!packed) return undefined;
+  const groups = new Map<string | null, FigureAccumulator>();
+  for (const g of packed.groups) {
+    const into = FigureAccumulator.of(groups, g.value, stepCount, spec.journey);
+    into.addUnreached(g.unreached);
+    eachPackedChain(g.chains, stepCount, packed.endUs, (entered, times, reached) => into.add(reached, entered, times));
+  }
+  return { groups, walk: packed.walk };
 }
 
 /**
@@ -78,8 +139,8 @@ export async function keptTrend(
  * The period's recipients as walked, from progress rows: a row whose chain (cut at the
  * period's end) fits in the window of its first step-1 event is its recipient's best attempt,
  * as the walk would find it; the rest (chains beyond the window, and the straddlers) are left
- * to walk. Undefined when progress cannot answer; never with a breakdown (values are the
- * events').
+ * to walk. Undefined when progress cannot answer (a breakdown by a property the journey does
+ * not declare among them).
  */
 export async function keptWalked(
   tx: Queryable,
@@ -88,16 +149,23 @@ export async function keptWalked(
   scope: FunnelScope,
   spec: WalkSpec,
 ): Promise<{ rows: Walked[]; walk: string[] } | undefined> {
-  if (scope.breakdown) return undefined;
-  const kept = await keptVersion(tx, collectionId, def, spec);
+  const kept = await keptVersion(tx, collectionId, def, spec, scope.breakdown);
   if (!kept) return undefined;
+  const touch = kept.touch;
   const rows: Walked[] = [];
   const walk: string[] = [];
   const windowMs = spec.windowMs;
   const { ready, straddlers } = await keptChains(
     tx,
     collectionId,
-    { ...kept, idField: scope.idField, start: scope.start, end: scope.end, stepCount: def.steps.length },
+    {
+      ...kept,
+      idField: scope.idField,
+      start: scope.start,
+      end: scope.end,
+      stepCount: def.steps.length,
+      touch: touch !== undefined,
+    },
     (batch) => {
       for (const c of batch) {
         const m = c.completed.length;
@@ -109,8 +177,8 @@ export async function keptWalked(
             reached: m,
             enteredAt: c.entered,
             times: c.completed,
-            first: null,
-            last: null,
+            first: touch ? touchOf(c.touch, { ...touch, attribution: 'first' }, m) : null,
+            last: touch ? touchOf(c.touch, { ...touch, attribution: 'last' }, m) : null,
           });
         }
       }

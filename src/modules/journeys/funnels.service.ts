@@ -15,14 +15,15 @@ import {
   breakdownGroups,
   bucketStart,
   enteredStep,
+  FigureAccumulator,
+  rankValues,
   type StepFigures,
-  stepFigures,
   type Walked,
   type WalkRecipient,
   type WalkSpec,
   walk,
 } from './funnels.engine.ts';
-import { keptTrend, keptWalked } from './funnels.kept.ts';
+import { keptFigures, keptTrend, keptWalked } from './funnels.kept.ts';
 import { funnelEvents, linkFunnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
 import { linkOfStep } from './journeys.link-steps.ts';
 import type { ConversionWindow, FunnelOptions } from './journeys.schema.ts';
@@ -248,22 +249,59 @@ export class FunnelsService {
     );
   }
 
-  /** The funnel's figures per step, and per breakdown value when asked. */
+  /**
+   * The funnel's figures per step, and per breakdown value when asked. A journey's ordered
+   * funnel reads its progress rows' chains straight into the figures (funnels.kept.ts), and
+   * walks only the recipients they cannot answer for; any other funnel walks everyone.
+   */
   async report(collectionId: string, def: FunnelDef, q: FunnelScope, signal?: ReadSignal): Promise<FunnelResult> {
-    const { spec, rows, source } = await this.walked(collectionId, def, q, signal);
+    const prepared = prepare(def, q);
+    const { spec } = prepared;
+    const attribution = q.breakdown?.attribution ?? 'first';
+    // On a read replica that fails part-way the read is run again on the primary: from nothing.
+    const { groups, source } = await this.analytics.read(
+      collectionId,
+      async (tx) => {
+        const kept = await keptFigures(tx, collectionId, def, q, spec);
+        const groups = kept?.groups ?? new Map<string | null, FigureAccumulator>();
+        const walked =
+          kept === undefined
+            ? await walkEvents(tx, collectionId, def, q, prepared)
+            : kept.walk.length > 0
+              ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk)
+              : [];
+        for (const w of walked) {
+          if (!w.counted) continue;
+          const value = !q.breakdown ? null : attribution === 'last' ? w.last : w.first;
+          FigureAccumulator.of(groups, value, spec.stepCount, spec.journey).add(
+            w.reached,
+            w.enteredAt,
+            w.times,
+            w.untracked,
+          );
+        }
+        return { groups, source: kept ? ('maintained' as const) : ('events' as const) };
+      },
+      signal,
+    );
+    const merged = (accs: FigureAccumulator[]) => {
+      const all = new FigureAccumulator(spec.stepCount, spec.journey);
+      for (const a of accs) all.addAll(a);
+      return all;
+    };
     const result: FunnelResult = {
       ordering: spec.ordering,
-      steps: stepFigures(rows, spec.stepCount, spec.journey),
+      steps: merged([...groups.values()]).figures(),
       source,
     };
     if (q.breakdown) {
-      result.breakdown = breakdownGroups(rows, q.breakdown.attribution ?? 'first', q.breakdown.limit ?? 10).map(
-        (g) => ({
-          value: g.value,
-          ...(g.other && { other: true as const }),
-          steps: stepFigures(g.members, spec.stepCount, spec.journey),
-        }),
-      );
+      const sizes = new Map([...groups].map(([v, a]) => [v, a.recipients]));
+      const { top, rest } = rankValues(sizes, q.breakdown.limit ?? 10);
+      result.breakdown = top.map((value) => ({ value, steps: (groups.get(value) as FigureAccumulator).figures() }));
+      if (rest.length > 0) {
+        const steps = merged(rest.map((v) => groups.get(v) as FigureAccumulator)).figures();
+        result.breakdown.push({ value: null, other: true, steps });
+      }
     }
     return result;
   }

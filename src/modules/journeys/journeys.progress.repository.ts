@@ -19,6 +19,8 @@ export interface ProgressState {
   version: number;
   /** null: a step has no mapping, nothing is kept. */
   steps: KeptStep[] | null;
+  /** The declared breakdown properties whose values the rows keep (`touch`, migration 0920). */
+  props: string[] | null;
   ready: boolean;
 }
 
@@ -28,27 +30,30 @@ export async function findProgressState(
   journeyId: string,
 ): Promise<ProgressState | undefined> {
   const { rows } = await db.query<ProgressState>(sql`
-    SELECT version, steps, ready FROM journey_progress_state
+    SELECT version, steps, props, ready FROM journey_progress_state
     WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}`);
   return rows[0];
 }
 
 /**
- * Records the steps progress follows (null: none can be kept): a new version, not ready, when
- * they differ from those recorded. True when rows must be rebuilt or removed.
+ * Records the steps progress follows (null: none can be kept) and the breakdown properties its
+ * rows keep values of: a new version, not ready, when either differs from those recorded. True
+ * when rows must be rebuilt or removed.
  */
 export async function followSteps(
   db: Queryable,
   collectionId: string,
   journeyId: string,
   steps: KeptStep[] | null,
+  props: string[] = [],
 ): Promise<boolean> {
+  const kept = steps === null || props.length === 0 ? null : JSON.stringify(props);
   const { rows } = await db.query<{ fresh: boolean }>(sql`
-    INSERT INTO journey_progress_state AS s (collection_id, journey_id, version, steps)
-    VALUES (${collectionId}, ${journeyId}, 1, ${steps === null ? null : JSON.stringify(steps)}::jsonb)
+    INSERT INTO journey_progress_state AS s (collection_id, journey_id, version, steps, props)
+    VALUES (${collectionId}, ${journeyId}, 1, ${steps === null ? null : JSON.stringify(steps)}::jsonb, ${kept}::jsonb)
     ON CONFLICT (collection_id, journey_id) DO UPDATE
-      SET version = s.version + 1, steps = excluded.steps, ready = false
-      WHERE s.steps IS DISTINCT FROM excluded.steps
+      SET version = s.version + 1, steps = excluded.steps, props = excluded.props, ready = false
+      WHERE s.steps IS DISTINCT FROM excluded.steps OR s.props IS DISTINCT FROM excluded.props
     RETURNING (xmax = 0) AS fresh`);
   // A new journey whose steps cannot be kept has nothing to build.
   return rows.length > 0 && !(rows[0].fresh && steps === null);
@@ -110,23 +115,36 @@ export async function countJourneyEntries(db: Queryable, collectionId: string, j
 export async function bulkProgress(
   db: Queryable,
   collectionId: string,
-  f: FunnelInput & { version: number },
+  f: FunnelInput & { version: number; props: string[] | null },
 ): Promise<number> {
   const completions = f.steps.map((_, k) => raw(`s${k}.completed`));
   const joins = f.steps.map((_, k) => raw(`LEFT JOIN s${k} ON s${k}.rid = e.rid`));
   const idField = f.idField === 'contactId' ? 'contactId' : 'userId';
+  // The declared properties' values (migration 0920's journey_touch_of, as the triggers keep
+  // them): each row's events at its times, by index lookups on the times just computed.
+  const kept = f.steps.map((s) => ({ interactionId: s.interactionId, outcome: s.outcome }));
+  const rid = raw(f.idField === 'contactId' ? 'x.contact_id' : 'x.user_id');
+  const touch = f.props?.length
+    ? sql`journey_touch_of(${JSON.stringify(f.props)}::jsonb, ${JSON.stringify(kept)}::jsonb, ${f.journeyId},
+        entered_at, done, (
+          SELECT array_agg(x ORDER BY x.occurred_at, x.id) FROM interaction_events x
+          WHERE x.collection_id = ${collectionId} AND ${rid} = computed.rid
+            AND x.occurred_at = ANY(entered_at || done) AND x.deleted_at IS NULL))`
+    : sql`NULL::text[]`;
   const { rows } = await db.query<{ n: number }>(sql`
     ${funnelCtes(collectionId, f)},
     computed AS (
       SELECT e.rid, e.t AS entered_at, array_remove(ARRAY[${join(completions, ', ')}]::timestamptz[], NULL) AS done
       FROM entry e ${join(joins, ' ')}
     ), written AS (
-      INSERT INTO journey_progress AS p (collection_id, journey_id, id_field, rid, version, n_steps, entered_at, completed_at)
-      SELECT ${collectionId}, ${f.journeyId}, ${idField}, rid, ${f.version}, ${f.steps.length}, entered_at, done
+      INSERT INTO journey_progress AS p
+        (collection_id, journey_id, id_field, rid, version, n_steps, entered_at, completed_at, touch)
+      SELECT ${collectionId}, ${f.journeyId}, ${idField}, rid, ${f.version}, ${f.steps.length}, entered_at, done,
+        ${touch}
       FROM computed ORDER BY rid
       ON CONFLICT (collection_id, journey_id, id_field, rid) DO UPDATE
         SET version = excluded.version, n_steps = excluded.n_steps, entered_at = excluded.entered_at,
-            completed_at = excluded.completed_at
+            completed_at = excluded.completed_at, touch = excluded.touch
         WHERE p.version < excluded.version
       RETURNING p.entered_at, p.completed_at, p.n_steps
     ), counted AS (
@@ -191,6 +209,11 @@ export async function sweepProgress(
       sql`DELETE FROM journey_progress_dirty WHERE collection_id = ${collectionId} AND journey_id = ${journeyId}`,
     );
   }
+}
+
+/** Refreshes the planner's statistics of the progress rows (every collection's: one table). */
+export async function analyzeProgress(db: Queryable): Promise<void> {
+  await db.query('ANALYZE journey_progress');
 }
 
 export async function markProgressReady(

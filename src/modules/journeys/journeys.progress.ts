@@ -52,8 +52,9 @@ export async function followSteps(
   collectionId: string,
   journeyId: string,
   steps: progressRepo.KeptStep[] | null,
+  props: string[] = [],
 ): Promise<void> {
-  if (await progressRepo.followSteps(tx, collectionId, journeyId, steps))
+  if (await progressRepo.followSteps(tx, collectionId, journeyId, steps, props))
     await queueRebuild(tx, jobs, collectionId, journeyId);
 }
 
@@ -68,6 +69,9 @@ export async function queueRebuild(tx: Queryable, jobs: JobQueue, collectionId: 
     queueName: `${PROGRESS_TASK}:${journeyId}`,
   });
 }
+
+/** Rows a rebuild writes before it refreshes the table's statistics itself. */
+const ANALYZE_AFTER_ROWS = 10_000;
 
 /** Entrants per bulk statement: how long one statement holds its rows (a second or two). */
 const PART_ENTRANTS = 50_000;
@@ -104,6 +108,7 @@ async function rebuild(
           idField,
           steps,
           version: state.version,
+          props: state.props,
           part: { count, index },
         }),
       );
@@ -122,6 +127,10 @@ async function rebuild(
     if (keys.length < CHUNK) break;
   }
   await progressRepo.sweepProgress(db, collectionId, p.journeyId, state.version);
+  // Statistics before the rows answer: after a bulk rewrite the planner's are of the rows before
+  // (none at all on a new table), and a read over a million rows then sorted where it should
+  // hash (trends at 10,000,000 events: 1.3 s, against 0.6 s once autovacuum had analyzed).
+  if (written >= ANALYZE_AFTER_ROWS) await progressRepo.analyzeProgress(db);
   // A newer version (the steps changed again meanwhile) has its own job queued.
   const ready = await progressRepo.markProgressReady(db, collectionId, p.journeyId, state.version);
   return { written, touched, ready };

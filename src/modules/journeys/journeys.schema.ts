@@ -45,7 +45,7 @@ const fields = {
   data: Type.Optional(
     OpenObject({
       description:
-        'Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings',
+        'Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings; data.breakdownProperties (up to 5 of appId, outcome, source, interactionId, metadata.<key>) are the breakdowns maintained progress keeps values for',
     }),
   ),
 };

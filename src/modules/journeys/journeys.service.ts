@@ -20,7 +20,7 @@ import { followSteps, queueRebuild } from './journeys.progress.ts';
 import { JourneyReports } from './journeys.reports.ts';
 import * as repo from './journeys.repository.ts';
 import type { CreateJourneyBody, JourneyRecord, ListJourneysQuery, UpdateJourneyBody } from './journeys.schema.ts';
-import { keptSteps } from './journeys.steps.ts';
+import { keptProperties, keptSteps } from './journeys.steps.ts';
 
 export function toJourney(r: repo.JourneyRow): JourneyRecord {
   const j: JourneyRecord = {
@@ -70,6 +70,7 @@ export class JourneysService {
 
   async create(collectionId: string, body: CreateJourneyBody): Promise<JourneyRecord> {
     const data = body.data ?? {};
+    const props = keptProperties(data);
     const row = await this.db.transaction(async (tx) => {
       const created = await repo.insertJourney(tx, collectionId, {
         id: newId('jrn'),
@@ -79,7 +80,7 @@ export class JourneysService {
         journeyType: body.journeyType,
         data,
       });
-      await followSteps(tx, this.jobs, collectionId, created.id, keptSteps(data));
+      await followSteps(tx, this.jobs, collectionId, created.id, keptSteps(data), props);
       return created;
     });
     return toJourney(row);
@@ -99,7 +100,9 @@ export class JourneysService {
         for (const j of page) {
           // One journey's failure (deleted meanwhile, say) does not keep the others unadopted.
           try {
-            await this.db.transaction((tx) => followSteps(tx, this.jobs, j.collection_id, j.id, keptSteps(j.data)));
+            await this.db.transaction((tx) =>
+              followSteps(tx, this.jobs, j.collection_id, j.id, keptSteps(j.data), keptProperties(j.data, true)),
+            );
             adopted++;
           } catch (err) {
             failed++;
@@ -131,9 +134,12 @@ export class JourneysService {
   }
 
   async update(collectionId: string, id: string, body: UpdateJourneyBody): Promise<JourneyRecord> {
+    if (body.data !== undefined) keptProperties(body.data);
     const row = await this.db.transaction(async (tx) => {
       const updated = await repo.updateJourney(tx, collectionId, id, body);
-      if (updated) await followSteps(tx, this.jobs, collectionId, id, keptSteps(updated.data));
+      if (updated) {
+        await followSteps(tx, this.jobs, collectionId, id, keptSteps(updated.data), keptProperties(updated.data, true));
+      }
       return updated;
     });
     if (!row) throw notFound('Journey');

@@ -96,6 +96,37 @@ export function keptSteps(data: Record<string, unknown>): progressRepo.KeptStep[
   }
 }
 
+/** Breakdown properties a journey may declare (`data.breakdownProperties`). */
+export const MAX_KEPT_PROPERTIES = 5;
+const KEPT_PROPERTY = /^(appId|outcome|source|interactionId|metadata\..{1,200})$/s;
+
+/**
+ * The breakdown properties whose first- and last-touch values maintained progress keeps for
+ * the journey (`data.breakdownProperties`: at most 5 distinct names of appId, outcome, source,
+ * interactionId or metadata.<key>), in the order given. Throws a 400 naming the field when the
+ * value is not such a list; `lenient` (journeys stored before the rule) keeps none instead.
+ */
+export function keptProperties(data: Record<string, unknown>, lenient = false): string[] {
+  const given = data.breakdownProperties;
+  if (given === undefined) return [];
+  const field = 'data.breakdownProperties';
+  const refuse = (why: string) => {
+    if (lenient) return [];
+    throw badRequest(`${field} ${why}`, { field });
+  };
+  if (!Array.isArray(given)) return refuse('must be an array of property names');
+  if (given.length > MAX_KEPT_PROPERTIES) {
+    return refuse(`holds at most ${MAX_KEPT_PROPERTIES} properties; this one has ${given.length}`);
+  }
+  for (const p of given) {
+    if (typeof p !== 'string' || !KEPT_PROPERTY.test(p)) {
+      return refuse(`names ${JSON.stringify(p)}: each must be appId, outcome, source, interactionId or metadata.<key>`);
+    }
+  }
+  if (new Set(given).size !== given.length) return refuse('names a property twice');
+  return given as string[];
+}
+
 /** Whether `steps` are the first steps kept by `state` (and it is ready to answer). */
 export function followsKept(
   state: progressRepo.ProgressState | undefined,
