@@ -4252,7 +4252,7 @@ export interface components {
             /** @default true */
             active?: boolean;
             journeyType: "event_triggered" | "scheduled";
-            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings */
+            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings; data.breakdownProperties (up to 5 of appId, outcome, source, interactionId, metadata.<key>) are the breakdowns maintained progress keeps values for */
             data?: {
                 [key: string]: unknown;
             };
@@ -4303,7 +4303,7 @@ export interface components {
             name?: string;
             active?: boolean;
             journeyType?: "event_triggered" | "scheduled";
-            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings */
+            /** @description Free-form; data.steps[] = {id, config: {interactionId, outcome}} defines the steps and their default mappings; data.breakdownProperties (up to 5 of appId, outcome, source, interactionId, metadata.<key>) are the breakdowns maintained progress keeps values for */
             data?: {
                 [key: string]: unknown;
             };
