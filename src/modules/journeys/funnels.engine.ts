@@ -252,9 +252,9 @@ export const enteredStep = (w: Walked, k: number, journey: boolean): boolean =>
 
 /**
  * Per-step figures gathered one recipient at a time, from walked rows or straight from
- * progress rows' chains (funnels.service.ts), so that a million recipients need no object
- * each: counts, sums, and each step's durations in a growing typed array, which sorts
- * numerically without a comparator call per comparison.
+ * progress rows' chains (funnels.kept.ts), so that a million recipients need no object
+ * each: counts, sums, and each step's durations in a growing typed array, whose nearest ranks
+ * are taken by selection (`figures`).
  */
 export class FigureAccumulator {
   /** Recipients added. */
