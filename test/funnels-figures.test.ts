@@ -1,10 +1,10 @@
 /**
- * The figures of funnels.engine.ts's FigureAccumulator (nearest-rank median and p90 found by
+ * The figures of funnels.figures.ts's FigureAccumulator (nearest-rank median and p90 found by
  * selection, histogram by a pass) against the same figures of the durations sorted, on random
  * sets from empty to 200,000 durations, with many ties, negatives and bucket bounds.
  */
 import { describe, expect, it } from 'vitest';
-import { FigureAccumulator, HISTOGRAM_BOUNDS } from '../src/modules/journeys/funnels.engine.ts';
+import { FigureAccumulator, HISTOGRAM_BOUNDS } from '../src/modules/journeys/funnels.figures.ts';
 import { Rng } from './helpers/analytics-oracle.ts';
 
 function sortedFigures(durations: number[], entered: number) {

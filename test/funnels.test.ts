@@ -335,6 +335,7 @@ describe('refusals name the field', () => {
     for (const body of [
       { conversionWindow: { value: 1, unit: 'month' } },
       { breakdown: { property: 'userId' } },
+      { breakdown: { property: 'constructor' } },
       { breakdown: { property: 'appId', limit: 51 } },
       { exclusions: Array.from({ length: 11 }, () => ({ interactionId: 'x', fromStepId: 's1', toStepId: 's2' })) },
     ]) {

@@ -11,7 +11,8 @@
  */
 import type { Queryable } from '../../db/index.ts';
 import type { IdField } from '../interactions/index.ts';
-import { FigureAccumulator, type Walked, type WalkSpec } from './funnels.engine.ts';
+import type { Walked, WalkSpec } from './funnels.engine.ts';
+import { FigureAccumulator } from './funnels.figures.ts';
 import {
   eachPackedChain,
   keptChains,
@@ -66,13 +67,13 @@ async function keptVersion(
 }
 
 /**
- * A row's value under the breakdown, `reached` steps before the end: migration 0920's layout,
- * whose positions after the last stored one repeat it.
+ * A row's value of the breakdown's property at chain position `position` (0: the entry, first
+ * touch; k: last touch after k steps): migration 0920's layout, whose positions after the last
+ * stored one repeat it.
  */
-function touchOf(touch: (string | null)[] | null | undefined, t: TouchValue, reached: number): string | null {
+function touchAt(touch: (string | null)[] | null | undefined, t: TouchValue, position: number): string | null {
   if (!touch) return null;
-  const position = t.attribution === 'first' ? 0 : Math.min(reached, touch.length / t.of - 1);
-  return touch[position * t.of + t.index] ?? null;
+  return touch[Math.min(position, touch.length / t.of - 1) * t.of + t.index] ?? null;
 }
 
 /**
@@ -177,8 +178,8 @@ export async function keptWalked(
             reached: m,
             enteredAt: c.entered,
             times: c.completed,
-            first: touch ? touchOf(c.touch, { ...touch, attribution: 'first' }, m) : null,
-            last: touch ? touchOf(c.touch, { ...touch, attribution: 'last' }, m) : null,
+            first: touch ? touchAt(c.touch, touch, 0) : null,
+            last: touch ? touchAt(c.touch, touch, m) : null,
           });
         }
       }

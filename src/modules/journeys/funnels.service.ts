@@ -10,7 +10,9 @@ import type { Analytics, Queryable, ReadSignal } from '../../db/index.ts';
 import type { AnalyticsSource } from '../../platform/analytics.ts';
 import { badRequest } from '../../platform/errors.ts';
 import type { IdField } from '../interactions/index.ts';
+import { type Walked, type WalkRecipient, type WalkSpec, walk } from './funnels.engine.ts';
 import {
+  attributed,
   type BreakdownGroup,
   breakdownGroups,
   bucketStart,
@@ -18,13 +20,15 @@ import {
   FigureAccumulator,
   rankValues,
   type StepFigures,
-  type Walked,
-  type WalkRecipient,
-  type WalkSpec,
-  walk,
-} from './funnels.engine.ts';
+} from './funnels.figures.ts';
 import { keptFigures, keptTrend, keptWalked } from './funnels.kept.ts';
-import { funnelEvents, linkFunnelEvents, type Matcher, type PropertyRef } from './journeys.funnels.repository.ts';
+import {
+  eventProperty,
+  funnelEvents,
+  linkFunnelEvents,
+  type Matcher,
+  type PropertyRef,
+} from './journeys.funnels.repository.ts';
 import { linkOfStep } from './journeys.link-steps.ts';
 import type { ConversionWindow, FunnelOptions } from './journeys.schema.ts';
 
@@ -62,8 +66,8 @@ function windowMs(w: ConversionWindow, field: string): number {
 }
 
 function propertyRef(property: string, fromClick: boolean): PropertyRef {
-  const col = { appId: 'app_id', outcome: 'outcome', source: 'source', interactionId: 'interaction_id' } as const;
-  if (property in col) return { column: col[property as keyof typeof col] };
+  const ofEvent = eventProperty(property);
+  if (ofEvent) return ofEvent;
   if (property === 'country' || property === 'deviceType') {
     if (!fromClick) {
       throw badRequest(`breakdown.property "${property}" is a click's: only for a funnel whose first step is a link`, {
@@ -71,9 +75,6 @@ function propertyRef(property: string, fromClick: boolean): PropertyRef {
       });
     }
     return { click: property === 'country' ? 'country' : 'device_type' };
-  }
-  if (property.startsWith('metadata.') && property.length > 'metadata.'.length) {
-    return { metadataKey: property.slice('metadata.'.length) };
   }
   throw badRequest(
     `breakdown.property "${property}" is not one of appId, outcome, source, interactionId, metadata.<key>, country, deviceType`,
@@ -168,8 +169,9 @@ function prepare(def: FunnelDef, q: FunnelScope): Prepared {
 }
 
 /**
- * The recipients of the funnel in the scope (only `rids`, when given) walked from their events,
- * a batch at a time as the cursor hands them over: only the walks are kept.
+ * The recipients of the funnel in the scope (only `rids`, when given: those maintained
+ * progress left; none read when it left none) walked from their events, a batch at a time as
+ * the cursor hands them over: only the walks are kept.
  */
 async function walkEvents(
   tx: Queryable,
@@ -179,6 +181,7 @@ async function walkEvents(
   { spec, exclusions, property, linkId }: Prepared,
   rids?: string[],
 ): Promise<Walked[]> {
+  if (rids?.length === 0) return [];
   const input = {
     idField: q.idField,
     journeyId: def.journeyId,
@@ -240,9 +243,8 @@ export class FunnelsService {
         const spec = prepared.spec;
         // A journey's ordered funnel: its progress rows, and the recipients they cannot answer for walked.
         const kept = await keptWalked(tx, collectionId, def, q, spec);
-        if (!kept)
-          return { spec, rows: await walkEvents(tx, collectionId, def, q, prepared), source: 'events' as const };
-        const walked = kept.walk.length > 0 ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk) : [];
+        const walked = await walkEvents(tx, collectionId, def, q, prepared, kept?.walk);
+        if (!kept) return { spec, rows: walked, source: 'events' as const };
         return { spec, rows: [...kept.rows, ...walked], source: 'maintained' as const };
       },
       signal,
@@ -264,15 +266,9 @@ export class FunnelsService {
       async (tx) => {
         const kept = await keptFigures(tx, collectionId, def, q, spec);
         const groups = kept?.groups ?? new Map<string | null, FigureAccumulator>();
-        const walked =
-          kept === undefined
-            ? await walkEvents(tx, collectionId, def, q, prepared)
-            : kept.walk.length > 0
-              ? await walkEvents(tx, collectionId, def, q, prepared, kept.walk)
-              : [];
-        for (const w of walked) {
+        for (const w of await walkEvents(tx, collectionId, def, q, prepared, kept?.walk)) {
           if (!w.counted) continue;
-          const value = !q.breakdown ? null : attribution === 'last' ? w.last : w.first;
+          const value = q.breakdown ? attributed(w, attribution) : null;
           FigureAccumulator.of(groups, value, spec.stepCount, spec.journey).add(
             w.reached,
             w.enteredAt,
@@ -346,12 +342,7 @@ export class FunnelsService {
           // On a read replica that fails part-way the count is run again on the primary: from nothing.
           for (const c of counts) c.entered = c.completed = 0;
           const fromRows = await keptTrend(tx, collectionId, def, scope, prepared.spec, interval, shift);
-          const walked =
-            fromRows === undefined
-              ? await walkEvents(tx, collectionId, def, scope, prepared)
-              : fromRows.walk.length > 0
-                ? await walkEvents(tx, collectionId, def, scope, prepared, fromRows.walk)
-                : [];
+          const walked = await walkEvents(tx, collectionId, def, scope, prepared, fromRows?.walk);
           for (const b of fromRows?.buckets ?? []) add(b.start, b.entered, b.completed);
           for (const w of walked) add(w.enteredAt + shift, 1, w.reached === prepared.spec.stepCount ? 1 : 0);
           return fromRows !== undefined;

@@ -24,6 +24,21 @@ export type PropertyRef =
   | { metadataKey: string }
   | { click: 'country' | 'device_type' };
 
+/**
+ * An event's own breakdown property by its name (appId, outcome, source, interactionId,
+ * metadata.<key>), or undefined for any other name: the names a funnel may break down by
+ * besides a click's, and those a journey may declare for its progress rows to keep
+ * (journeys.steps.ts keptProperties; migration 0920's journey_touch_of reads the same).
+ */
+export function eventProperty(name: string): PropertyRef | undefined {
+  const columns = { appId: 'app_id', outcome: 'outcome', source: 'source', interactionId: 'interaction_id' } as const;
+  if (Object.hasOwn(columns, name)) return { column: columns[name as keyof typeof columns] };
+  if (name.startsWith('metadata.') && name.length > 'metadata.'.length) {
+    return { metadataKey: name.slice('metadata.'.length) };
+  }
+  return undefined;
+}
+
 export interface FunnelEventsInput {
   idField: IdField;
   /** A journey funnel (recipients enter at their first event carrying it), or ad-hoc. */

@@ -141,7 +141,7 @@ export async function keptTrendBuckets(
     f.windowMs === undefined
       ? sql`false`
       : sql`(${last} > completed_at[1] + ${f.windowMs}::float8 * interval '1 millisecond')`;
-  // funnels.engine.ts bucketStart of the shifted entry (date_trunc's weeks begin on Mondays).
+  // funnels.figures.ts bucketStart of the shifted entry (date_trunc's weeks begin on Mondays).
   const bucket = sql`date_trunc(${f.interval}, (entered_at + ${f.shiftMs}::bigint * interval '1 millisecond') AT TIME ZONE 'UTC')`;
   // One pass over the rows, grouped by bucket: nothing materialized.
   const straddlers = f.start ? sql`UNION ALL SELECT 2, NULL, NULL, NULL, array_agg(rid) FROM straddle` : sql``;

@@ -6,6 +6,7 @@
  */
 import { AppError, badRequest } from '../../platform/errors.ts';
 import { isObject } from '../../platform/schemas.ts';
+import { eventProperty } from './journeys.funnels.repository.ts';
 import { beginsWithLink } from './journeys.link-steps.ts';
 import type * as progressRepo from './journeys.progress.repository.ts';
 import type * as repo from './journeys.repository.ts';
@@ -98,7 +99,8 @@ export function keptSteps(data: Record<string, unknown>): progressRepo.KeptStep[
 
 /** Breakdown properties a journey may declare (`data.breakdownProperties`). */
 export const MAX_KEPT_PROPERTIES = 5;
-const KEPT_PROPERTY = /^(appId|outcome|source|interactionId|metadata\..{1,200})$/s;
+/** The longest metadata key a journey may declare. */
+const MAX_KEPT_KEY = 200;
 
 /**
  * The breakdown properties whose first- and last-touch values maintained progress keeps for
@@ -119,7 +121,8 @@ export function keptProperties(data: Record<string, unknown>, lenient = false): 
     return refuse(`holds at most ${MAX_KEPT_PROPERTIES} properties; this one has ${given.length}`);
   }
   for (const p of given) {
-    if (typeof p !== 'string' || !KEPT_PROPERTY.test(p)) {
+    const ref = typeof p === 'string' ? eventProperty(p) : undefined;
+    if (!ref || ('metadataKey' in ref && ref.metadataKey.length > MAX_KEPT_KEY)) {
       return refuse(`names ${JSON.stringify(p)}: each must be appId, outcome, source, interactionId or metadata.<key>`);
     }
   }
